@@ -1,0 +1,31 @@
+// Benchmark runner in the manner of google/benchmark: warm-up, repetitions, median with min and
+// max, and a record of the environment so that figures from two machines can be compared.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace sciproxy {
+
+struct BenchStats {
+  int warmup = 0;
+  std::vector<double> seconds;  // one per repetition
+  double median = 0, min = 0, max = 0, mean = 0;
+  nlohmann::json to_json() const;
+};
+
+// `once` runs the timed work one time and returns its duration in seconds (so a backend may time
+// itself with CUDA events). Runs `warmup` untimed calls, then `repetitions` timed ones.
+BenchStats run_benchmark(const std::function<double()>& once, int warmup, int repetitions);
+
+double median_of(std::vector<double> values);
+
+// CPU model, threads, GPUs, compiler, flags, build type, git commit, host, date, version.
+nlohmann::json environment_record();
+
+// Writes `text` to `path` through a temporary file and a rename, so no half-written file is left.
+void write_file_atomically(const std::string& path, const std::string& text);
+
+}  // namespace sciproxy

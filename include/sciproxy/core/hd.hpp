@@ -1,0 +1,9 @@
+// SCIPROXY_HD marks per-point math that both the CPU loops and the CUDA kernels call, so the
+// CPU tests exercise the arithmetic the GPU runs.
+#pragma once
+
+#if defined(__CUDACC__)
+#define SCIPROXY_HD __host__ __device__ __forceinline__
+#else
+#define SCIPROXY_HD inline
+#endif

@@ -1,0 +1,56 @@
+// Work model and rates. Every kernel call declares what it must do (points updated, flops,
+// compulsory bytes); this file derives every rate from that and a time, in one place.
+// Roofline (Williams, Waterman, Patterson 2009): attainable = min(peak flops, OI * bandwidth).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+namespace sciproxy {
+
+enum class Precision { fp32, fp64 };
+const char* precision_name(Precision p);
+
+struct WorkModel {
+  double points = 0;              // points updated, or multiply-adds where point_unit is "MAC"
+  std::string point_unit = "Pts";  // "Pts" (GPts/s) or "MAC" (GMAC/s)
+  double flops = 0;               // floating-point operations the implemented expressions do
+  double bytes = 0;               // compulsory bytes: each input read once, each output written once
+  Precision precision = Precision::fp64;
+
+  double intensity() const { return bytes > 0 ? flops / bytes : 0.0; }  // flop per byte
+};
+
+// The ceilings of one machine at one thread count (or one GPU), measured by roofline.hpp.
+struct Roofline {
+  std::string machine;        // CPU model or GPU name
+  int threads = 0;            // 0 for a GPU
+  double bandwidth_gbs = 0;   // STREAM-like triad, GB/s (1e9 bytes)
+  double peak_gflops_fp32 = 0;
+  double peak_gflops_fp64 = 0;
+
+  double peak_gflops(Precision p) const {
+    return p == Precision::fp32 ? peak_gflops_fp32 : peak_gflops_fp64;
+  }
+  double attainable_gflops(Precision p, double intensity) const;
+  nlohmann::json to_json() const;
+  static Roofline from_json(const nlohmann::json& j);
+};
+
+struct Rates {
+  double seconds = 0;
+  double gpoints_per_s = 0;   // GPts/s or GMAC/s, as the work model's point_unit says
+  double gflops_per_s = 0;
+  double gbytes_per_s = 0;
+  double intensity = 0;       // flop per compulsory byte
+  double attainable_gflops = 0;  // roofline bound at this intensity; 0 when no roofline known
+  double roofline_fraction = 0;  // achieved / attainable; 0 when no roofline known
+  bool bandwidth_bound = false;  // the bound at this intensity is the bandwidth, not the peak
+
+  nlohmann::json to_json(const WorkModel& work) const;
+};
+
+Rates derive_rates(const WorkModel& work, double seconds, const std::optional<Roofline>& roof);
+
+}  // namespace sciproxy

@@ -1,0 +1,68 @@
+/* sciproxy C ABI, for C and Fortran (iso_c_binding) callers.
+ *
+ * Every function returns a sciproxy_status: 0 on success, otherwise an error code; the message of
+ * the last error on the calling thread is sciproxy_last_error(). No function throws or aborts. */
+#ifndef SCIPROXY_H
+#define SCIPROXY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum sciproxy_status {
+  SCIPROXY_OK = 0,
+  SCIPROXY_ERROR_INVALID_ARGUMENT = 1,
+  SCIPROXY_ERROR_TYPE = 2,
+  SCIPROXY_ERROR_NOT_COMPILED = 3,
+  SCIPROXY_ERROR_DEVICE_UNAVAILABLE = 4,
+  SCIPROXY_ERROR_IO = 5,
+  SCIPROXY_ERROR_RUNTIME = 6
+} sciproxy_status;
+
+/* Message of the last error on this thread ("" when the last call succeeded). */
+const char* sciproxy_last_error(void);
+const char* sciproxy_version(void);
+
+/* parstack: see include/sciproxy/stack.hpp for the semantics.
+ *   traces[i] points at lengths[i] samples; offsets (ntraces); shifts and weights (nshifts, ntraces)
+ *   row-major; *lengthout < 0 asks for the default window, and then *offsetout and *lengthout
+ *   receive it. result holds nshifts * *lengthout (method 0) or nshifts (method 1) values; with
+ *   accumulate != 0 the stack is added to it (method 0). device: "auto", "reference", "cpu",
+ *   "cuda", "cuda:N". clamp_max_at_zero: pyrocko's method-1 quirk. nparallel <= 0: all threads.
+ * To learn the window before allocating result, call sciproxy_parstack_extent first. */
+sciproxy_status sciproxy_parstack_extent_f64(const double* const* traces, const int64_t* lengths,
+                                             int64_t ntraces, const int32_t* offsets,
+                                             const int32_t* shifts, int64_t nshifts,
+                                             int32_t* offsetout, int64_t* lengthout);
+sciproxy_status sciproxy_parstack_extent_f32(const float* const* traces, const int64_t* lengths,
+                                             int64_t ntraces, const int32_t* offsets,
+                                             const int32_t* shifts, int64_t nshifts,
+                                             int32_t* offsetout, int64_t* lengthout);
+
+sciproxy_status sciproxy_parstack_f64(const double* const* traces, const int64_t* lengths,
+                                      int64_t ntraces, const int32_t* offsets,
+                                      const int32_t* shifts, const double* weights, int64_t nshifts,
+                                      int method, int32_t* offsetout, int64_t* lengthout,
+                                      double* result, int64_t result_size, int accumulate,
+                                      int clamp_max_at_zero, int nparallel, const char* device);
+sciproxy_status sciproxy_parstack_f32(const float* const* traces, const int64_t* lengths,
+                                      int64_t ntraces, const int32_t* offsets,
+                                      const int32_t* shifts, const float* weights, int64_t nshifts,
+                                      int method, int32_t* offsetout, int64_t* lengthout,
+                                      float* result, int64_t result_size, int accumulate,
+                                      int clamp_max_at_zero, int nparallel, const char* device);
+
+/* argmax along axis 0 of a (rows, cols) row-major array into out (cols). */
+sciproxy_status sciproxy_argmax_f64(const double* a, int64_t rows, int64_t cols, uint32_t* out,
+                                    int nparallel, int pyrocko_compat);
+sciproxy_status sciproxy_argmax_f32(const float* a, int64_t rows, int64_t cols, uint32_t* out,
+                                    int nparallel, int pyrocko_compat);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SCIPROXY_H */

@@ -1,0 +1,100 @@
+// stack: delay-and-sum stacking of seismic traces, the job of pyrocko's parstack.
+//
+//   R[s, k] = sum_i w[s,i] * a_i[k + offsetout - offsets[i] - shifts[s,i]]      (method 0)
+//   M[s]    = max_k R[s, k]                                                     (method 1)
+//
+// counting only samples inside trace i; traces with weight exactly 0 are skipped. Semantics of
+// pyrocko.parstack (src/parstack.py, src/ext/parstack_ext.c); see docs/kernels/parstack.md.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "sciproxy/core/device.hpp"
+#include "sciproxy/core/metrics.hpp"
+#include "sciproxy/core/timers.hpp"
+
+namespace sciproxy::stack {
+
+enum class Method : int { stack = 0, max = 1 };
+
+// The inputs of one parstack call. Spans only: nothing is copied.
+template <class T>
+struct ParstackInput {
+  std::span<const std::span<const T>> traces;  // N traces, lengths may differ
+  std::span<const std::int32_t> offsets;       // (N): absolute start index of each trace
+  std::span<const std::int32_t> shifts;        // (nshifts, N), row-major
+  std::span<const T> weights;                  // (nshifts, N), row-major
+  std::int64_t nshifts = 0;
+};
+
+struct ParstackOptions {
+  Method method = Method::stack;
+  std::int64_t lengthout = -1;  // < 0: the extent that holds every shifted trace
+  std::int32_t offsetout = 0;   // used as given when lengthout >= 0
+  bool accumulate = false;      // method 0: add the stack into `result` instead of overwriting it
+  // Method 1: pyrocko's C code starts its running maximum at 0 and so returns max(0, max_k R).
+  // Off by default (the true maximum); on reproduces pyrocko's output exactly.
+  bool clamp_max_at_zero = false;
+  int nparallel = 0;  // OpenMP threads for the cpu backend; 0: all
+};
+
+struct Extent {
+  std::int32_t offsetout = 0;
+  std::int64_t lengthout = 0;
+};
+
+// Output window: the given one, or pyrocko's default (offsetout = min(offsets + shifts),
+// lengthout = max(offsets + shifts + lengths) - offsetout). Checks the input first.
+template <class T>
+Extent parstack_extent(const ParstackInput<T>& in, const ParstackOptions& opt);
+
+// Elements `result` must hold: nshifts * lengthout (method 0) or nshifts (method 1).
+std::int64_t parstack_result_size(std::int64_t nshifts, const Extent& extent, Method method);
+
+// Multiply-adds (the overlap of every weighted trace with the window), flops, compulsory bytes.
+template <class T>
+WorkModel parstack_work(const ParstackInput<T>& in, const Extent& extent, Method method);
+
+// Device buffers that persist across calls, so repeated calls on same-sized problems allocate
+// nothing on the GPU. Host backends ignore it. Not thread-safe: one plan per calling thread.
+class ParstackPlan {
+ public:
+  ParstackPlan();
+  ~ParstackPlan();
+  ParstackPlan(ParstackPlan&&) noexcept;
+  ParstackPlan& operator=(ParstackPlan&&) noexcept;
+
+  struct Counters {
+    long device_allocations = 0;       // cudaMalloc calls made by this plan so far
+    double bytes_host_to_device = 0;   // over the plan's life
+    double bytes_device_to_host = 0;
+    double device_bytes_held = 0;      // current size of the persistent buffers
+  };
+  Counters counters() const;
+
+  struct Impl;  // defined by the CUDA backend
+  Impl* impl() { return impl_.get(); }
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+// Runs parstack on `device`, writing `result` (see parstack_result_size), and returns the output
+// window. `timers` (optional) receives the regions "parstack/…"; `plan` (optional) keeps device
+// buffers alive between calls. Throws InvalidArgument / TypeError / NotCompiled / DeviceUnavailable.
+template <class T>
+Extent parstack(const Device& device, const ParstackInput<T>& in, std::span<T> result,
+                const ParstackOptions& opt = {}, Timers* timers = nullptr,
+                ParstackPlan* plan = nullptr);
+
+// Index of the maximum along axis 0 of a (rows, cols) row-major array: out[c] = argmax_r a[r, c].
+// The first maximum wins, like numpy. pyrocko_compat reproduces pyrocko's quirk of starting the
+// running maximum at DBL_MIN, so a column whose values are all <= 0 gives 0.
+template <class T>
+void argmax(std::span<const T> a, std::int64_t rows, std::int64_t cols, std::span<std::uint32_t> out,
+            int nparallel = 0, bool pyrocko_compat = false);
+
+}  // namespace sciproxy::stack

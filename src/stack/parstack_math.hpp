@@ -1,0 +1,37 @@
+// Per-trace index arithmetic of parstack, shared by the CPU loops and the CUDA kernels.
+// Trace i under shift set s starts at output sample  start = offsets[i] + shifts[s,i] - offsetout,
+// so output sample k reads a_i[k - start] and the trace covers k in [max(0, start),
+// min(lengthout, start + length_i)). 64-bit throughout: pyrocko's int32 sums can overflow.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+
+#include "sciproxy/core/hd.hpp"
+
+namespace sciproxy::stack {
+
+struct Overlap {
+  std::int64_t begin = 0, end = 0;  // output samples [begin, end); empty when begin == end
+};
+
+SCIPROXY_HD std::int64_t trace_start(std::int32_t offset, std::int32_t shift, std::int32_t offsetout) {
+  return static_cast<std::int64_t>(offset) + shift - offsetout;
+}
+
+SCIPROXY_HD Overlap trace_overlap(std::int64_t start, std::int64_t length, std::int64_t lengthout) {
+  Overlap o;
+  o.begin = start > 0 ? start : 0;
+  const std::int64_t stop = start + length;
+  o.end = stop < lengthout ? stop : lengthout;
+  if (o.end < o.begin) o.end = o.begin;
+  return o;
+}
+
+// Method 1 starts its running maximum here: -inf gives the true maximum, 0 pyrocko's clamp.
+template <class T>
+SCIPROXY_HD T max_initial_value(bool clamp_max_at_zero) {
+  return clamp_max_at_zero ? T(0) : -std::numeric_limits<T>::infinity();
+}
+
+}  // namespace sciproxy::stack
