@@ -21,6 +21,7 @@ struct Problem {
   const T* weights = nullptr;              // (nshifts, ntraces)
   Method method = Method::stack;
   bool clamp_max_at_zero = false;
+  bool accumulate = false;  // method 0: result holds earlier values to add to (else zeros)
 };
 
 // Method 0 adds the stack into result (nshifts x lengthout, already zeroed unless accumulating);

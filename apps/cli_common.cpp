@@ -1,0 +1,140 @@
+// Shared helpers of the sciproxy subcommands: option checks, rooflines, output paths, processes.
+#include "cli_common.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <ostream>
+
+#include "sciproxy/core/error.hpp"
+#include "sciproxy/core/roofline.hpp"
+
+extern char** environ;
+
+namespace sciproxy::app {
+
+void check_threads(int threads) {
+  if (threads < 0)
+    throw UsageError(fmt::format("--threads: expected 0 (all) or a positive count, got {}", threads));
+}
+
+int effective_threads(int threads) { return threads > 0 ? threads : max_threads(); }
+
+void check_repetitions(int reps, std::string_view option) {
+  if (reps < 1) throw UsageError(fmt::format("{}: expected at least 1, got {}", option, reps));
+}
+
+void check_output_path(const std::string& path, std::string_view option) {
+  namespace fs = std::filesystem;
+  if (path.empty()) throw UsageError(fmt::format("{}: expected a file name, got an empty string", option));
+  const fs::path target(path);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw UsageError(fmt::format("{} {}: the directory {} does not exist", option, path, dir.string()));
+  if (fs::is_directory(target, ec))
+    throw UsageError(fmt::format("{} {}: is a directory, expected a file name", option, path));
+  if (access(dir.c_str(), W_OK) != 0)
+    throw UsageError(fmt::format("{} {}: the directory {} is not writable", option, path, dir.string()));
+}
+
+Device select_device_option(const std::string& spec, std::string_view option) {
+  try {
+    (void)parse_device(spec);
+  } catch (const InvalidArgument&) {
+    throw UsageError(fmt::format("{}: expected auto, reference, cpu, cuda or cuda:N, got \"{}\"",
+                                 option, spec));
+  }
+  return select_device(spec);
+}
+
+std::vector<Device> available_compute_devices() {
+  std::vector<Device> devices{Device{Backend::cpu, 0, false}};
+  for (int i = 0; i < cuda_device_count(); ++i) devices.push_back(Device{Backend::cuda, i, false});
+  return devices;
+}
+
+std::optional<Roofline> roofline_for(const Device& device, int threads, RooflinePolicy policy,
+                                     std::ostream& log) {
+  if (policy == RooflinePolicy::none) return std::nullopt;
+  // The reference backend is a serial loop: its ceiling is one core's.
+  Device roof_device = device;
+  int roof_threads = 0;
+  if (device.backend == Backend::reference) {
+    roof_device = Device{Backend::cpu, 0, false};
+    roof_threads = 1;
+  } else if (device.backend == Backend::cpu) {
+    roof_threads = effective_threads(threads);
+  }
+  try {
+    if (auto cached = cached_roofline(roof_device, roof_threads)) return cached;
+    if (policy == RooflinePolicy::cached_only) return std::nullopt;
+    const std::string what = roof_device.backend == Backend::cuda
+                                 ? roof_device.name()
+                                 : fmt::format("cpu at {} thread{}", roof_threads, roof_threads == 1 ? "" : "s");
+    log << fmt::format("Measuring the roofline of {} (first use; cached in {}) ...\n", what,
+                       roofline_cache_path());
+    log.flush();
+    Roofline r = measure_and_cache_roofline(roof_device, roof_threads);
+    log << fmt::format("  bandwidth {:.1f} GB/s, FMA peak {:.1f} GFlops/s fp32, {:.1f} GFlops/s fp64\n",
+                       r.bandwidth_gbs, r.peak_gflops_fp32, r.peak_gflops_fp64);
+    return r;
+  } catch (const Error& e) {
+    // A missing roofline only costs the "fraction of peak" column, never the run.
+    log << fmt::format("note: no roofline for {}: {}\n", device.name(), e.what());
+    return std::nullopt;
+  }
+}
+
+double physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page_size > 0 ? double(pages) * double(page_size) : 0.0;
+}
+
+std::string format_bytes(double bytes) {
+  if (bytes >= 1024.0 * 1024 * 1024) return fmt::format("{:.1f} GiB", bytes / (1024.0 * 1024 * 1024));
+  if (bytes >= 1024.0 * 1024) return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024));
+  if (bytes >= 1024.0) return fmt::format("{:.1f} KiB", bytes / 1024.0);
+  return fmt::format("{:.0f} B", bytes);
+}
+
+std::string format_count(double n) {
+  return std::abs(n) < 1e6 ? fmt::format("{:.0f}", n) : fmt::format("{:.2e}", n);
+}
+
+int run_program(const std::vector<std::string>& argv, bool quiet) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (quiet) {
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+  }
+  pid_t pid = 0;
+  const int rc = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return 127;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0)
+    if (errno != EINTR) return 127;
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+std::string executable_dir() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : exe.parent_path().string();
+}
+
+}  // namespace sciproxy::app

@@ -1,0 +1,289 @@
+// `sciproxy bench parstack`: throughput of parstack over a sweep of trace lengths, per device
+// and dtype, as a table, JSON and (through bench/plot_sweep.py) a PNG.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "cli_common.hpp"
+#include "parstack_runner.hpp"
+#include "sciproxy/core/bench.hpp"
+#include "sciproxy/core/error.hpp"
+#include "sciproxy/core/roofline.hpp"
+
+namespace sciproxy::app {
+
+namespace {
+
+struct BenchOptions {
+  std::vector<std::string> devices{"cpu", "cuda"};
+  std::vector<std::string> dtypes{"float32", "float64"};
+  std::string sizes = "default";
+  std::int64_t ntraces = 30;
+  std::int64_t nshifts = 1000;
+  int method = 0;
+  int reps = 5;
+  int threads = 0;
+  std::uint64_t seed = 1;
+  std::string json_path;
+  std::string plot_path;
+};
+
+// The sweep: window length in samples. At 100 Hz, 1000 samples is 10 s of data (a local event),
+// 30000 is qseek's 5-minute window and 100000 is a teleseismic window of about 17 minutes.
+std::vector<std::int64_t> sweep_sizes(const std::string& sizes) {
+  if (sizes == "small") return {1000, 3000, 10000};
+  if (sizes == "default") return {1000, 2000, 5000, 10000, 20000, 50000, 100000};
+  if (sizes == "large") return {1000, 3000, 10000, 30000, 100000, 300000};
+  std::vector<std::int64_t> out;
+  std::stringstream in(sizes);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    std::int64_t n = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), n);
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size() || n < 1)
+      throw UsageError(fmt::format("--sizes: expected small, default, large or a comma-separated list "
+                                   "of positive sample counts, got \"{}\"", sizes));
+    out.push_back(n);
+  }
+  if (out.empty()) throw UsageError("--sizes: expected small, default, large or a list of sample counts");
+  return out;
+}
+
+std::string locate_plot_script() {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> candidates;
+  if (const std::string dir = executable_dir(); !dir.empty()) {
+    candidates.push_back(fs::path(dir) / "plot_sweep.py");
+    candidates.push_back(fs::path(dir) / ".." / "share" / "sciproxy" / "plot_sweep.py");
+  }
+  candidates.emplace_back(SCIPROXY_PLOT_SCRIPT_SOURCE);
+  for (const auto& c : candidates) {
+    std::error_code ec;
+    if (fs::is_regular_file(c, ec)) return fs::weakly_canonical(c, ec).string();
+  }
+  throw RuntimeError(fmt::format("--plot: cannot find plot_sweep.py (looked next to the executable, in "
+                                 "../share/sciproxy and at {})", SCIPROXY_PLOT_SCRIPT_SOURCE));
+}
+
+std::vector<Device> bench_devices(const std::vector<std::string>& names) {
+  std::vector<Device> devices;
+  auto add = [&](const Device& d) {
+    for (const auto& have : devices)
+      if (have == d) return;
+    devices.push_back(d);
+  };
+  for (const auto& name : names) {
+    if (name == "auto") {
+      for (const auto& d : available_compute_devices()) add(d);
+      continue;
+    }
+    try {
+      add(select_device_option(name));
+    } catch (const NotCompiled& e) {
+      fmt::print("Skipping {}: {}\n", name, e.what());
+    } catch (const DeviceUnavailable& e) {
+      fmt::print("Skipping {}: {}\n", name, e.what());
+    }
+  }
+  if (devices.empty()) throw RuntimeError("--device: none of the requested devices is available here");
+  return devices;
+}
+
+int run_bench(const BenchOptions& opt) {
+  if (opt.ntraces < 1) throw UsageError(fmt::format("--ntraces: expected at least 1, got {}", opt.ntraces));
+  if (opt.nshifts < 1) throw UsageError(fmt::format("--nshifts: expected at least 1, got {}", opt.nshifts));
+  const stack::Method method = parse_method(opt.method);
+  check_threads(opt.threads);
+  check_repetitions(opt.reps);
+  const auto sizes = sweep_sizes(opt.sizes);
+  std::vector<Dtype> dtypes;
+  for (const auto& d : opt.dtypes) dtypes.push_back(parse_dtype(d));
+  if (dtypes.empty()) throw UsageError("--dtype: expected at least one of float32, float64");
+  for (const auto& d : opt.devices) {  // malformed names are usage errors even when skipped
+    try {
+      if (d != "auto") (void)parse_device(d);
+    } catch (const InvalidArgument&) {
+      throw UsageError(fmt::format("--device: expected a list of auto, reference, cpu, cuda, cuda:N; "
+                                   "got \"{}\"", d));
+    }
+  }
+  if (!opt.json_path.empty()) check_output_path(opt.json_path, "--json");
+  std::string script;
+  if (!opt.plot_path.empty()) {
+    check_output_path(opt.plot_path, "--plot");
+    script = locate_plot_script();
+    // Fail before the sweep, not after minutes of measuring.
+    if (run_program({"python3", "--version"}, true) != 0)
+      throw RuntimeError("--plot needs python3, which was not found on PATH");
+    if (run_program({"python3", "-c", "import matplotlib"}, true) != 0)
+      throw RuntimeError("--plot needs matplotlib for python3 (pip install matplotlib, or apt install "
+                         "python3-matplotlib)");
+  }
+
+  const std::vector<Device> devices = bench_devices(opt.devices);
+  RunOptions run;
+  run.threads = opt.threads;
+  run.reps = opt.reps;
+  run.verify = false;  // timing only: `sciproxy parstack` and `demo` verify
+  run.roofline = RooflinePolicy::cached_only;
+  std::vector<ParstackSpec> specs;
+  for (const Dtype dtype : dtypes)
+    for (const std::int64_t n : sizes) {
+      ParstackSpec s;
+      s.ntraces = opt.ntraces;
+      s.nshifts = opt.nshifts;
+      s.nsamples = n;
+      s.method = method;
+      s.dtype = dtype;
+      s.seed = opt.seed;
+      check_spec(s, devices, 0);
+      specs.push_back(s);
+    }
+
+  const int threads = effective_threads(opt.threads);
+  std::string device_names;
+  for (const auto& d : devices) device_names += (device_names.empty() ? "" : ", ") + d.name();
+  fmt::print("sciproxy bench parstack: {} traces x {} shift sets, method {}, nsamples in {{", opt.ntraces,
+             opt.nshifts, opt.method);
+  for (std::size_t i = 0; i < sizes.size(); ++i) fmt::print("{}{}", i ? ", " : "", sizes[i]);
+  fmt::print("}}, shifts in [-T/10, T/10]; devices {}; {} cpu threads; {} repetitions after 1 warm-up\n",
+             device_names, threads, opt.reps);
+  const bool any_cuda = std::any_of(devices.begin(), devices.end(),
+                                    [](const Device& d) { return d.backend == Backend::cuda; });
+  const std::string header =
+      fmt::format("{:<10} {:<8} {:>9} {:>10} {:>11} {:>11} {:>11} {:>9} {:>9}{}", "device", "dtype",
+                  "nsamples", "MACs", "median [s]", "min [s]", "max [s]", "GMAC/s", "roofline",
+                  any_cuda ? fmt::format(" {:>13}", "kernel GMAC/s") : "");
+  fmt::print("{}\n{}\n", header, std::string(header.size(), '-'));
+  std::fflush(stdout);
+
+  nlohmann::json results = nlohmann::json::array();
+  for (const auto& spec : specs) {
+    const auto outcomes = run_parstack(spec, devices, run, std::cout);
+    for (const auto& out : outcomes) {
+      const double fraction = out.report.rates.roofline_fraction;
+      fmt::print("{:<10} {:<8} {:>9} {:>10} {:>11.4e} {:>11.4e} {:>11.4e} {:>9.2f} {:>9}{}\n",
+                 out.report.device.name(), dtype_name(spec.dtype), spec.nsamples, format_count(out.macs()),
+                 out.stats.median, out.stats.min, out.stats.max, out.gmacs(out.stats.median),
+                 fraction > 0 ? fmt::format("{:.1f}%", 100 * fraction) : "-",
+                 any_cuda ? fmt::format(" {:>13}", out.kernel_seconds
+                                                       ? fmt::format("{:.2f}", out.gmacs(*out.kernel_seconds))
+                                                       : "-")
+                          : "");
+      std::fflush(stdout);
+      nlohmann::json r = {{"device", out.report.device.name()},
+                          {"dtype", dtype_name(spec.dtype)},
+                          {"method", opt.method},
+                          {"ntraces", spec.ntraces},
+                          {"nshifts", spec.nshifts},
+                          {"nsamples", spec.nsamples},
+                          {"macs", out.macs()},
+                          {"median_s", out.stats.median},
+                          {"min_s", out.stats.min},
+                          {"max_s", out.stats.max},
+                          {"seconds", out.stats.seconds},
+                          {"gmacs", out.gmacs(out.stats.median)},
+                          {"gmacs_best", out.gmacs(out.stats.min)},
+                          {"roofline_fraction", fraction > 0 ? nlohmann::json(fraction) : nlohmann::json(nullptr)}};
+      if (out.kernel_seconds) {
+        r["cuda"] = {{"upload_s", out.upload_seconds.value_or(0)},
+                     {"kernel_s", *out.kernel_seconds},
+                     {"download_s", out.download_seconds.value_or(0)},
+                     {"gmacs_including_transfers", out.gmacs(out.stats.median)},
+                     {"gmacs_kernel_only", out.gmacs(*out.kernel_seconds)}};
+      }
+      results.push_back(std::move(r));
+    }
+  }
+
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const auto& d : devices)
+    if (d.backend == Backend::cuda) {
+      const auto all = cuda_devices();
+      gpus.push_back(d.index < static_cast<int>(all.size()) ? all[d.index].name : d.name());
+    }
+  nlohmann::json doc = {
+      {"kind", "sciproxy-bench"},
+      {"kernel", "parstack"},
+      {"sweep",
+       {{"variable", "nsamples"},
+        {"values", sizes},
+        {"ntraces", opt.ntraces},
+        {"nshifts", opt.nshifts},
+        {"method", opt.method},
+        {"shifts", "random integers in [-nsamples/10, nsamples/10]"},
+        {"repetitions", opt.reps},
+        {"warmup", 1}}},
+      {"cpu_model", cpu_model()},
+      {"threads", threads},
+      {"gpus", gpus},
+      {"environment", environment_record()},
+      {"results", results}};
+  doc["environment"]["threads"] = threads;
+
+  std::string json_path = opt.json_path;
+  bool temporary = false;
+  if (json_path.empty() && !opt.plot_path.empty()) {
+    json_path = (std::filesystem::temp_directory_path() / fmt::format("sciproxy-bench-{}.json", getpid())).string();
+    temporary = true;
+  }
+  if (!json_path.empty()) {
+    write_file_atomically(json_path, doc.dump(2) + "\n");
+    if (!temporary) fmt::print("Wrote {}\n", json_path);
+  }
+  if (!opt.plot_path.empty()) {
+    std::fflush(stdout);
+    const int rc = run_program({"python3", script, json_path, opt.plot_path});
+    if (temporary) std::filesystem::remove(json_path);
+    if (rc != 0) throw RuntimeError(fmt::format("--plot: {} failed with exit status {}", script, rc));
+    fmt::print("Wrote {}\n", opt.plot_path);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_bench_command(CLI::App& root) {
+  CLI::App* bench = root.add_subcommand("bench", "Benchmark sweeps of a kernel (bench parstack)");
+  bench->require_subcommand(1);
+  auto opt = std::make_shared<BenchOptions>();
+  CLI::App* sub = bench->add_subcommand(
+      "parstack", "Throughput of parstack over trace lengths, per device and dtype");
+  sub->add_option("--device", opt->devices, "Comma-separated devices: cpu, cuda, cuda:N, reference, "
+                                            "auto (all present); absent ones are skipped")
+      ->delimiter(',')->type_name("LIST")->capture_default_str();
+  sub->add_option("--dtype", opt->dtypes, "Comma-separated dtypes: float32, float64")
+      ->delimiter(',')->type_name("LIST")->capture_default_str();
+  sub->add_option("--sizes", opt->sizes, "small, default, large, or a comma-separated list of nsamples")
+      ->type_name("SIZES")->capture_default_str();
+  sub->add_option("--ntraces", opt->ntraces, "Traces (stations), fixed over the sweep")
+      ->type_name("N")->capture_default_str();
+  sub->add_option("--nshifts", opt->nshifts, "Shift sets (candidate sources), fixed over the sweep")
+      ->type_name("S")->capture_default_str();
+  sub->add_option("--method", opt->method, "0: the stack, 1: its maximum")->type_name("0|1")->capture_default_str();
+  sub->add_option("--reps", opt->reps, "Timed repetitions per point (after one warm-up)")
+      ->type_name("R")->capture_default_str();
+  sub->add_option("--threads", opt->threads, "OpenMP threads of the cpu backend; 0: all")->type_name("N");
+  sub->add_option("--seed", opt->seed, "Seed of the synthetic problems")->type_name("K");
+  sub->add_option("--json", opt->json_path, "Write the results and environment record to FILE")->type_name("FILE");
+  sub->add_option("--plot", opt->plot_path, "Plot GMAC/s against nsamples to FILE.png (python3 + matplotlib)")
+      ->type_name("FILE.png");
+  sub->footer(
+      "The sweep: the trace length (window) varies, the geometry stays: by default 30 traces x 1000 "
+      "shift sets, pyrocko's CUDA benchmark geometry, with random shifts in [-T/10, T/10].\n"
+      "  small    nsamples 1000, 3000, 10000 (a quick check)\n"
+      "  default  nsamples 1000 ... 100000 (10 s to about 17 min at 100 Hz; qseek uses 5 min = 30000)\n"
+      "  large    nsamples 1000 ... 300000 (for GPUs and big machines)\n"
+      "Each point: one warm-up, R timed calls, median/min/max seconds and GMAC/s (multiply-adds per "
+      "second). For cuda, GMAC/s is given including the host<->device transfers and for the kernel "
+      "alone. Timing only: use `sciproxy parstack` or `sciproxy demo` to verify.");
+  return {sub, [opt] { return run_bench(*opt); }};
+}
+
+}  // namespace sciproxy::app

@@ -1,0 +1,174 @@
+// `sciproxy demo`: every kernel built so far on every available backend, verified against the
+// reference, with the reports and one summary table.
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+
+#include "cli_common.hpp"
+#include "parstack_runner.hpp"
+#include "sciproxy/core/bench.hpp"
+#include "sciproxy/core/error.hpp"
+
+namespace sciproxy::app {
+
+namespace {
+
+struct DemoOptions {
+  std::string json_path;
+  std::string device = "auto";
+  std::int64_t ntraces = 30, nshifts = 1000, nsamples = 6000;
+  int reps = 3;
+  int threads = 0;
+  double verify_macs = 2e9;
+};
+
+struct SummaryRow {
+  std::string kernel, dtype, device;
+  double seconds = 0, gmacs = 0, fraction = 0;
+  std::string rel_l2, verdict;
+  bool pass = true;
+};
+
+int run_demo(const DemoOptions& opt) {
+  check_threads(opt.threads);
+  check_repetitions(opt.reps);
+  if (!opt.json_path.empty()) check_output_path(opt.json_path, "--json");
+  ParstackSpec base;
+  base.ntraces = opt.ntraces;
+  base.nshifts = opt.nshifts;
+  base.nsamples = opt.nsamples;
+  if (!(opt.verify_macs > 0))
+    throw UsageError(fmt::format("--verify-macs: expected a positive count, got {}", opt.verify_macs));
+  check_spec(base, {}, opt.verify_macs);
+
+  std::vector<Device> devices;
+  if (opt.device == "auto") {
+    devices = available_compute_devices();
+  } else {
+    const Device d = select_device_option(opt.device);
+    if (d.backend == Backend::reference)
+      throw UsageError("--device: the demo always runs the reference; expected auto, cpu, cuda or cuda:N");
+    devices = {d};
+  }
+  for (const Dtype dtype : {Dtype::float32, Dtype::float64}) {
+    ParstackSpec s = base;
+    s.dtype = dtype;
+    check_spec(s, devices, opt.verify_macs);
+  }
+
+  const int threads = effective_threads(opt.threads);
+  std::string names = "reference";
+  for (const auto& d : devices) names += ", " + d.name();
+  fmt::print("sciproxy demo: parstack (methods 0 and 1, float32 and float64), {}, on {} ({} cpu threads)\n",
+             base.label(), names, threads);
+  if (cuda_device_count() == 0 && opt.device == "auto")
+    fmt::print("cuda: skipped ({})\n", cuda_unavailable_reason());
+  std::fflush(stdout);
+
+  RunOptions run;
+  run.threads = opt.threads;
+  run.reps = opt.reps;
+  run.verify = true;
+  run.report_reference = true;
+  run.verify_max_macs = opt.verify_macs;
+
+  std::vector<SummaryRow> rows;
+  nlohmann::json runs = nlohmann::json::array();
+  for (const stack::Method method : {stack::Method::stack, stack::Method::max}) {
+    for (const Dtype dtype : {Dtype::float32, Dtype::float64}) {
+      ParstackSpec spec = base;
+      spec.method = method;
+      spec.dtype = dtype;
+      const std::string kernel = fmt::format("parstack m{}", static_cast<int>(method));
+      fmt::print("\n=== {} ({}), {} ===\n", kernel, method == stack::Method::stack ? "stack" : "maximum",
+                 dtype_name(dtype));
+      std::fflush(stdout);
+      const auto outcomes = run_parstack(spec, devices, run, std::cout);
+      for (const auto& out : outcomes) {
+        SummaryRow row{kernel, dtype_name(dtype), out.report.device.name()};
+        row.seconds = out.stats.median;
+        row.gmacs = out.gmacs(out.stats.median);
+        row.fraction = out.report.rates.roofline_fraction;
+        if (out.is_reference_baseline) {
+          fmt::print("Reference (the verification baseline): {} in {:.4f} s, {:.2f} GMAC/s\n",
+                     out.verification_scope(), out.stats.median, row.gmacs);
+          row.device += fmt::format(" ({})", out.verification_scope());
+          row.rel_l2 = "-";
+          row.verdict = "REF";
+        } else {
+          std::cout << "\n";
+          out.report.print(std::cout);
+          if (out.kernel_seconds)
+            fmt::print("CUDA: {:.2f} GMAC/s including transfers, {:.2f} GMAC/s kernel only\n",
+                       out.gmacs(out.stats.median), out.gmacs(*out.kernel_seconds));
+          const auto& v = out.report.verification;
+          row.rel_l2 = v ? fmt::format("{:.2e}", v->rel_l2) : "-";
+          row.pass = out.passed();
+          row.verdict = v ? fmt::format("{} ({})", v->pass ? "PASS" : "FAIL", out.verification_scope())
+                          : "not verified";
+        }
+        rows.push_back(row);
+        nlohmann::json j = out.to_json();
+        j["label"] = kernel;
+        runs.push_back(std::move(j));
+      }
+      std::fflush(stdout);
+    }
+  }
+
+  bool all_pass = true;
+  fmt::print("\nSummary ({}; time = median of {} repetitions, the reference once on the shift sets it verifies)\n",
+             base.label(), opt.reps);
+  const std::string header = fmt::format("{:<12} {:<8} {:<30} {:>10} {:>9} {:>9} {:>10}  {}", "kernel", "dtype",
+                                         "device", "time [s]", "GMAC/s", "roofline", "rel L2", "verification");
+  fmt::print("{}\n{}\n", header, std::string(header.size() + 12, '-'));
+  nlohmann::json summary = nlohmann::json::array();
+  for (const auto& r : rows) {
+    all_pass = all_pass && r.pass;
+    fmt::print("{:<12} {:<8} {:<30} {:>10.4f} {:>9.2f} {:>9} {:>10}  {}\n", r.kernel, r.dtype, r.device, r.seconds,
+               r.gmacs, r.fraction > 0 ? fmt::format("{:.1f}%", 100 * r.fraction) : "-", r.rel_l2, r.verdict);
+    summary.push_back({{"kernel", r.kernel}, {"dtype", r.dtype}, {"device", r.device}, {"seconds", r.seconds},
+                       {"gmacs", r.gmacs}, {"roofline_fraction", r.fraction}, {"rel_l2", r.rel_l2},
+                       {"verification", r.verdict}, {"pass", r.pass}});
+  }
+  fmt::print("{}\n", all_pass ? "All verifications passed." : "SOME VERIFICATIONS FAILED.");
+
+  if (!opt.json_path.empty()) {
+    nlohmann::json doc = {{"kind", "sciproxy-demo"}, {"environment", environment_record()},
+                          {"runs", runs},            {"summary", summary},
+                          {"pass", all_pass}};
+    doc["environment"]["threads"] = threads;
+    write_file_atomically(opt.json_path, doc.dump(2) + "\n");
+    fmt::print("Wrote {}\n", opt.json_path);
+  }
+  std::cout.flush();
+  if (!all_pass) throw RuntimeError("demo: at least one backend disagrees with the reference (see the summary)");
+  return 0;
+}
+
+}  // namespace
+
+Command add_demo_command(CLI::App& root) {
+  auto opt = std::make_shared<DemoOptions>();
+  CLI::App* sub = root.add_subcommand(
+      "demo", "Run every kernel built so far on every available backend, verify each against the "
+              "reference and print the reports and a summary table");
+  sub->add_option("--json", opt->json_path, "Write every report and the summary to FILE")->type_name("FILE");
+  sub->add_option("--device", opt->device, "auto (cpu and every GPU present), cpu or cuda:N")
+      ->type_name("DEVICE")->capture_default_str();
+  sub->add_option("--reps", opt->reps, "Timed repetitions per run (after one warm-up)")
+      ->type_name("R")->capture_default_str();
+  sub->add_option("--threads", opt->threads, "OpenMP threads of the cpu backend; 0: all")->type_name("N");
+  sub->add_option("--ntraces", opt->ntraces, "Traces")->type_name("N")->capture_default_str();
+  sub->add_option("--nshifts", opt->nshifts, "Shift sets")->type_name("S")->capture_default_str();
+  sub->add_option("--nsamples", opt->nsamples, "Samples per trace")->type_name("T")->capture_default_str();
+  sub->add_option("--verify-macs", opt->verify_macs,
+                  "Multiply-adds above which the reference checks an even spread of shift sets only")
+      ->type_name("M")->capture_default_str();
+  sub->footer("Exit status 1 when any backend disagrees with the reference. Problems above 2e9 "
+              "multiply-adds are verified on an even spread of shift sets.");
+  return {sub, [opt] { return run_demo(*opt); }};
+}
+
+}  // namespace sciproxy::app

@@ -1,0 +1,90 @@
+// `sciproxy info`: what this build is and what hardware it can use.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <memory>
+
+#include "cli_common.hpp"
+#include "sciproxy/build_info.hpp"
+#include "sciproxy/core/bench.hpp"
+#include "sciproxy/core/roofline.hpp"
+
+namespace sciproxy::app {
+
+namespace {
+
+struct InfoOptions {
+  std::string json_path;
+};
+
+int run_info(const InfoOptions& opt) {
+  if (!opt.json_path.empty()) check_output_path(opt.json_path, "--json");
+
+  const bool cuda = cuda_compiled();
+  const auto gpus = cuda_devices();
+  const int threads = max_threads();
+  const Device cpu{Backend::cpu, 0, false};
+  const auto roof = cached_roofline(cpu, threads);
+
+  fmt::print("sciproxy {} (git {}, {} build)\n", SCIPROXY_VERSION, SCIPROXY_GIT_COMMIT, SCIPROXY_BUILD_TYPE);
+  fmt::print("  compiler   {}\n", SCIPROXY_COMPILER);
+  fmt::print("  flags      {}\n", SCIPROXY_BUILD_FLAGS);
+  fmt::print("  backends   reference, cpu (OpenMP){}\n", cuda ? ", cuda" : "  [cuda: not compiled]");
+  fmt::print("  cpu        {}, {} OpenMP threads\n", cpu_model(), threads);
+  if (gpus.empty()) {
+    fmt::print("  cuda       no device: {}\n", cuda_unavailable_reason());
+  } else {
+    for (const auto& g : gpus)
+      fmt::print("  cuda:{:<5} {}, compute capability {}.{}, {} SMs, {:.1f} GiB\n", g.index, g.name,
+                 g.compute_major, g.compute_minor, g.multiprocessors, g.memory_gib);
+  }
+  if (roof)
+    fmt::print("  roofline   cpu at {} threads: {:.1f} GB/s, {:.1f} / {:.1f} GFlops/s fp32 / fp64 ({})\n",
+               threads, roof->bandwidth_gbs, roof->peak_gflops_fp32, roof->peak_gflops_fp64,
+               roofline_cache_path());
+  else
+    fmt::print("  roofline   not measured yet at {} threads (run `sciproxy roofline`)\n", threads);
+
+  if (!opt.json_path.empty()) {
+    nlohmann::json gpu_list = nlohmann::json::array();
+    for (const auto& g : gpus)
+      gpu_list.push_back({{"index", g.index},
+                          {"name", g.name},
+                          {"compute_capability", fmt::format("{}.{}", g.compute_major, g.compute_minor)},
+                          {"multiprocessors", g.multiprocessors},
+                          {"memory_gib", g.memory_gib}});
+    nlohmann::json backends = {"reference", "cpu"};
+    if (cuda) backends.push_back("cuda");
+    nlohmann::json j = {{"kind", "sciproxy-info"},
+                        {"version", SCIPROXY_VERSION},
+                        {"git_commit", SCIPROXY_GIT_COMMIT},
+                        {"build_type", SCIPROXY_BUILD_TYPE},
+                        {"compiler", SCIPROXY_COMPILER},
+                        {"flags", SCIPROXY_BUILD_FLAGS},
+                        {"backends", backends},
+                        {"cuda_compiled", cuda},
+                        {"cpu_model", cpu_model()},
+                        {"openmp_threads", threads},
+                        {"cuda_devices", gpu_list},
+                        {"roofline_cache", roofline_cache_path()},
+                        {"roofline_cpu", roof ? roof->to_json() : nlohmann::json(nullptr)},
+                        {"environment", environment_record()}};
+    if (gpus.empty()) j["cuda_unavailable_reason"] = cuda_unavailable_reason();
+    write_file_atomically(opt.json_path, j.dump(2) + "\n");
+    fmt::print("Wrote {}\n", opt.json_path);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_info_command(CLI::App& root) {
+  auto opt = std::make_shared<InfoOptions>();
+  CLI::App* sub = root.add_subcommand(
+      "info", "Version, compiler and flags, backends built, CPU and CUDA devices present, threads");
+  sub->add_option("--json", opt->json_path, "Also write this information as JSON to FILE")
+      ->type_name("FILE");
+  return {sub, [opt] { return run_info(*opt); }};
+}
+
+}  // namespace sciproxy::app

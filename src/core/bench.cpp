@@ -1,0 +1,98 @@
+// Benchmark repetitions, their statistics, and the environment record that goes with them.
+#include "sciproxy/core/bench.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+
+#include "sciproxy/build_info.hpp"
+#include "sciproxy/core/device.hpp"
+#include "sciproxy/core/error.hpp"
+#include "sciproxy/core/roofline.hpp"
+
+namespace sciproxy {
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+BenchStats run_benchmark(const std::function<double()>& once, int warmup, int repetitions) {
+  if (repetitions < 1) throw_invalid_argument("repetitions", "at least 1", std::to_string(repetitions));
+  if (warmup < 0) throw_invalid_argument("warmup", "0 or more", std::to_string(warmup));
+  BenchStats s;
+  s.warmup = warmup;
+  for (int i = 0; i < warmup; ++i) once();
+  for (int i = 0; i < repetitions; ++i) s.seconds.push_back(once());
+  s.median = median_of(s.seconds);
+  s.min = *std::min_element(s.seconds.begin(), s.seconds.end());
+  s.max = *std::max_element(s.seconds.begin(), s.seconds.end());
+  s.mean = std::accumulate(s.seconds.begin(), s.seconds.end(), 0.0) / s.seconds.size();
+  return s;
+}
+
+nlohmann::json BenchStats::to_json() const {
+  return {{"warmup", warmup}, {"repetitions", seconds.size()}, {"seconds", seconds},
+          {"median", median}, {"min", min}, {"max", max}, {"mean", mean}};
+}
+
+nlohmann::json environment_record() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const auto& d : cuda_devices())
+    gpus.push_back({{"index", d.index}, {"name", d.name},
+                    {"compute_capability", fmt::format("{}.{}", d.compute_major, d.compute_minor)},
+                    {"multiprocessors", d.multiprocessors}, {"memory_gib", d.memory_gib}});
+  return {{"sciproxy_version", SCIPROXY_VERSION},
+          {"git_commit", SCIPROXY_GIT_COMMIT},
+          {"compiler", SCIPROXY_COMPILER},
+          {"flags", SCIPROXY_BUILD_FLAGS},
+          {"build_type", SCIPROXY_BUILD_TYPE},
+          {"cuda_compiled", cuda_compiled()},
+          {"cpu_model", cpu_model()},
+          {"logical_cpus", static_cast<long>(sysconf(_SC_NPROCESSORS_ONLN))},
+          {"threads", max_threads()},
+          {"gpus", gpus},
+          {"host", host},
+          {"date", date}};
+}
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  if (!fs::is_directory(dir))
+    throw IoError(fmt::format("{}: the directory {} does not exist", path, dir.string()));
+  const fs::path tmp = dir / fmt::format(".{}.tmp{}", target.filename().string(), getpid());
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    f << text;
+    f.close();
+    if (!f) {
+      std::error_code ignored;
+      fs::remove(tmp, ignored);
+      throw IoError(fmt::format("{}: could not write the file", path));
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw IoError(fmt::format("{}: could not write the file ({})", path, ec.message()));
+  }
+}
+
+}  // namespace sciproxy

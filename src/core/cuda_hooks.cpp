@@ -1,0 +1,20 @@
+// Device hooks for builds without CUDA (Ginkgo's core/device_hooks): every CUDA entry point of
+// the core layer exists, reports that CUDA is absent, and throws NotCompiled when asked to work.
+#include "sciproxy/core/device.hpp"
+#include "sciproxy/core/error.hpp"
+#include "sciproxy/core/roofline.hpp"
+
+namespace sciproxy {
+
+bool cuda_compiled() { return false; }
+int cuda_device_count() { return 0; }
+std::vector<CudaDeviceInfo> cuda_devices() { return {}; }
+std::string cuda_unavailable_reason() {
+  return "sciproxy was built without CUDA (configure with the cuda preset)";
+}
+
+Roofline measure_cuda_roofline(int) {
+  throw NotCompiled("roofline: the CUDA backend was not compiled into this build of sciproxy");
+}
+
+}  // namespace sciproxy

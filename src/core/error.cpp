@@ -1,0 +1,17 @@
+// The one formatting of bad-input messages: "<argument>: expected <what>, got <what came>".
+#include "sciproxy/core/error.hpp"
+
+#include <fmt/format.h>
+
+namespace sciproxy {
+
+void throw_invalid_argument(std::string_view argument, std::string_view expected,
+                            std::string_view got) {
+  throw InvalidArgument(fmt::format("{}: expected {}, got {}", argument, expected, got));
+}
+
+void throw_type_error(std::string_view argument, std::string_view expected, std::string_view got) {
+  throw TypeError(fmt::format("{}: expected {}, got {}", argument, expected, got));
+}
+
+}  // namespace sciproxy

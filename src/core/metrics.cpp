@@ -1,0 +1,66 @@
+// Rates derived from a work model and a time: the one place where GPts/s, GFlops/s, GB/s,
+// operational intensity and the roofline fraction are computed.
+#include "sciproxy/core/metrics.hpp"
+
+#include <algorithm>
+
+namespace sciproxy {
+
+const char* precision_name(Precision p) { return p == Precision::fp32 ? "fp32" : "fp64"; }
+
+double Roofline::attainable_gflops(Precision p, double intensity) const {
+  return std::min(peak_gflops(p), intensity * bandwidth_gbs);
+}
+
+nlohmann::json Roofline::to_json() const {
+  return {{"machine", machine},
+          {"threads", threads},
+          {"bandwidth_gbs", bandwidth_gbs},
+          {"peak_gflops_fp32", peak_gflops_fp32},
+          {"peak_gflops_fp64", peak_gflops_fp64}};
+}
+
+Roofline Roofline::from_json(const nlohmann::json& j) {
+  Roofline r;
+  r.machine = j.at("machine").get<std::string>();
+  r.threads = j.at("threads").get<int>();
+  r.bandwidth_gbs = j.at("bandwidth_gbs").get<double>();
+  r.peak_gflops_fp32 = j.at("peak_gflops_fp32").get<double>();
+  r.peak_gflops_fp64 = j.at("peak_gflops_fp64").get<double>();
+  return r;
+}
+
+Rates derive_rates(const WorkModel& work, double seconds, const std::optional<Roofline>& roof) {
+  Rates r;
+  r.seconds = seconds;
+  r.intensity = work.intensity();
+  if (seconds > 0) {
+    r.gpoints_per_s = work.points / seconds * 1e-9;
+    r.gflops_per_s = work.flops / seconds * 1e-9;
+    r.gbytes_per_s = work.bytes / seconds * 1e-9;
+  }
+  if (roof && roof->bandwidth_gbs > 0 && roof->peak_gflops(work.precision) > 0) {
+    r.attainable_gflops = roof->attainable_gflops(work.precision, r.intensity);
+    r.bandwidth_bound = r.intensity * roof->bandwidth_gbs < roof->peak_gflops(work.precision);
+    if (r.attainable_gflops > 0) r.roofline_fraction = r.gflops_per_s / r.attainable_gflops;
+  }
+  return r;
+}
+
+nlohmann::json Rates::to_json(const WorkModel& work) const {
+  return {{"seconds", seconds},
+          {"points", work.points},
+          {"point_unit", work.point_unit},
+          {"flops", work.flops},
+          {"bytes", work.bytes},
+          {"precision", precision_name(work.precision)},
+          {"gpoints_per_s", gpoints_per_s},
+          {"gflops_per_s", gflops_per_s},
+          {"gbytes_per_s", gbytes_per_s},
+          {"intensity", intensity},
+          {"attainable_gflops", attainable_gflops},
+          {"roofline_fraction", roofline_fraction},
+          {"bound", attainable_gflops > 0 ? (bandwidth_bound ? "bandwidth" : "compute") : "unknown"}};
+}
+
+}  // namespace sciproxy

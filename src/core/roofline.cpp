@@ -1,0 +1,191 @@
+// CPU ceilings: a STREAM-like triad for bandwidth (McCalpin, https://www.cs.virginia.edu/stream/)
+// and independent FMA chains for the arithmetic peak, cached per machine and thread count.
+// The FMA kernel is built for several instruction sets (target_clones) and the best one the CPU
+// supports runs, so the peak is the hardware's whatever flags the rest of the library used.
+#include "sciproxy/core/roofline.hpp"
+
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <vector>
+
+#include "sciproxy/core/bench.hpp"
+#include "sciproxy/core/error.hpp"
+
+namespace sciproxy {
+
+std::string cpu_model() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  return "unknown CPU";
+}
+
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// GB/s of a[i] = b[i] + s * c[i], counting 24 bytes per element as STREAM does; best of 5.
+double triad_bandwidth_gbs(int threads) {
+  const std::size_t n = std::size_t(1) << 25;  // 3 x 256 MiB: far beyond any last-level cache
+  std::unique_ptr<double[]> a(new double[n]), b(new double[n]), c(new double[n]);
+#pragma omp parallel for schedule(static) num_threads(threads)
+  for (std::size_t i = 0; i < n; ++i) {  // first touch by the threads that will stream them
+    a[i] = 0;
+    b[i] = 1;
+    c[i] = 2;
+  }
+  double best = 1e30;
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    double* __restrict pa = a.get();
+    const double* __restrict pb = b.get();
+    const double* __restrict pc = c.get();
+#pragma omp parallel for simd schedule(static) num_threads(threads)
+    for (std::size_t i = 0; i < n; ++i) pa[i] = pb[i] + 3.0 * pc[i];
+    best = std::min(best, seconds_since(t0));
+  }
+  if (a[n / 2] != 7.0) throw RuntimeError("roofline: the triad computed a wrong value");
+  return 24.0 * n / best * 1e-9;
+}
+
+typedef float VecF32 __attribute__((vector_size(64)));
+typedef double VecF64 __attribute__((vector_size(64)));
+
+constexpr int kChains = 16;  // independent FMA chains: enough to hide latency on two FMA pipes
+
+// `iterations` rounds over kChains vectors; the sum is returned so that nothing is elided.
+template <class V, class T>
+__attribute__((always_inline)) inline T fma_chains(long iterations, T seed) {
+  constexpr int lanes = sizeof(V) / sizeof(T);
+  V acc[kChains];
+  V mul, add;
+  for (int l = 0; l < lanes; ++l) {
+    mul[l] = T(0.999999);
+    add[l] = T(1e-7) * seed;
+  }
+  for (int c = 0; c < kChains; ++c)
+    for (int l = 0; l < lanes; ++l) acc[c][l] = seed + T(c) + T(l);
+  for (long it = 0; it < iterations; ++it)
+#pragma GCC unroll 16
+    for (int c = 0; c < kChains; ++c) acc[c] = acc[c] * mul + add;
+  T sum = 0;
+  for (int c = 0; c < kChains; ++c)
+    for (int l = 0; l < lanes; ++l) sum += acc[c][l];
+  return sum;
+}
+
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+float fma_chains_fp32(long iterations, float seed) { return fma_chains<VecF32>(iterations, seed); }
+
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+double fma_chains_fp64(long iterations, double seed) { return fma_chains<VecF64>(iterations, seed); }
+
+template <class T>
+T fma_chains_dispatch(long iterations, T seed) {
+  if constexpr (sizeof(T) == 4) return fma_chains_fp32(iterations, seed);
+  else return fma_chains_fp64(iterations, seed);
+}
+
+template <class T>
+double fma_peak_gflops(int threads) {
+  constexpr long lanes = 64 / sizeof(T);
+  const long iterations = 20'000'000 / lanes;
+  const double flops_per_thread = 2.0 * kChains * lanes * iterations;
+  double best = 1e30;
+  volatile T sink = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    T total = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+    total += fma_chains_dispatch<T>(iterations, T(1) + omp_get_thread_num());
+    best = std::min(best, seconds_since(t0));
+    sink = sink + total;
+  }
+  return flops_per_thread * threads / best * 1e-9;
+}
+
+std::string cache_key(const Device& device, int threads) {
+  if (device.backend == Backend::cuda) {
+    const auto devices = cuda_devices();
+    const std::string name = device.index < (int)devices.size() ? devices[device.index].name : "GPU";
+    return fmt::format("cuda|{}", name);
+  }
+  return fmt::format("cpu|{}|threads={}", cpu_model(), threads);
+}
+
+nlohmann::json read_cache() {
+  std::ifstream f(roofline_cache_path());
+  if (!f) return nlohmann::json::object();
+  try {
+    return nlohmann::json::parse(f);
+  } catch (const nlohmann::json::exception&) {
+    return nlohmann::json::object();  // a damaged cache is remeasured, not fatal
+  }
+}
+
+}  // namespace
+
+Roofline measure_cpu_roofline(int threads) {
+  if (threads <= 0) threads = max_threads();
+  Roofline r;
+  r.machine = cpu_model();
+  r.threads = threads;
+  r.bandwidth_gbs = triad_bandwidth_gbs(threads);
+  r.peak_gflops_fp32 = fma_peak_gflops<float>(threads);
+  r.peak_gflops_fp64 = fma_peak_gflops<double>(threads);
+  return r;
+}
+
+std::string roofline_cache_path() {
+  namespace fs = std::filesystem;
+  fs::path dir;
+  if (const char* d = std::getenv("SCIPROXY_CACHE_DIR"); d && *d) dir = d;
+  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) dir = fs::path(x) / "sciproxy";
+  else if (const char* h = std::getenv("HOME"); h && *h) dir = fs::path(h) / ".cache" / "sciproxy";
+  else dir = fs::temp_directory_path() / "sciproxy";
+  return (dir / "roofline.json").string();
+}
+
+std::optional<Roofline> cached_roofline(const Device& device, int threads) {
+  if (device.backend != Backend::cuda && threads <= 0) threads = max_threads();
+  const nlohmann::json cache = read_cache();
+  const std::string key = cache_key(device, threads);
+  if (!cache.contains(key)) return std::nullopt;
+  try {
+    return Roofline::from_json(cache.at(key));
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  }
+}
+
+Roofline measure_and_cache_roofline(const Device& device, int threads) {
+  if (device.backend != Backend::cuda && threads <= 0) threads = max_threads();
+  const Roofline r = device.backend == Backend::cuda ? measure_cuda_roofline(device.index)
+                                                     : measure_cpu_roofline(threads);
+  nlohmann::json cache = read_cache();
+  cache[cache_key(device, threads)] = r.to_json();
+  const std::string path = roofline_cache_path();
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  try {
+    write_file_atomically(path, cache.dump(2) + "\n");
+  } catch (const IoError&) {
+    // A read-only home only costs a remeasurement next time.
+  }
+  return r;
+}
+
+}  // namespace sciproxy

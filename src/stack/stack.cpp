@@ -1,0 +1,203 @@
+// parstack: argument checks, output window, work model and dispatch to a backend.
+//   R[s, k] = sum_i w[s,i] * a_i[k + offsetout - offsets[i] - shifts[s,i]],  M[s] = max_k R[s, k]
+// Semantics of pyrocko.parstack (src/parstack.py, src/ext/parstack_ext.c).
+#include "sciproxy/stack.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "parstack_kernels.hpp"
+#include "parstack_math.hpp"
+#include "sciproxy/core/error.hpp"
+
+namespace sciproxy::stack {
+
+namespace {
+
+template <class T>
+void check_input(const ParstackInput<T>& in, const ParstackOptions& opt) {
+  const auto ntraces = static_cast<std::int64_t>(in.traces.size());
+  require(ntraces >= 1, "traces", "at least one trace", "none");
+  require(in.offsets.size() == in.traces.size(), "offsets",
+          fmt::format("one offset per trace ({} values)", ntraces),
+          fmt::format("{} values", in.offsets.size()));
+  require(in.nshifts >= 1, "shifts", "at least one shift set (shape (nshifts, ntraces))",
+          fmt::format("nshifts = {}", in.nshifts));
+  const auto nterms = static_cast<std::size_t>(in.nshifts * ntraces);
+  require(in.shifts.size() == nterms, "shifts",
+          fmt::format("shape (nshifts, ntraces) = ({}, {}), {} values", in.nshifts, ntraces, nterms),
+          fmt::format("{} values", in.shifts.size()));
+  require(in.weights.size() == nterms, "weights",
+          fmt::format("shape (nshifts, ntraces) = ({}, {}), {} values", in.nshifts, ntraces, nterms),
+          fmt::format("{} values", in.weights.size()));
+  for (std::size_t j = 0; j < nterms; ++j)
+    if (!std::isfinite(in.weights[j]))
+      throw_invalid_argument("weights", "finite values",
+                             fmt::format("{} at [{}, {}]", in.weights[j], j / ntraces, j % ntraces));
+  for (std::int64_t i = 0; i < ntraces; ++i) {
+    const auto& trace = in.traces[i];
+    require(trace.empty() || trace.data() != nullptr, fmt::format("traces[{}]", i),
+            "a pointer to its samples", "a null pointer");
+    for (std::size_t j = 0; j < trace.size(); ++j)
+      if (!std::isfinite(trace[j]))
+        throw_invalid_argument(fmt::format("traces[{}]", i), "finite samples",
+                               fmt::format("{} at index {}", trace[j], j));
+  }
+  require(opt.method == Method::stack || opt.method == Method::max, "method",
+          "0 (stack) or 1 (maximum of the stack)", std::to_string(static_cast<int>(opt.method)));
+  require(opt.lengthout != 0, "lengthout", "a positive length, or -1 for the default window", "0");
+  require(opt.nparallel >= 0, "nparallel", "a positive thread count (or 0 for all)",
+          std::to_string(opt.nparallel));
+}
+
+template <class T>
+kernels::Problem<T> make_problem(const ParstackInput<T>& in, const Extent& e, const ParstackOptions& opt,
+                                 std::vector<const T*>& pointers, std::vector<std::int64_t>& lengths) {
+  pointers.resize(in.traces.size());
+  lengths.resize(in.traces.size());
+  for (std::size_t i = 0; i < in.traces.size(); ++i) {
+    pointers[i] = in.traces[i].data();
+    lengths[i] = static_cast<std::int64_t>(in.traces[i].size());
+  }
+  kernels::Problem<T> p;
+  p.ntraces = static_cast<std::int64_t>(in.traces.size());
+  p.nshifts = in.nshifts;
+  p.lengthout = e.lengthout;
+  p.offsetout = e.offsetout;
+  p.traces = pointers.data();
+  p.lengths = lengths.data();
+  p.offsets = in.offsets.data();
+  p.shifts = in.shifts.data();
+  p.weights = in.weights.data();
+  p.method = opt.method;
+  p.clamp_max_at_zero = opt.clamp_max_at_zero;
+  p.accumulate = opt.accumulate && opt.method == Method::stack;
+  return p;
+}
+
+}  // namespace
+
+template <class T>
+Extent parstack_extent(const ParstackInput<T>& in, const ParstackOptions& opt) {
+  check_input(in, opt);
+  if (opt.lengthout > 0) return {opt.offsetout, opt.lengthout};
+  const auto ntraces = static_cast<std::int64_t>(in.traces.size());
+  std::int64_t first = std::numeric_limits<std::int64_t>::max();
+  std::int64_t last = std::numeric_limits<std::int64_t>::min();
+  for (std::int64_t s = 0; s < in.nshifts; ++s)
+    for (std::int64_t i = 0; i < ntraces; ++i) {
+      const std::int64_t start = trace_start(in.offsets[i], in.shifts[s * ntraces + i], 0);
+      first = std::min(first, start);
+      last = std::max(last, start + static_cast<std::int64_t>(in.traces[i].size()));
+    }
+  require(last > first, "traces", "at least one non-empty trace (the default window is empty)",
+          "only empty traces");
+  require(first >= std::numeric_limits<std::int32_t>::min() &&
+              first <= std::numeric_limits<std::int32_t>::max(),
+          "offsets + shifts", "a window start that fits in int32", std::to_string(first));
+  return {static_cast<std::int32_t>(first), last - first};
+}
+
+std::int64_t parstack_result_size(std::int64_t nshifts, const Extent& extent, Method method) {
+  return method == Method::stack ? nshifts * extent.lengthout : nshifts;
+}
+
+template <class T>
+WorkModel parstack_work(const ParstackInput<T>& in, const Extent& e, Method method) {
+  const auto ntraces = static_cast<std::int64_t>(in.traces.size());
+  double macs = 0;
+  for (std::int64_t s = 0; s < in.nshifts; ++s)
+    for (std::int64_t i = 0; i < ntraces; ++i) {
+      if (in.weights[s * ntraces + i] == T(0)) continue;
+      const Overlap o = trace_overlap(trace_start(in.offsets[i], in.shifts[s * ntraces + i], e.offsetout),
+                                      static_cast<std::int64_t>(in.traces[i].size()), e.lengthout);
+      macs += static_cast<double>(o.end - o.begin);
+    }
+  double trace_samples = 0;
+  for (const auto& t : in.traces) trace_samples += static_cast<double>(t.size());
+  const double terms = static_cast<double>(in.nshifts * ntraces);
+  const double outputs = static_cast<double>(parstack_result_size(in.nshifts, e, method));
+  WorkModel w;
+  w.points = macs;
+  w.point_unit = "MAC";
+  // A multiply-add per overlapping sample; method 1 adds one comparison per stacked sample.
+  w.flops = 2 * macs + (method == Method::max ? static_cast<double>(in.nshifts * e.lengthout) : 0.0);
+  w.bytes = sizeof(T) * (trace_samples + terms + outputs) + sizeof(std::int32_t) * (terms + ntraces);
+  w.precision = sizeof(T) == 4 ? Precision::fp32 : Precision::fp64;
+  return w;
+}
+
+template <class T>
+Extent parstack(const Device& device, const ParstackInput<T>& in, std::span<T> result,
+                const ParstackOptions& opt, Timers* timers, ParstackPlan* plan) {
+  auto region = Timers::region(timers, "parstack");
+  const Extent extent = parstack_extent(in, opt);
+  const std::int64_t expected = parstack_result_size(in.nshifts, extent, opt.method);
+  require(static_cast<std::int64_t>(result.size()) == expected, "result",
+          opt.method == Method::stack
+              ? fmt::format("nshifts x lengthout = {} x {} = {} elements", in.nshifts, extent.lengthout, expected)
+              : fmt::format("nshifts = {} elements", expected),
+          fmt::format("{} elements", result.size()));
+  require(result.data() != nullptr, "result", "a pointer to writable memory", "a null pointer");
+
+  std::vector<const T*> pointers;
+  std::vector<std::int64_t> lengths;
+  const kernels::Problem<T> problem = make_problem(in, extent, opt, pointers, lengths);
+
+  switch (device.backend) {
+    case Backend::reference:
+    case Backend::cpu: {
+      if (problem.method == Method::stack && !problem.accumulate) {
+        auto zero = Timers::region(timers, "zero");
+        std::fill(result.begin(), result.end(), T(0));
+      }
+      auto compute = Timers::region(timers, "compute");
+      if (device.backend == Backend::reference) {
+        kernels::reference::parstack(problem, result.data());
+      } else {
+        ThreadCount threads(opt.nparallel);
+        kernels::cpu::parstack(problem, result.data());
+      }
+      break;
+    }
+    case Backend::cuda: {
+      ParstackPlan local_plan;
+      kernels::cuda::parstack(problem, result.data(), device.index, plan ? *plan : local_plan, timers);
+      break;
+    }
+  }
+  return extent;
+}
+
+template <class T>
+void argmax(std::span<const T> a, std::int64_t rows, std::int64_t cols, std::span<std::uint32_t> out,
+            int nparallel, bool pyrocko_compat) {
+  require(rows >= 1 && cols >= 1, "a", "a 2-D array with at least one row and one column",
+          fmt::format("shape ({}, {})", rows, cols));
+  require(rows < (std::int64_t(1) << 32), "a", "fewer than 2^32 rows (indices are uint32)",
+          fmt::format("{} rows", rows));
+  require(static_cast<std::int64_t>(a.size()) == rows * cols, "a",
+          fmt::format("rows x cols = {} elements", rows * cols), fmt::format("{} elements", a.size()));
+  require(static_cast<std::int64_t>(out.size()) == cols, "out", fmt::format("{} elements (one per column)", cols),
+          fmt::format("{} elements", out.size()));
+  require(nparallel >= 0, "nparallel", "a positive thread count (or 0 for all)", std::to_string(nparallel));
+  ThreadCount threads(nparallel);
+  kernels::cpu::argmax(a.data(), rows, cols, out.data(), pyrocko_compat);
+}
+
+#define SCIPROXY_INSTANTIATE(T)                                                                  \
+  template Extent parstack_extent<T>(const ParstackInput<T>&, const ParstackOptions&);           \
+  template WorkModel parstack_work<T>(const ParstackInput<T>&, const Extent&, Method);           \
+  template Extent parstack<T>(const Device&, const ParstackInput<T>&, std::span<T>,              \
+                              const ParstackOptions&, Timers*, ParstackPlan*);                  \
+  template void argmax<T>(std::span<const T>, std::int64_t, std::int64_t, std::span<std::uint32_t>, \
+                          int, bool);
+SCIPROXY_INSTANTIATE(float)
+SCIPROXY_INSTANTIATE(double)
+#undef SCIPROXY_INSTANTIATE
+
+}  // namespace sciproxy::stack

@@ -1,0 +1,51 @@
+// Random parstack problems for the tests that compare backends.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "sciproxy/stack.hpp"
+
+namespace sciproxy::test {
+
+struct ProblemShape {
+  int max_traces = 5, min_length = 5, max_length = 10;
+  int shift_range = 5;  // offsets and shifts in [-shift_range, shift_range]
+  int max_shifts = 10;
+};
+
+template <class T>
+struct RandomProblem {
+  std::vector<std::vector<T>> data;
+  std::vector<std::span<const T>> traces;
+  std::vector<std::int32_t> offsets, shifts;
+  std::vector<T> weights;
+  std::int64_t nshifts = 0;
+
+  RandomProblem(std::mt19937_64& rng, const ProblemShape& shape) {
+    std::uniform_int_distribution<int> ntraces_d(1, shape.max_traces), length_d(shape.min_length, shape.max_length),
+        shift_d(-shape.shift_range, shape.shift_range), nshifts_d(1, shape.max_shifts), zero_d(0, 9);
+    std::uniform_real_distribution<double> value_d(-1.0, 1.0);
+    const int ntraces = ntraces_d(rng);
+    nshifts = nshifts_d(rng);
+    data.resize(ntraces);
+    for (auto& t : data) {
+      t.resize(length_d(rng));
+      for (auto& v : t) v = static_cast<T>(value_d(rng));
+    }
+    traces.assign(data.begin(), data.end());
+    for (int i = 0; i < ntraces; ++i) offsets.push_back(shift_d(rng));
+    for (std::int64_t j = 0; j < nshifts * ntraces; ++j) {
+      shifts.push_back(shift_d(rng));
+      weights.push_back(zero_d(rng) == 0 ? T(0) : static_cast<T>(value_d(rng)));  // some weights 0
+    }
+  }
+
+  stack::ParstackInput<T> input() const {
+    return {traces, offsets, shifts, weights, nshifts};
+  }
+};
+
+}  // namespace sciproxy::test

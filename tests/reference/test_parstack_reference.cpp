@@ -1,0 +1,183 @@
+// parstack reference backend against hand-computed cases, and the checks of bad input.
+// Expected values were worked out by hand (and agree with pyrocko's parstack on the same input).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "sciproxy/core/error.hpp"
+#include "sciproxy/stack.hpp"
+
+using namespace sciproxy;
+using namespace sciproxy::stack;
+
+namespace {
+
+const Device kReference{Backend::reference, 0, false};
+
+struct Case {
+  std::vector<std::vector<double>> data;
+  std::vector<std::int32_t> offsets, shifts;
+  std::vector<double> weights;
+  std::int64_t nshifts;
+  std::vector<std::span<const double>> spans;
+
+  ParstackInput<double> input() {
+    spans.assign(data.begin(), data.end());
+    return {spans, offsets, shifts, weights, nshifts};
+  }
+};
+
+// Two traces, two shift sets: the example of docs/kernels/parstack.md's semantics.
+Case two_traces() { return {{{1, 2, 3}, {-1, -2, -3}}, {0, 1}, {0, 0, 1, -1}, {1, 1, 1, 1}, 2, {}}; }
+
+std::vector<double> run(Case& c, const ParstackOptions& opt, Extent* extent = nullptr,
+                        std::vector<double> result = {}) {
+  auto in = c.input();
+  const Extent e = parstack_extent(in, opt);
+  if (result.empty()) result.assign(parstack_result_size(c.nshifts, e, opt.method), -99.0);
+  const Extent got = parstack<double>(kReference, in, result, opt);
+  if (extent) *extent = got;
+  return result;
+}
+
+}  // namespace
+
+TEST(ParstackReference, DefaultWindow) {
+  Case c = two_traces();
+  Extent e;
+  // Shift set 0: trace 0 at 0..2, trace 1 at 1..3.  Shift set 1: trace 0 at 1..3, trace 1 at 0..2.
+  EXPECT_EQ(run(c, {}, &e), (std::vector<double>{1, 1, 1, -3, -1, -1, -1, 3}));
+  EXPECT_EQ(e.offsetout, 0);
+  EXPECT_EQ(e.lengthout, 4);
+}
+
+TEST(ParstackReference, GivenWindowWithNegativeOffsetout) {
+  Case c = two_traces();
+  ParstackOptions opt;
+  opt.lengthout = 3;
+  opt.offsetout = -1;
+  Extent e;
+  EXPECT_EQ(run(c, opt, &e), (std::vector<double>{0, 1, 1, 0, -1, -1}));
+  EXPECT_EQ(e.offsetout, -1);
+  EXPECT_EQ(e.lengthout, 3);
+}
+
+TEST(ParstackReference, NegativeOffsetsAndShiftsAndWeights) {
+  // Trace a = [1, 2] at offset -3 shifted by -1 starts at -4; trace b = [10] at 2 shifted by -2 at 0.
+  Case c{{{1, 2}, {10}}, {-3, 2}, {-1, -2}, {2, -0.5}, 1, {}};
+  Extent e;
+  EXPECT_EQ(run(c, {}, &e), (std::vector<double>{2, 4, 0, 0, -5}));
+  EXPECT_EQ(e.offsetout, -4);
+  EXPECT_EQ(e.lengthout, 5);
+}
+
+TEST(ParstackReference, TracesOutsideTheWindowContributeNothing) {
+  Case c{{{1, 2, 3}, {5, 5}}, {0, 100}, {0, 0}, {1, 1}, 1, {}};
+  ParstackOptions opt;
+  opt.lengthout = 4;
+  opt.offsetout = -1;
+  EXPECT_EQ(run(c, opt), (std::vector<double>{0, 1, 2, 3}));
+  opt.offsetout = 2;  // only the last sample of trace 0 is inside
+  EXPECT_EQ(run(c, opt), (std::vector<double>{3, 0, 0, 0}));
+}
+
+TEST(ParstackReference, ZeroWeightsSkipTheirTrace) {
+  Case c = two_traces();
+  c.weights = {0, 1, 1, 0};
+  EXPECT_EQ(run(c, {}), (std::vector<double>{0, -1, -2, -3, 0, 1, 2, 3}));
+}
+
+TEST(ParstackReference, AccumulatesIntoTheResult) {
+  Case c = two_traces();
+  ParstackOptions opt;
+  opt.accumulate = true;
+  std::vector<double> r(8, 0.0);
+  r = run(c, opt, nullptr, r);
+  r = run(c, opt, nullptr, r);
+  EXPECT_EQ(r, (std::vector<double>{2, 2, 2, -6, -2, -2, -2, 6}));
+  opt.accumulate = false;  // without accumulate the result is overwritten
+  EXPECT_EQ(run(c, opt, nullptr, r), (std::vector<double>{1, 1, 1, -3, -1, -1, -1, 3}));
+}
+
+TEST(ParstackReference, MethodOneTrueMaximumAndPyrockoClamp) {
+  Case c{{{-1, -2}}, {0}, {0}, {1}, 1, {}};
+  ParstackOptions opt;
+  opt.method = Method::max;
+  EXPECT_EQ(run(c, opt), (std::vector<double>{-1}));
+  opt.clamp_max_at_zero = true;
+  EXPECT_EQ(run(c, opt), (std::vector<double>{0}));
+  Case d = two_traces();
+  opt.clamp_max_at_zero = false;
+  opt.lengthout = 3;
+  opt.offsetout = -1;
+  EXPECT_EQ(run(d, opt), (std::vector<double>{1, 0}));
+}
+
+TEST(ParstackReference, ArgmaxFirstMaximumAndPyrockoQuirk) {
+  const std::vector<double> a{-1, 2, 5, -0.5, 3, 5};  // 2 x 3
+  std::vector<std::uint32_t> out(3);
+  argmax<double>(a, 2, 3, out);
+  EXPECT_EQ(out, (std::vector<std::uint32_t>{1, 1, 0}));  // ties: the first wins
+  argmax<double>(a, 2, 3, out, 0, true);
+  EXPECT_EQ(out, (std::vector<std::uint32_t>{0, 1, 0}));  // all <= 0 gives 0 in pyrocko
+}
+
+// ---- bad input -----------------------------------------------------------------------------
+
+namespace {
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const InvalidArgument& e) {
+    return e.what();
+  }
+  return "no error";
+}
+}  // namespace
+
+TEST(ParstackReference, BadInputIsAClearError) {
+  auto expect = [](Case c, ParstackOptions opt, const std::string& argument) {
+    const std::string message = error_of([&] { run(c, opt); });
+    EXPECT_EQ(message.rfind(argument + ": expected", 0), 0u) << argument << " -> " << message;
+  };
+  Case c = two_traces();
+  c.offsets = {0};
+  expect(c, {}, "offsets");
+  c = two_traces();
+  c.shifts.pop_back();
+  expect(c, {}, "shifts");
+  c = two_traces();
+  c.weights.push_back(1);
+  expect(c, {}, "weights");
+  c = two_traces();
+  c.weights[2] = std::numeric_limits<double>::quiet_NaN();
+  expect(c, {}, "weights");
+  c = two_traces();
+  c.data[1][1] = std::numeric_limits<double>::infinity();
+  expect(c, {}, "traces[1]");
+  c = two_traces();
+  ParstackOptions opt;
+  opt.lengthout = 0;
+  expect(c, opt, "lengthout");
+  opt = {};
+  opt.method = static_cast<Method>(3);
+  expect(c, opt, "method");
+  c = two_traces();
+  c.data = {{}, {}};  // empty traces at one start: the default window would be empty
+  c.offsets = {0, 0};
+  c.shifts = {0, 0, 0, 0};
+  expect(c, {}, "traces");
+  c = two_traces();
+  c.nshifts = 0;
+  c.shifts.clear();
+  c.weights.clear();
+  expect(c, {}, "shifts");
+
+  Case d = two_traces();
+  std::vector<double> wrong(7);
+  const std::string m = error_of([&] { parstack<double>(kReference, d.input(), wrong); });
+  EXPECT_EQ(m, "result: expected nshifts x lengthout = 2 x 4 = 8 elements, got 7 elements");
+}

@@ -1,0 +1,50 @@
+// Work model and rates: hand-computed numbers.
+#include <gtest/gtest.h>
+
+#include "sciproxy/core/metrics.hpp"
+
+using namespace sciproxy;
+
+TEST(Metrics, RatesFromWorkAndTime) {
+  WorkModel w;
+  w.points = 2e9;
+  w.flops = 4e9;
+  w.bytes = 8e9;
+  w.precision = Precision::fp64;
+  const Rates r = derive_rates(w, 2.0, std::nullopt);
+  EXPECT_DOUBLE_EQ(r.gpoints_per_s, 1.0);
+  EXPECT_DOUBLE_EQ(r.gflops_per_s, 2.0);
+  EXPECT_DOUBLE_EQ(r.gbytes_per_s, 4.0);
+  EXPECT_DOUBLE_EQ(r.intensity, 0.5);
+  EXPECT_EQ(r.roofline_fraction, 0.0);  // unknown without a roofline
+}
+
+TEST(Metrics, RooflineBoundAndFraction) {
+  Roofline roof;
+  roof.bandwidth_gbs = 100;
+  roof.peak_gflops_fp32 = 1000;
+  roof.peak_gflops_fp64 = 500;
+  WorkModel w;
+  w.flops = 1e9;
+  w.bytes = 1e9;  // OI = 1: bandwidth bound at 100 GFlops/s
+  w.precision = Precision::fp64;
+  Rates r = derive_rates(w, 0.1, roof);  // 10 GFlops/s
+  EXPECT_TRUE(r.bandwidth_bound);
+  EXPECT_DOUBLE_EQ(r.attainable_gflops, 100);
+  EXPECT_DOUBLE_EQ(r.roofline_fraction, 0.1);
+  w.bytes = 1e6;  // OI = 1000: compute bound, the fp32 peak applies to fp32 work
+  w.precision = Precision::fp32;
+  r = derive_rates(w, 0.01, roof);  // 100 GFlops/s
+  EXPECT_FALSE(r.bandwidth_bound);
+  EXPECT_DOUBLE_EQ(r.attainable_gflops, 1000);
+  EXPECT_DOUBLE_EQ(r.roofline_fraction, 0.1);
+}
+
+TEST(Metrics, RooflineJsonRoundTrip) {
+  Roofline roof{"cpu X", 2, 30.5, 400, 200};
+  const Roofline back = Roofline::from_json(roof.to_json());
+  EXPECT_EQ(back.machine, "cpu X");
+  EXPECT_EQ(back.threads, 2);
+  EXPECT_DOUBLE_EQ(back.bandwidth_gbs, 30.5);
+  EXPECT_DOUBLE_EQ(back.peak_gflops_fp64, 200);
+}
