@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what sciproxy needs and is missing: Debian packages (apt-get) and a Python virtual
+# environment in .venv with the PyPI packages (numpy, pytest, matplotlib, the build tools, and
+# pyrocko for the side-by-side tests). Safe to run again: it only installs what is absent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+debian_packages=(cmake ninja-build g++ gfortran pkg-config libgtest-dev libcli11-dev
+                 nlohmann-json3-dev libfmt-dev python3-dev python3-venv python3-pip)
+missing=()
+for p in "${debian_packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing Debian packages: ${missing[*]}"
+  sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+python_packages=(numpy pytest matplotlib nanobind scikit-build-core pyrocko)
+if [ ! -x .venv/bin/python ]; then
+  echo "setup: creating the Python virtual environment .venv"
+  python3 -m venv .venv
+fi
+if ! .venv/bin/python -c "import numpy, pytest, matplotlib, nanobind, scikit_build_core, pyrocko" 2>/dev/null; then
+  echo "setup: installing Python packages: ${python_packages[*]}"
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q "${python_packages[@]}"
+fi
