@@ -84,7 +84,10 @@ void parstack(const Problem<T>& p, T* result) {
       for (std::int64_t job = 0; job < ntiles * p.nshifts; ++job) {
         const std::int64_t s = job % p.nshifts, k0 = (job / p.nshifts) * kTile<T>;
         const std::int64_t k1 = std::min(p.lengthout, k0 + kTile<T>);
-        stack_tile(p, s, k0, k1, result + s * p.lengthout + k0, full, partial);
+        T* tile = result + s * p.lengthout + k0;
+        // Zeroed here, while the tile is in L1, rather than in a separate pass over all the output.
+        if (!p.accumulate) std::fill(tile, tile + (k1 - k0), T(0));
+        stack_tile(p, s, k0, k1, tile, full, partial);
       }
     }
   } else {

@@ -24,8 +24,8 @@ struct Problem {
   bool accumulate = false;  // method 0: result holds earlier values to add to (else zeros)
 };
 
-// Method 0 adds the stack into result (nshifts x lengthout, already zeroed unless accumulating);
-// method 1 writes result (nshifts).
+// Method 0 writes the stack into result (nshifts x lengthout), or adds it to what result holds
+// when p.accumulate; method 1 writes result (nshifts).
 namespace reference {
 template <class T> void parstack(const Problem<T>& p, T* result);
 template <class T>

@@ -25,7 +25,8 @@ void parstack(const Problem<T>& p, T* result) {
     }
     if (p.method == Method::stack) {
       T* out = result + s * p.lengthout;
-      for (std::int64_t k = 0; k < p.lengthout; ++k) out[k] = static_cast<T>(static_cast<double>(out[k]) + row[k]);
+      for (std::int64_t k = 0; k < p.lengthout; ++k)
+        out[k] = static_cast<T>((p.accumulate ? static_cast<double>(out[k]) : 0.0) + row[k]);
     } else {
       double m = max_initial_value<double>(p.clamp_max_at_zero);
       for (std::int64_t k = 0; k < p.lengthout; ++k) m = std::max(m, row[k]);

@@ -151,10 +151,6 @@ Extent parstack(const Device& device, const ParstackInput<T>& in, std::span<T> r
   switch (device.backend) {
     case Backend::reference:
     case Backend::cpu: {
-      if (problem.method == Method::stack && !problem.accumulate) {
-        auto zero = Timers::region(timers, "zero");
-        std::fill(result.begin(), result.end(), T(0));
-      }
       auto compute = Timers::region(timers, "compute");
       if (device.backend == Backend::reference) {
         kernels::reference::parstack(problem, result.data());
