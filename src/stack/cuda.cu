@@ -1,9 +1,10 @@
 // CUDA backend of parstack, delay-and-sum stacking (pyrocko.parstack, src/ext/parstack_ext.c):
 //
-//   R[s, k] += sum_i w[s,i] * a_i[k + offsetout - offsets[i] - shifts[s,i]]    (method 0)
-//   M[s]     = max(m0, max_k R[s, k]),  m0 = -inf, or 0 with clamp_max_at_zero  (method 1)
+//   R[s, k] = R0[s, k] + sum_i w[s,i] * a_i[k + offsetout - offsets[i] - shifts[s,i]]   (method 0)
+//   M[s]    = max(m0, max_k R[s, k]),  m0 = -inf, or 0 with clamp_max_at_zero       (method 1)
 //
-// counting only samples inside trace i, skipping weights exactly 0; see docs/kernels/parstack.md.
+// counting only samples inside trace i, skipping weights exactly 0; R0 is the caller's result when
+// accumulating, else 0. See docs/kernels/parstack.md.
 // The traces are small and reused by every shift set while the output is large, so one thread
 // owns a few output samples of one shift set, loops over the traces with the sum in registers,
 // and writes each output element once. Method 1 never stores R: each block reduces its tile to a
@@ -212,8 +213,10 @@ __device__ __forceinline__ T larger(T a, T b) {
 // first lists, in trace order, the traces that touch its tile with a non-zero weight (an ordered
 // ballot compaction, so the sum runs in the reference's order), then every thread adds them into
 // its kItems registers. Tiles that a trace covers fully take the branch without bounds checks.
+// The minimum of 4 resident blocks caps registers at 64: left to itself, ptxas 13.0 chose 48 and
+// spilled on sm_90 (fp64).
 template <class T, bool kMax>
-__global__ void __launch_bounds__(kThreads) parstack_kernel(const KernelArgs<T> a) {
+__global__ void __launch_bounds__(kThreads, 4) parstack_kernel(const KernelArgs<T> a) {
   __shared__ TraceEntry<T> entries[kThreads];
   __shared__ int warp_counts[kWarps];
   __shared__ T warp_max[kWarps];
@@ -360,13 +363,18 @@ void parstack(const Problem<T>& p, T* result, int device_index, ParstackPlan& pl
 
   sciproxy::cuda_detail::DeviceGuard guard;
   impl->bind(device_index);
+  // A call that threw may have left copies in flight that still read the staging buffer.
+  SCIPROXY_CUDA_CHECK(cudaStreamSynchronize(impl->stream));
 
   if (nshifts == 0) return;
   if (lengthout == 0) {  // an empty window: no samples, so the maximum is its start value
     if (max_method) std::fill(result, result + nshifts, max_initial_value<T>(p.clamp_max_at_zero));
     return;
   }
-  if (!max_method && ntraces == 0) return;  // adds nothing
+  if (!max_method && ntraces == 0) {  // an empty sum
+    if (!p.accumulate) std::fill(result, result + nshifts * lengthout, T(0));
+    return;
+  }
 
   const std::size_t pairs = static_cast<std::size_t>(nshifts) * static_cast<std::size_t>(ntraces);
   const std::int64_t ntiles = (lengthout + kTile - 1) / kTile;
@@ -405,9 +413,9 @@ void parstack(const Problem<T>& p, T* result, int device_index, ParstackPlan& pl
   impl->result.reserve(result_bytes, counters);
   impl->partials.reserve(partials_bytes, counters);
 
-  // The caller zeroes `result` unless it accumulates; an all-zero result need not travel.
-  const bool accumulate =
-      !max_method && std::any_of(result, result + result_count, [](T v) { return v != T(0); });
+  // Only an accumulating call needs the old result on the device; otherwise the kernel starts
+  // from 0 and overwrites every element, whatever the host array held.
+  const bool accumulate = !max_method && p.accumulate;
 
   std::byte* staging = impl->staging.data();
   {
