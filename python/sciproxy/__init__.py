@@ -155,7 +155,9 @@ def _traces(arrays, dtype: np.dtype) -> list:
         if a.ndim != 1:
             raise ValueError(f"{name}: expected a 1-D array, got {_describe(a)}")
         # Cast like pyrocko (a.astype(dtype, copy=False)); copy only what is not C-contiguous.
-        traces.append(np.ascontiguousarray(a.astype(dtype, copy=False)))
+        # Values that overflow float32 become inf, which the C++ layer reports by index.
+        with np.errstate(over="ignore", invalid="ignore"):
+            traces.append(np.ascontiguousarray(a.astype(dtype, copy=False)))
     return traces
 
 
@@ -251,7 +253,8 @@ def parstack(
         raise TypeError(f"weights: expected real numbers, got {_describe(weights)}")
     if w.shape != shifts.shape:
         raise ValueError(f"weights: expected the shape of shifts {shifts.shape}, got {_describe(w)}")
-    w = np.ascontiguousarray(w.astype(dt, copy=False))
+    with np.errstate(over="ignore", invalid="ignore"):  # inf is reported by the C++ layer
+        w = np.ascontiguousarray(w.astype(dt, copy=False))
 
     accumulate = False
     if result is not None:

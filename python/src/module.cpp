@@ -44,19 +44,20 @@ constexpr const char* dtype_name() {
 // "float64 array of shape (3, 4), not C-contiguous" or the Python type's name, for messages.
 std::string describe(nb::handle h) {
   try {
+    const auto text_of = [](nb::handle x) { return nb::cast<std::string>(nb::str(x)); };
+    const auto truth = [](nb::handle x) { return PyObject_IsTrue(x.ptr()) == 1; };
     if (nb::hasattr(h, "dtype") && nb::hasattr(h, "shape")) {
-      std::string text = nb::cast<std::string>(nb::str(h.attr("dtype"))) + " array of shape " +
-                         nb::cast<std::string>(nb::str(h.attr("shape")));
+      std::string text = text_of(h.attr("dtype")) + " array of shape " + text_of(h.attr("shape"));
       if (nb::hasattr(h, "flags")) {
         nb::object flags = h.attr("flags");
-        if (!nb::cast<bool>(flags.attr("c_contiguous"))) text += ", not C-contiguous";
-        if (!nb::cast<bool>(flags.attr("writeable"))) text += ", read-only";
+        if (!truth(flags.attr("c_contiguous"))) text += ", not C-contiguous";
+        if (!truth(flags.attr("writeable"))) text += ", read-only";
       }
       return text;
     }
-    return nb::cast<std::string>(nb::str(nb::type_name(h.type())));
-  } catch (const std::exception&) {
-    return "an object that could not be described";
+    return text_of(nb::type_name(h.type()));
+  } catch (const std::exception& e) {
+    return std::string("an object that could not be described (") + e.what() + ")";
   }
 }
 

@@ -13,6 +13,8 @@ import dataclasses
 import numpy as np
 import sciproxy
 
+NPROBLEMS_DEFAULT = 200  # random problems per backend, dtype and method
+
 # Relative L2 norm bounds ||out - ref|| / ||ref|| per dtype (docs/kernels/parstack.md).
 TOLERANCE = {np.dtype(np.float32): 1e-5, np.dtype(np.float64): 1e-12}
 
@@ -141,11 +143,6 @@ def oracle(p: Problem, method: int, clamp: bool = False):
         m = out.max(axis=1)
         return (np.maximum(m, 0.0) if clamp else m), offsetout
     return out, offsetout
-
-
-def expected_method0(p: Problem, stack):
-    """What method 0 must return: the stack, plus the initial result when accumulating."""
-    return stack if p.initial is None else p.initial + stack
 
 
 def run(p: Problem, method: int, dtype, impl: str, nparallel=None, clamp=None):

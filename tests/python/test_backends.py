@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import sciproxy
 
-from problems import expected_method0, oracle, random_problem, rel_l2, run, tolerance
+from problems import NPROBLEMS_DEFAULT, oracle, random_problem, rel_l2, run, tolerance
 
-NPROBLEMS = 200
+NPROBLEMS = NPROBLEMS_DEFAULT
 INFO = sciproxy.info()
 DTYPES = [np.float32, np.float64]
 

@@ -61,7 +61,8 @@ def test_empty_arrays():
 
 def test_only_empty_traces():
     with raises(ValueError, "arrays"):
-        call(arrays=[np.zeros(0), np.zeros(0)])
+        call(arrays=[np.zeros(0), np.zeros(0)], offsets=np.zeros(2, dtype=np.int32),
+             shifts=np.zeros((2, 2), dtype=np.int32))
 
 
 def test_traces_and_offsets_of_different_counts():
@@ -153,6 +154,11 @@ def test_weights_that_overflow_float32_are_not_finite():
 def test_bad_result_method0(result, exception):
     with raises(exception, "result"):
         call(result=result)
+
+
+def test_result_size_message_says_what_came():
+    with pytest.raises(ValueError, match=r"^result: expected .*12 elements, got float64 array of shape \(11,\)"):
+        call(result=np.zeros(11))
 
 
 def test_bad_result_with_given_window():
