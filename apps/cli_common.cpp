@@ -22,10 +22,13 @@ namespace sciproxy::app {
 
 void check_threads(int threads) {
   if (threads < 0)
-    throw UsageError(fmt::format("--threads: expected 0 (all) or a positive count, got {}", threads));
+    throw UsageError(
+        fmt::format("--threads: expected 0 (all) or a positive count, got {}", threads));
 }
 
-int effective_threads(int threads) { return threads > 0 ? threads : max_threads(); }
+int effective_threads(int threads) {
+  return threads > 0 ? threads : max_threads();
+}
 
 void check_repetitions(int reps, std::string_view option) {
   if (reps < 1) throw UsageError(fmt::format("{}: expected at least 1, got {}", option, reps));
@@ -33,24 +36,27 @@ void check_repetitions(int reps, std::string_view option) {
 
 void check_output_path(const std::string& path, std::string_view option) {
   namespace fs = std::filesystem;
-  if (path.empty()) throw UsageError(fmt::format("{}: expected a file name, got an empty string", option));
+  if (path.empty())
+    throw UsageError(fmt::format("{}: expected a file name, got an empty string", option));
   const fs::path target(path);
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
-    throw UsageError(fmt::format("{} {}: the directory {} does not exist", option, path, dir.string()));
+    throw UsageError(
+        fmt::format("{} {}: the directory {} does not exist", option, path, dir.string()));
   if (fs::is_directory(target, ec))
     throw UsageError(fmt::format("{} {}: is a directory, expected a file name", option, path));
   if (access(dir.c_str(), W_OK) != 0)
-    throw UsageError(fmt::format("{} {}: the directory {} is not writable", option, path, dir.string()));
+    throw UsageError(
+        fmt::format("{} {}: the directory {} is not writable", option, path, dir.string()));
 }
 
 Device select_device_option(const std::string& spec, std::string_view option) {
   try {
     (void)parse_device(spec);
   } catch (const InvalidArgument&) {
-    throw UsageError(fmt::format("{}: expected auto, reference, cpu, cuda or cuda:N, got \"{}\"",
-                                 option, spec));
+    throw UsageError(
+        fmt::format("{}: expected auto, reference, cpu, cuda or cuda:N, got \"{}\"", option, spec));
   }
   return select_device(spec);
 }
@@ -76,15 +82,17 @@ std::optional<Roofline> roofline_for(const Device& device, int threads, Roofline
   try {
     if (auto cached = cached_roofline(roof_device, roof_threads)) return cached;
     if (policy == RooflinePolicy::cached_only) return std::nullopt;
-    const std::string what = roof_device.backend == Backend::cuda
-                                 ? roof_device.name()
-                                 : fmt::format("cpu at {} thread{}", roof_threads, roof_threads == 1 ? "" : "s");
+    const std::string what =
+        roof_device.backend == Backend::cuda
+            ? roof_device.name()
+            : fmt::format("cpu at {} thread{}", roof_threads, roof_threads == 1 ? "" : "s");
     log << fmt::format("Measuring the roofline of {} (first use; cached in {}) ...\n", what,
                        roofline_cache_path());
     log.flush();
     Roofline r = measure_and_cache_roofline(roof_device, roof_threads);
-    log << fmt::format("  bandwidth {:.1f} GB/s, FMA peak {:.1f} GFlops/s fp32, {:.1f} GFlops/s fp64\n",
-                       r.bandwidth_gbs, r.peak_gflops_fp32, r.peak_gflops_fp64);
+    log << fmt::format(
+        "  bandwidth {:.1f} GB/s, FMA peak {:.1f} GFlops/s fp32, {:.1f} GFlops/s fp64\n",
+        r.bandwidth_gbs, r.peak_gflops_fp32, r.peak_gflops_fp64);
     return r;
   } catch (const Error& e) {
     // A missing roofline only costs the "fraction of peak" column, never the run.
@@ -100,7 +108,8 @@ double physical_memory_bytes() {
 }
 
 std::string format_bytes(double bytes) {
-  if (bytes >= 1024.0 * 1024 * 1024) return fmt::format("{:.1f} GiB", bytes / (1024.0 * 1024 * 1024));
+  if (bytes >= 1024.0 * 1024 * 1024)
+    return fmt::format("{:.1f} GiB", bytes / (1024.0 * 1024 * 1024));
   if (bytes >= 1024.0 * 1024) return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024));
   if (bytes >= 1024.0) return fmt::format("{:.1f} KiB", bytes / 1024.0);
   return fmt::format("{:.0f} B", bytes);

@@ -1,4 +1,5 @@
-// Pieces every sciproxy subcommand shares: usage errors, option checks, rooflines, files, processes.
+// Pieces every sciproxy subcommand shares: usage errors, option checks, rooflines, files,
+// processes.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -29,7 +29,7 @@ struct BenchOptions {
   int method = 0;
   int reps = 5;
   int threads = 0;
-  std::uint64_t seed = 1;
+  std::int64_t seed = 1;
   std::string json_path;
   std::string plot_path;
 };
@@ -47,11 +47,14 @@ std::vector<std::int64_t> sweep_sizes(const std::string& sizes) {
     std::int64_t n = 0;
     const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), n);
     if (item.empty() || ec != std::errc() || end != item.data() + item.size() || n < 1)
-      throw UsageError(fmt::format("--sizes: expected small, default, large or a comma-separated list "
-                                   "of positive sample counts, got \"{}\"", sizes));
+      throw UsageError(
+          fmt::format("--sizes: expected small, default, large or a comma-separated list "
+                      "of positive sample counts, got \"{}\"",
+                      sizes));
     out.push_back(n);
   }
-  if (out.empty()) throw UsageError("--sizes: expected small, default, large or a list of sample counts");
+  if (out.empty())
+    throw UsageError("--sizes: expected small, default, large or a list of sample counts");
   return out;
 }
 
@@ -67,8 +70,10 @@ std::string locate_plot_script() {
     std::error_code ec;
     if (fs::is_regular_file(c, ec)) return fs::weakly_canonical(c, ec).string();
   }
-  throw RuntimeError(fmt::format("--plot: cannot find plot_sweep.py (looked next to the executable, in "
-                                 "../share/sciproxy and at {})", SCIPROXY_PLOT_SCRIPT_SOURCE));
+  throw RuntimeError(
+      fmt::format("--plot: cannot find plot_sweep.py (looked next to the executable, in "
+                  "../share/sciproxy and at {})",
+                  SCIPROXY_PLOT_SCRIPT_SOURCE));
 }
 
 std::vector<Device> bench_devices(const std::vector<std::string>& names) {
@@ -91,14 +96,19 @@ std::vector<Device> bench_devices(const std::vector<std::string>& names) {
       fmt::print("Skipping {}: {}\n", name, e.what());
     }
   }
-  if (devices.empty()) throw RuntimeError("--device: none of the requested devices is available here");
+  if (devices.empty())
+    throw RuntimeError("--device: none of the requested devices is available here");
   return devices;
 }
 
 int run_bench(const BenchOptions& opt) {
-  if (opt.ntraces < 1) throw UsageError(fmt::format("--ntraces: expected at least 1, got {}", opt.ntraces));
-  if (opt.nshifts < 1) throw UsageError(fmt::format("--nshifts: expected at least 1, got {}", opt.nshifts));
+  if (opt.ntraces < 1)
+    throw UsageError(fmt::format("--ntraces: expected at least 1, got {}", opt.ntraces));
+  if (opt.nshifts < 1)
+    throw UsageError(fmt::format("--nshifts: expected at least 1, got {}", opt.nshifts));
   const stack::Method method = parse_method(opt.method);
+  if (opt.seed < 0)
+    throw UsageError(fmt::format("--seed: expected 0 or a positive integer, got {}", opt.seed));
   check_threads(opt.threads);
   check_repetitions(opt.reps);
   const auto sizes = sweep_sizes(opt.sizes);
@@ -109,8 +119,10 @@ int run_bench(const BenchOptions& opt) {
     try {
       if (d != "auto") (void)parse_device(d);
     } catch (const InvalidArgument&) {
-      throw UsageError(fmt::format("--device: expected a list of auto, reference, cpu, cuda, cuda:N; "
-                                   "got \"{}\"", d));
+      throw UsageError(
+          fmt::format("--device: expected a list of auto, reference, cpu, cuda, cuda:N; "
+                      "got \"{}\"",
+                      d));
     }
   }
   if (!opt.json_path.empty()) check_output_path(opt.json_path, "--json");
@@ -122,8 +134,9 @@ int run_bench(const BenchOptions& opt) {
     if (run_program({"python3", "--version"}, true) != 0)
       throw RuntimeError("--plot needs python3, which was not found on PATH");
     if (run_program({"python3", "-c", "import matplotlib"}, true) != 0)
-      throw RuntimeError("--plot needs matplotlib for python3 (pip install matplotlib, or apt install "
-                         "python3-matplotlib)");
+      throw RuntimeError(
+          "--plot needs matplotlib for python3 (pip install matplotlib, or apt install "
+          "python3-matplotlib)");
   }
 
   const std::vector<Device> devices = bench_devices(opt.devices);
@@ -141,7 +154,7 @@ int run_bench(const BenchOptions& opt) {
       s.nsamples = n;
       s.method = method;
       s.dtype = dtype;
-      s.seed = opt.seed;
+      s.seed = static_cast<std::uint64_t>(opt.seed);
       check_spec(s, devices, 0);
       specs.push_back(s);
     }
@@ -149,11 +162,12 @@ int run_bench(const BenchOptions& opt) {
   const int threads = effective_threads(opt.threads);
   std::string device_names;
   for (const auto& d : devices) device_names += (device_names.empty() ? "" : ", ") + d.name();
-  fmt::print("sciproxy bench parstack: {} traces x {} shift sets, method {}, nsamples in {{", opt.ntraces,
-             opt.nshifts, opt.method);
+  fmt::print("sciproxy bench parstack: {} traces x {} shift sets, method {}, nsamples in {{",
+             opt.ntraces, opt.nshifts, opt.method);
   for (std::size_t i = 0; i < sizes.size(); ++i) fmt::print("{}{}", i ? ", " : "", sizes[i]);
-  fmt::print("}}, shifts in [-T/10, T/10]; devices {}; {} cpu threads; {} repetitions after 1 warm-up\n",
-             device_names, threads, opt.reps);
+  fmt::print(
+      "}}, shifts in [-T/10, T/10]; devices {}; {} cpu threads; {} repetitions after 1 warm-up\n",
+      device_names, threads, opt.reps);
   const bool any_cuda = std::any_of(devices.begin(), devices.end(),
                                     [](const Device& d) { return d.backend == Backend::cuda; });
   const std::string header =
@@ -168,29 +182,32 @@ int run_bench(const BenchOptions& opt) {
     const auto outcomes = run_parstack(spec, devices, run, std::cout);
     for (const auto& out : outcomes) {
       const double fraction = out.report.rates.roofline_fraction;
-      fmt::print("{:<10} {:<8} {:>9} {:>10} {:>11.4e} {:>11.4e} {:>11.4e} {:>9.2f} {:>9}{}\n",
-                 out.report.device.name(), dtype_name(spec.dtype), spec.nsamples, format_count(out.macs()),
-                 out.stats.median, out.stats.min, out.stats.max, out.gmacs(out.stats.median),
-                 fraction > 0 ? fmt::format("{:.1f}%", 100 * fraction) : "-",
-                 any_cuda ? fmt::format(" {:>13}", out.kernel_seconds
-                                                       ? fmt::format("{:.2f}", out.gmacs(*out.kernel_seconds))
-                                                       : "-")
-                          : "");
+      fmt::print(
+          "{:<10} {:<8} {:>9} {:>10} {:>11.4e} {:>11.4e} {:>11.4e} {:>9.2f} {:>9}{}\n",
+          out.report.device.name(), dtype_name(spec.dtype), spec.nsamples, format_count(out.macs()),
+          out.stats.median, out.stats.min, out.stats.max, out.gmacs(out.stats.median),
+          fraction > 0 ? fmt::format("{:.1f}%", 100 * fraction) : "-",
+          any_cuda
+              ? fmt::format(" {:>13}", out.kernel_seconds
+                                           ? fmt::format("{:.2f}", out.gmacs(*out.kernel_seconds))
+                                           : "-")
+              : "");
       std::fflush(stdout);
-      nlohmann::json r = {{"device", out.report.device.name()},
-                          {"dtype", dtype_name(spec.dtype)},
-                          {"method", opt.method},
-                          {"ntraces", spec.ntraces},
-                          {"nshifts", spec.nshifts},
-                          {"nsamples", spec.nsamples},
-                          {"macs", out.macs()},
-                          {"median_s", out.stats.median},
-                          {"min_s", out.stats.min},
-                          {"max_s", out.stats.max},
-                          {"seconds", out.stats.seconds},
-                          {"gmacs", out.gmacs(out.stats.median)},
-                          {"gmacs_best", out.gmacs(out.stats.min)},
-                          {"roofline_fraction", fraction > 0 ? nlohmann::json(fraction) : nlohmann::json(nullptr)}};
+      nlohmann::json r = {
+          {"device", out.report.device.name()},
+          {"dtype", dtype_name(spec.dtype)},
+          {"method", opt.method},
+          {"ntraces", spec.ntraces},
+          {"nshifts", spec.nshifts},
+          {"nsamples", spec.nsamples},
+          {"macs", out.macs()},
+          {"median_s", out.stats.median},
+          {"min_s", out.stats.min},
+          {"max_s", out.stats.max},
+          {"seconds", out.stats.seconds},
+          {"gmacs", out.gmacs(out.stats.median)},
+          {"gmacs_best", out.gmacs(out.stats.min)},
+          {"roofline_fraction", fraction > 0 ? nlohmann::json(fraction) : nlohmann::json(nullptr)}};
       if (out.kernel_seconds) {
         r["cuda"] = {{"upload_s", out.upload_seconds.value_or(0)},
                      {"kernel_s", *out.kernel_seconds},
@@ -208,29 +225,30 @@ int run_bench(const BenchOptions& opt) {
       const auto all = cuda_devices();
       gpus.push_back(d.index < static_cast<int>(all.size()) ? all[d.index].name : d.name());
     }
-  nlohmann::json doc = {
-      {"kind", "sciproxy-bench"},
-      {"kernel", "parstack"},
-      {"sweep",
-       {{"variable", "nsamples"},
-        {"values", sizes},
-        {"ntraces", opt.ntraces},
-        {"nshifts", opt.nshifts},
-        {"method", opt.method},
-        {"shifts", "random integers in [-nsamples/10, nsamples/10]"},
-        {"repetitions", opt.reps},
-        {"warmup", 1}}},
-      {"cpu_model", cpu_model()},
-      {"threads", threads},
-      {"gpus", gpus},
-      {"environment", environment_record()},
-      {"results", results}};
+  nlohmann::json doc = {{"kind", "sciproxy-bench"},
+                        {"kernel", "parstack"},
+                        {"sweep",
+                         {{"variable", "nsamples"},
+                          {"values", sizes},
+                          {"ntraces", opt.ntraces},
+                          {"nshifts", opt.nshifts},
+                          {"method", opt.method},
+                          {"shifts", "random integers in [-nsamples/10, nsamples/10]"},
+                          {"repetitions", opt.reps},
+                          {"warmup", 1}}},
+                        {"cpu_model", cpu_model()},
+                        {"threads", threads},
+                        {"gpus", gpus},
+                        {"environment", environment_record()},
+                        {"results", results}};
   doc["environment"]["threads"] = threads;
 
   std::string json_path = opt.json_path;
   bool temporary = false;
   if (json_path.empty() && !opt.plot_path.empty()) {
-    json_path = (std::filesystem::temp_directory_path() / fmt::format("sciproxy-bench-{}.json", getpid())).string();
+    json_path =
+        (std::filesystem::temp_directory_path() / fmt::format("sciproxy-bench-{}.json", getpid()))
+            .string();
     temporary = true;
   }
   if (!json_path.empty()) {
@@ -241,7 +259,8 @@ int run_bench(const BenchOptions& opt) {
     std::fflush(stdout);
     const int rc = run_program({"python3", script, json_path, opt.plot_path});
     if (temporary) std::filesystem::remove(json_path);
-    if (rc != 0) throw RuntimeError(fmt::format("--plot: {} failed with exit status {}", script, rc));
+    if (rc != 0)
+      throw RuntimeError(fmt::format("--plot: {} failed with exit status {}", script, rc));
     fmt::print("Wrote {}\n", opt.plot_path);
   }
   return 0;
@@ -255,32 +274,52 @@ Command add_bench_command(CLI::App& root) {
   auto opt = std::make_shared<BenchOptions>();
   CLI::App* sub = bench->add_subcommand(
       "parstack", "Throughput of parstack over trace lengths, per device and dtype");
-  sub->add_option("--device", opt->devices, "Comma-separated devices: cpu, cuda, cuda:N, reference, "
-                                            "auto (all present); absent ones are skipped")
-      ->delimiter(',')->type_name("LIST")->capture_default_str();
+  sub->add_option("--device", opt->devices,
+                  "Comma-separated devices: cpu, cuda, cuda:N, reference, "
+                  "auto (all present); absent ones are skipped")
+      ->delimiter(',')
+      ->type_name("LIST")
+      ->capture_default_str();
   sub->add_option("--dtype", opt->dtypes, "Comma-separated dtypes: float32, float64")
-      ->delimiter(',')->type_name("LIST")->capture_default_str();
-  sub->add_option("--sizes", opt->sizes, "small, default, large, or a comma-separated list of nsamples")
-      ->type_name("SIZES")->capture_default_str();
+      ->delimiter(',')
+      ->type_name("LIST")
+      ->capture_default_str();
+  sub->add_option("--sizes", opt->sizes,
+                  "small, default, large, or a comma-separated list of nsamples")
+      ->type_name("SIZES")
+      ->capture_default_str();
   sub->add_option("--ntraces", opt->ntraces, "Traces (stations), fixed over the sweep")
-      ->type_name("N")->capture_default_str();
+      ->type_name("N")
+      ->capture_default_str();
   sub->add_option("--nshifts", opt->nshifts, "Shift sets (candidate sources), fixed over the sweep")
-      ->type_name("S")->capture_default_str();
-  sub->add_option("--method", opt->method, "0: the stack, 1: its maximum")->type_name("0|1")->capture_default_str();
+      ->type_name("S")
+      ->capture_default_str();
+  sub->add_option("--method", opt->method, "0: the stack, 1: its maximum")
+      ->type_name("0|1")
+      ->capture_default_str();
   sub->add_option("--reps", opt->reps, "Timed repetitions per point (after one warm-up)")
-      ->type_name("R")->capture_default_str();
-  sub->add_option("--threads", opt->threads, "OpenMP threads of the cpu backend; 0: all")->type_name("N");
-  sub->add_option("--seed", opt->seed, "Seed of the synthetic problems")->type_name("K");
-  sub->add_option("--json", opt->json_path, "Write the results and environment record to FILE")->type_name("FILE");
-  sub->add_option("--plot", opt->plot_path, "Plot GMAC/s against nsamples to FILE.png (python3 + matplotlib)")
+      ->type_name("R")
+      ->capture_default_str();
+  sub->add_option("--threads", opt->threads, "OpenMP threads of the cpu backend; 0: all")
+      ->type_name("N");
+  sub->add_option("--seed", opt->seed, "Seed of the synthetic problems")
+      ->type_name("K")
+      ->capture_default_str();
+  sub->add_option("--json", opt->json_path, "Write the results and environment record to FILE")
+      ->type_name("FILE");
+  sub->add_option("--plot", opt->plot_path,
+                  "Plot GMAC/s against nsamples to FILE.png (python3 + matplotlib)")
       ->type_name("FILE.png");
   sub->footer(
-      "The sweep: the trace length (window) varies, the geometry stays: by default 30 traces x 1000 "
+      "The sweep: the trace length (window) varies, the geometry stays: by default 30 traces x "
+      "1000 "
       "shift sets, pyrocko's CUDA benchmark geometry, with random shifts in [-T/10, T/10].\n"
       "  small    nsamples 1000, 3000, 10000 (a quick check)\n"
-      "  default  nsamples 1000 ... 100000 (10 s to about 17 min at 100 Hz; qseek uses 5 min = 30000)\n"
+      "  default  nsamples 1000 ... 100000 (10 s to about 17 min at 100 Hz; qseek uses 5 min = "
+      "30000)\n"
       "  large    nsamples 1000 ... 300000 (for GPUs and big machines)\n"
-      "Each point: one warm-up, R timed calls, median/min/max seconds and GMAC/s (multiply-adds per "
+      "Each point: one warm-up, R timed calls, median/min/max seconds and GMAC/s (multiply-adds "
+      "per "
       "second). For cuda, GMAC/s is given including the host<->device transfers and for the kernel "
       "alone. Timing only: use `sciproxy parstack` or `sciproxy demo` to verify.");
   return {sub, [opt] { return run_bench(*opt); }};

@@ -39,7 +39,8 @@ int run_demo(const DemoOptions& opt) {
   base.nshifts = opt.nshifts;
   base.nsamples = opt.nsamples;
   if (!(opt.verify_macs > 0))
-    throw UsageError(fmt::format("--verify-macs: expected a positive count, got {}", opt.verify_macs));
+    throw UsageError(
+        fmt::format("--verify-macs: expected a positive count, got {}", opt.verify_macs));
   check_spec(base, {}, opt.verify_macs);
 
   std::vector<Device> devices;
@@ -48,7 +49,8 @@ int run_demo(const DemoOptions& opt) {
   } else {
     const Device d = select_device_option(opt.device);
     if (d.backend == Backend::reference)
-      throw UsageError("--device: the demo always runs the reference; expected auto, cpu, cuda or cuda:N");
+      throw UsageError(
+          "--device: the demo always runs the reference; expected auto, cpu, cuda or cuda:N");
     devices = {d};
   }
   for (const Dtype dtype : {Dtype::float32, Dtype::float64}) {
@@ -60,10 +62,12 @@ int run_demo(const DemoOptions& opt) {
   const int threads = effective_threads(opt.threads);
   std::string names = "reference";
   for (const auto& d : devices) names += ", " + d.name();
-  fmt::print("sciproxy demo: parstack (methods 0 and 1, float32 and float64), {}, on {} ({} cpu threads)\n",
-             base.label(), names, threads);
+  fmt::print(
+      "sciproxy demo: parstack (methods 0 and 1, float32 and float64), {}, on {} ({} cpu "
+      "threads)\n",
+      base.label(), names, threads);
   if (cuda_device_count() == 0 && opt.device == "auto")
-    fmt::print("cuda: skipped ({})\n", cuda_unavailable_reason());
+    fmt::print("cuda: skipped: {}\n", cuda_unavailable_reason());
   std::fflush(stdout);
 
   RunOptions run;
@@ -81,12 +85,15 @@ int run_demo(const DemoOptions& opt) {
       spec.method = method;
       spec.dtype = dtype;
       const std::string kernel = fmt::format("parstack m{}", static_cast<int>(method));
-      fmt::print("\n=== {} ({}), {} ===\n", kernel, method == stack::Method::stack ? "stack" : "maximum",
-                 dtype_name(dtype));
+      fmt::print("\n=== {} ({}), {} ===\n", kernel,
+                 method == stack::Method::stack ? "stack" : "maximum", dtype_name(dtype));
       std::fflush(stdout);
       const auto outcomes = run_parstack(spec, devices, run, std::cout);
       for (const auto& out : outcomes) {
-        SummaryRow row{kernel, dtype_name(dtype), out.report.device.name()};
+        SummaryRow row;
+        row.kernel = kernel;
+        row.dtype = dtype_name(dtype);
+        row.device = out.report.device.name();
         row.seconds = out.stats.median;
         row.gmacs = out.gmacs(out.stats.median);
         row.fraction = out.report.rates.roofline_fraction;
@@ -105,8 +112,9 @@ int run_demo(const DemoOptions& opt) {
           const auto& v = out.report.verification;
           row.rel_l2 = v ? fmt::format("{:.2e}", v->rel_l2) : "-";
           row.pass = out.passed();
-          row.verdict = v ? fmt::format("{} ({})", v->pass ? "PASS" : "FAIL", out.verification_scope())
-                          : "not verified";
+          row.verdict =
+              v ? fmt::format("{} ({})", v->pass ? "PASS" : "FAIL", out.verification_scope())
+                : "not verified";
         }
         rows.push_back(row);
         nlohmann::json j = out.to_json();
@@ -118,32 +126,46 @@ int run_demo(const DemoOptions& opt) {
   }
 
   bool all_pass = true;
-  fmt::print("\nSummary ({}; time = median of {} repetitions, the reference once on the shift sets it verifies)\n",
-             base.label(), opt.reps);
-  const std::string header = fmt::format("{:<12} {:<8} {:<30} {:>10} {:>9} {:>9} {:>10}  {}", "kernel", "dtype",
-                                         "device", "time [s]", "GMAC/s", "roofline", "rel L2", "verification");
+  fmt::print(
+      "\nSummary ({}; time = median of {} repetitions, the reference once on the shift sets it "
+      "verifies)\n",
+      base.label(), opt.reps);
+  const std::string header =
+      fmt::format("{:<12} {:<8} {:<30} {:>10} {:>9} {:>9} {:>10}  {}", "kernel", "dtype", "device",
+                  "time [s]", "GMAC/s", "roofline", "rel L2", "verification");
   fmt::print("{}\n{}\n", header, std::string(header.size() + 12, '-'));
   nlohmann::json summary = nlohmann::json::array();
   for (const auto& r : rows) {
     all_pass = all_pass && r.pass;
-    fmt::print("{:<12} {:<8} {:<30} {:>10.4f} {:>9.2f} {:>9} {:>10}  {}\n", r.kernel, r.dtype, r.device, r.seconds,
-               r.gmacs, r.fraction > 0 ? fmt::format("{:.1f}%", 100 * r.fraction) : "-", r.rel_l2, r.verdict);
-    summary.push_back({{"kernel", r.kernel}, {"dtype", r.dtype}, {"device", r.device}, {"seconds", r.seconds},
-                       {"gmacs", r.gmacs}, {"roofline_fraction", r.fraction}, {"rel_l2", r.rel_l2},
-                       {"verification", r.verdict}, {"pass", r.pass}});
+    fmt::print("{:<12} {:<8} {:<30} {:>10.4f} {:>9.2f} {:>9} {:>10}  {}\n", r.kernel, r.dtype,
+               r.device, r.seconds, r.gmacs,
+               r.fraction > 0 ? fmt::format("{:.1f}%", 100 * r.fraction) : "-", r.rel_l2,
+               r.verdict);
+    summary.push_back({{"kernel", r.kernel},
+                       {"dtype", r.dtype},
+                       {"device", r.device},
+                       {"seconds", r.seconds},
+                       {"gmacs", r.gmacs},
+                       {"roofline_fraction", r.fraction},
+                       {"rel_l2", r.rel_l2},
+                       {"verification", r.verdict},
+                       {"pass", r.pass}});
   }
   fmt::print("{}\n", all_pass ? "All verifications passed." : "SOME VERIFICATIONS FAILED.");
 
   if (!opt.json_path.empty()) {
-    nlohmann::json doc = {{"kind", "sciproxy-demo"}, {"environment", environment_record()},
-                          {"runs", runs},            {"summary", summary},
+    nlohmann::json doc = {{"kind", "sciproxy-demo"},
+                          {"environment", environment_record()},
+                          {"runs", runs},
+                          {"summary", summary},
                           {"pass", all_pass}};
     doc["environment"]["threads"] = threads;
     write_file_atomically(opt.json_path, doc.dump(2) + "\n");
     fmt::print("Wrote {}\n", opt.json_path);
   }
   std::cout.flush();
-  if (!all_pass) throw RuntimeError("demo: at least one backend disagrees with the reference (see the summary)");
+  if (!all_pass)
+    throw RuntimeError("demo: at least one backend disagrees with the reference (see the summary)");
   return 0;
 }
 
@@ -152,22 +174,32 @@ int run_demo(const DemoOptions& opt) {
 Command add_demo_command(CLI::App& root) {
   auto opt = std::make_shared<DemoOptions>();
   CLI::App* sub = root.add_subcommand(
-      "demo", "Run every kernel built so far on every available backend, verify each against the "
-              "reference and print the reports and a summary table");
-  sub->add_option("--json", opt->json_path, "Write every report and the summary to FILE")->type_name("FILE");
+      "demo",
+      "Run every kernel built so far on every available backend, verify each against the "
+      "reference and print the reports and a summary table");
+  sub->add_option("--json", opt->json_path, "Write every report and the summary to FILE")
+      ->type_name("FILE");
   sub->add_option("--device", opt->device, "auto (cpu and every GPU present), cpu or cuda:N")
-      ->type_name("DEVICE")->capture_default_str();
+      ->type_name("DEVICE")
+      ->capture_default_str();
   sub->add_option("--reps", opt->reps, "Timed repetitions per run (after one warm-up)")
-      ->type_name("R")->capture_default_str();
-  sub->add_option("--threads", opt->threads, "OpenMP threads of the cpu backend; 0: all")->type_name("N");
+      ->type_name("R")
+      ->capture_default_str();
+  sub->add_option("--threads", opt->threads, "OpenMP threads of the cpu backend; 0: all")
+      ->type_name("N");
   sub->add_option("--ntraces", opt->ntraces, "Traces")->type_name("N")->capture_default_str();
   sub->add_option("--nshifts", opt->nshifts, "Shift sets")->type_name("S")->capture_default_str();
-  sub->add_option("--nsamples", opt->nsamples, "Samples per trace")->type_name("T")->capture_default_str();
-  sub->add_option("--verify-macs", opt->verify_macs,
-                  "Multiply-adds above which the reference checks an even spread of shift sets only")
-      ->type_name("M")->capture_default_str();
-  sub->footer("Exit status 1 when any backend disagrees with the reference. Problems above 2e9 "
-              "multiply-adds are verified on an even spread of shift sets.");
+  sub->add_option("--nsamples", opt->nsamples, "Samples per trace")
+      ->type_name("T")
+      ->capture_default_str();
+  sub->add_option(
+         "--verify-macs", opt->verify_macs,
+         "Multiply-adds above which the reference checks an even spread of shift sets only")
+      ->type_name("M")
+      ->capture_default_str();
+  sub->footer(
+      "Exit status 1 when any backend disagrees with the reference. Problems above 2e9 "
+      "multiply-adds are verified on an even spread of shift sets.");
   return {sub, [opt] { return run_demo(*opt); }};
 }
 

@@ -1,8 +1,8 @@
 // `sciproxy info`: what this build is and what hardware it can use.
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "cli_common.hpp"
 #include "sciproxy/build_info.hpp"
@@ -26,10 +26,12 @@ int run_info(const InfoOptions& opt) {
   const Device cpu{Backend::cpu, 0, false};
   const auto roof = cached_roofline(cpu, threads);
 
-  fmt::print("sciproxy {} (git {}, {} build)\n", SCIPROXY_VERSION, SCIPROXY_GIT_COMMIT, SCIPROXY_BUILD_TYPE);
+  fmt::print("sciproxy {} (git {}, {} build)\n", SCIPROXY_VERSION, SCIPROXY_GIT_COMMIT,
+             SCIPROXY_BUILD_TYPE);
   fmt::print("  compiler   {}\n", SCIPROXY_COMPILER);
   fmt::print("  flags      {}\n", SCIPROXY_BUILD_FLAGS);
-  fmt::print("  backends   reference, cpu (OpenMP){}\n", cuda ? ", cuda" : "  [cuda: not compiled]");
+  fmt::print("  backends   reference, cpu (OpenMP){}\n",
+             cuda ? ", cuda" : "  [cuda: not compiled]");
   fmt::print("  cpu        {}, {} OpenMP threads\n", cpu_model(), threads);
   if (gpus.empty()) {
     fmt::print("  cuda       no device: {}\n", cuda_unavailable_reason());
@@ -39,20 +41,22 @@ int run_info(const InfoOptions& opt) {
                  g.compute_major, g.compute_minor, g.multiprocessors, g.memory_gib);
   }
   if (roof)
-    fmt::print("  roofline   cpu at {} threads: {:.1f} GB/s, {:.1f} / {:.1f} GFlops/s fp32 / fp64 ({})\n",
-               threads, roof->bandwidth_gbs, roof->peak_gflops_fp32, roof->peak_gflops_fp64,
-               roofline_cache_path());
+    fmt::print(
+        "  roofline   cpu at {} threads: {:.1f} GB/s, {:.1f} / {:.1f} GFlops/s fp32 / fp64 ({})\n",
+        threads, roof->bandwidth_gbs, roof->peak_gflops_fp32, roof->peak_gflops_fp64,
+        roofline_cache_path());
   else
     fmt::print("  roofline   not measured yet at {} threads (run `sciproxy roofline`)\n", threads);
 
   if (!opt.json_path.empty()) {
     nlohmann::json gpu_list = nlohmann::json::array();
     for (const auto& g : gpus)
-      gpu_list.push_back({{"index", g.index},
-                          {"name", g.name},
-                          {"compute_capability", fmt::format("{}.{}", g.compute_major, g.compute_minor)},
-                          {"multiprocessors", g.multiprocessors},
-                          {"memory_gib", g.memory_gib}});
+      gpu_list.push_back(
+          {{"index", g.index},
+           {"name", g.name},
+           {"compute_capability", fmt::format("{}.{}", g.compute_major, g.compute_minor)},
+           {"multiprocessors", g.multiprocessors},
+           {"memory_gib", g.memory_gib}});
     nlohmann::json backends = {"reference", "cpu"};
     if (cuda) backends.push_back("cuda");
     nlohmann::json j = {{"kind", "sciproxy-info"},

@@ -23,8 +23,8 @@ int run_roofline(const RooflineOptions& opt) {
   if (device.automatic || device.backend == Backend::reference)
     throw UsageError(fmt::format("--device: expected cpu or cuda:N, got \"{}\"", opt.device));
   const int threads = device.backend == Backend::cpu ? effective_threads(opt.threads) : 0;
-  const std::string what = device.backend == Backend::cpu ? fmt::format("cpu at {} threads", threads)
-                                                          : device.name();
+  const std::string what =
+      device.backend == Backend::cpu ? fmt::format("cpu at {} threads", threads) : device.name();
 
   std::optional<Roofline> roof;
   if (!opt.remeasure) roof = cached_roofline(device, threads);
@@ -52,13 +52,18 @@ int run_roofline(const RooflineOptions& opt) {
 Command add_roofline_command(CLI::App& root) {
   auto opt = std::make_shared<RooflineOptions>();
   CLI::App* sub = root.add_subcommand(
-      "roofline", "Show this machine's ceilings (memory bandwidth, FMA peak fp32/fp64), measuring "
-                  "them if they are not cached yet");
+      "roofline",
+      "Show this machine's ceilings (memory bandwidth, FMA peak fp32/fp64), measuring "
+      "them if they are not cached yet");
   sub->add_option("--threads", opt->threads, "OpenMP threads (cpu); 0: all")->type_name("N");
-  sub->add_option("--device", opt->device, "cpu or cuda:N")->type_name("DEVICE")->capture_default_str();
-  sub->add_flag("--remeasure", opt->remeasure, "Measure again even if cached, and update the cache");
-  sub->footer("The cache is $SCIPROXY_CACHE_DIR/roofline.json (default ~/.cache/sciproxy), one entry "
-              "per CPU model and thread count, or per GPU.");
+  sub->add_option("--device", opt->device, "cpu or cuda:N")
+      ->type_name("DEVICE")
+      ->capture_default_str();
+  sub->add_flag("--remeasure", opt->remeasure,
+                "Measure again even if cached, and update the cache");
+  sub->footer(
+      "The cache is $SCIPROXY_CACHE_DIR/roofline.json (default ~/.cache/sciproxy), one entry "
+      "per CPU model and thread count, or per GPU.");
   return {sub, [opt] { return run_roofline(*opt); }};
 }
 

@@ -1,7 +1,7 @@
 // sciproxy command-line tool: parses the command line and turns every error into one line.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
 #include <new>
@@ -27,16 +27,29 @@ int fail(int status, const std::string& message) {
   return status;
 }
 
+// CLI11 reports an unknown command word as a missing subcommand; name it instead.
+std::string unknown_command(CLI::App& app, int argc, char** argv, int position) {
+  if (position >= argc || argv[position][0] == '-') return {};
+  const auto subcommands = app.get_subcommands([](CLI::App*) { return true; });
+  if (subcommands.empty()) return {};
+  std::string names;
+  for (CLI::App* sub : subcommands) {
+    if (sub->get_name() == argv[position]) return unknown_command(*sub, argc, argv, position + 1);
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  }
+  return fmt::format("unknown command \"{}\" (expected {})", argv[position], names);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace sciproxy;
-  CLI::App root{"sciproxy: GPU-ready scientific kernels, verified against a reference and measured "
-                "against this machine's roofline."};
+  CLI::App root{
+      "sciproxy: GPU-ready scientific kernels, verified against a reference and measured "
+      "against this machine's roofline."};
   root.name("sciproxy");
   root.set_version_flag("--version", std::string("sciproxy ") + SCIPROXY_VERSION);
   root.require_subcommand(1);
-  root.footer("Run `sciproxy <command> --help` for the options of a command.");
 
   std::vector<app::Command> commands;
   try {
@@ -48,7 +61,11 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     return fail(kRuntimeFailure, e.what());
   }
+  // After the subcommands exist: CLI11 copies a parent's footer into subcommands made later.
+  root.footer("Run `sciproxy <command> --help` for the options of a command.");
 
+  if (const std::string unknown = unknown_command(root, argc, argv, 1); !unknown.empty())
+    return fail(kUsage, unknown);
   try {
     root.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

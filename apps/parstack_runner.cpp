@@ -22,15 +22,19 @@ Dtype parse_dtype(std::string_view text, std::string_view option) {
   throw UsageError(fmt::format("{}: expected float32 or float64, got \"{}\"", option, text));
 }
 
-const char* dtype_name(Dtype dtype) { return dtype == Dtype::float32 ? "float32" : "float64"; }
+const char* dtype_name(Dtype dtype) {
+  return dtype == Dtype::float32 ? "float32" : "float64";
+}
 
-std::size_t dtype_size(Dtype dtype) { return dtype == Dtype::float32 ? 4 : 8; }
+std::size_t dtype_size(Dtype dtype) {
+  return dtype == Dtype::float32 ? 4 : 8;
+}
 
 stack::Method parse_method(int method, std::string_view option) {
   if (method == 0) return stack::Method::stack;
   if (method == 1) return stack::Method::max;
-  throw UsageError(fmt::format("{}: expected 0 (stack) or 1 (maximum of the stack), got {}", option,
-                               method));
+  throw UsageError(
+      fmt::format("{}: expected 0 (stack) or 1 (maximum of the stack), got {}", option, method));
 }
 
 std::string ParstackSpec::label() const {
@@ -51,7 +55,8 @@ constexpr double kMaxProblemBytes = 64 * kGiB;
 // Shift sets the reference recomputes: all of them, or an even spread when that would take long.
 std::int64_t verify_count(double macs, std::int64_t nshifts, double max_macs) {
   if (macs <= max_macs) return nshifts;
-  return std::clamp<std::int64_t>(static_cast<std::int64_t>(nshifts * (max_macs / macs)), 1, nshifts);
+  return std::clamp<std::int64_t>(static_cast<std::int64_t>(nshifts * (max_macs / macs)), 1,
+                                  nshifts);
 }
 
 std::vector<std::int64_t> spread(std::int64_t count, std::int64_t total) {
@@ -62,41 +67,49 @@ std::vector<std::int64_t> spread(std::int64_t count, std::int64_t total) {
 
 }  // namespace
 
-void check_spec(const ParstackSpec& spec, const std::vector<Device>& devices, double verify_max_macs) {
-  if (spec.ntraces < 1) throw UsageError(fmt::format("--ntraces: expected at least 1, got {}", spec.ntraces));
-  if (spec.nshifts < 1) throw UsageError(fmt::format("--nshifts: expected at least 1, got {}", spec.nshifts));
+void check_spec(const ParstackSpec& spec, const std::vector<Device>& devices,
+                double verify_max_macs) {
+  if (spec.ntraces < 1)
+    throw UsageError(fmt::format("--ntraces: expected at least 1, got {}", spec.ntraces));
+  if (spec.nshifts < 1)
+    throw UsageError(fmt::format("--nshifts: expected at least 1, got {}", spec.nshifts));
   if (spec.nsamples < 1)
     throw UsageError(fmt::format("--nsamples: expected at least 1, got {}", spec.nsamples));
   // Sample indices are int32 (pyrocko's offsets and shifts are); keep every shifted trace inside.
   constexpr std::int64_t kIndexLimit = std::numeric_limits<std::int32_t>::max() / 2;
   if (spec.nsamples > kIndexLimit)
-    throw UsageError(fmt::format("--nsamples: expected at most {}, got {}", kIndexLimit, spec.nsamples));
+    throw UsageError(
+        fmt::format("--nsamples: expected at most {}, got {}", kIndexLimit, spec.nsamples));
   if (spec.lo() > spec.hi())
-    throw UsageError(fmt::format("--shift-min {} is larger than --shift-max {}", spec.lo(), spec.hi()));
+    throw UsageError(
+        fmt::format("--shift-min {} is larger than --shift-max {}", spec.lo(), spec.hi()));
   if (spec.lo() < -kIndexLimit || spec.hi() > kIndexLimit)
-    throw UsageError(fmt::format("--shift-min/--shift-max: expected shifts within +-{}, got [{}, {}]",
-                                 kIndexLimit, spec.lo(), spec.hi()));
+    throw UsageError(
+        fmt::format("--shift-min/--shift-max: expected shifts within +-{}, got [{}, {}]",
+                    kIndexLimit, spec.lo(), spec.hi()));
 
   // Memory before anything is allocated: traces, shifts and weights, the result, and the
   // reference's subset with its gathered copy.
   const double elem = static_cast<double>(dtype_size(spec.dtype));
-  const double lengthout = static_cast<double>(spec.nsamples) + static_cast<double>(spec.hi() - spec.lo());
+  const double lengthout =
+      static_cast<double>(spec.nsamples) + static_cast<double>(spec.hi() - spec.lo());
   const double per_set = spec.method == stack::Method::stack ? lengthout : 1.0;
   const double terms = static_cast<double>(spec.ntraces) * static_cast<double>(spec.nshifts);
-  const double inputs = elem * static_cast<double>(spec.ntraces) * static_cast<double>(spec.nsamples) +
-                        (4 + elem) * terms;
+  const double inputs =
+      elem * static_cast<double>(spec.ntraces) * static_cast<double>(spec.nsamples) +
+      (4 + elem) * terms;
   const double result = elem * static_cast<double>(spec.nshifts) * per_set;
-  const double nverify = static_cast<double>(
-      verify_count(spec.macs_upper_bound(), spec.nshifts, verify_max_macs));
-  const double host = inputs + result + 2 * elem * nverify * per_set + (4 + elem) * spec.ntraces * nverify;
+  const double nverify =
+      static_cast<double>(verify_count(spec.macs_upper_bound(), spec.nshifts, verify_max_macs));
+  const double host =
+      inputs + result + 2 * elem * nverify * per_set + (4 + elem) * spec.ntraces * nverify;
   const double physical = physical_memory_bytes();
   const double limit = physical > 0 ? std::min(kMaxProblemBytes, 0.8 * physical) : kMaxProblemBytes;
   if (host > limit)
     throw UsageError(fmt::format(
         "{} ({}) needs about {} of host memory (the result alone is {}); the limit is {} ({})",
         spec.label(), dtype_name(spec.dtype), format_bytes(host), format_bytes(result),
-        format_bytes(limit),
-        limit < kMaxProblemBytes ? "80% of this machine's memory" : "64 GiB"));
+        format_bytes(limit), limit < kMaxProblemBytes ? "80% of this machine's memory" : "64 GiB"));
   for (const Device& d : devices) {
     if (d.backend != Backend::cuda) continue;
     const auto gpus = cuda_devices();
@@ -104,13 +117,15 @@ void check_spec(const ParstackSpec& spec, const std::vector<Device>& devices, do
     const double gpu_bytes = 0.9 * gpus[d.index].memory_gib * kGiB;
     if (inputs + result > gpu_bytes)
       throw UsageError(fmt::format("{} ({}) needs about {} on {} ({}), which has {:.1f} GiB",
-                                   spec.label(), dtype_name(spec.dtype), format_bytes(inputs + result),
-                                   d.name(), gpus[d.index].name, gpus[d.index].memory_gib));
+                                   spec.label(), dtype_name(spec.dtype),
+                                   format_bytes(inputs + result), d.name(), gpus[d.index].name,
+                                   gpus[d.index].memory_gib));
   }
 }
 
 std::string RunOutcome::verification_scope() const {
-  if (is_reference_baseline) return fmt::format("{}/{} shift sets", verified_shift_sets, total_shift_sets);
+  if (is_reference_baseline)
+    return fmt::format("{}/{} shift sets", verified_shift_sets, total_shift_sets);
   if (!report.verification) return "not verified";
   return fmt::format("{}/{} shift sets", verified_shift_sets, total_shift_sets);
 }
@@ -118,12 +133,14 @@ std::string RunOutcome::verification_scope() const {
 nlohmann::json RunOutcome::to_json() const {
   nlohmann::json j = report.to_json();
   j["bench"] = stats.to_json();
-  j["verification_scope"] = {{"shift_sets_verified", verified_shift_sets},
-                             {"shift_sets_total", total_shift_sets},
-                             {"tolerance_rel_l2",
-                              parstack_tolerance(report.work.precision == Precision::fp32
-                                                     ? Dtype::float32 : Dtype::float64).rel_l2},
-                             {"is_reference_baseline", is_reference_baseline}};
+  j["verification_scope"] = {
+      {"shift_sets_verified", verified_shift_sets},
+      {"shift_sets_total", total_shift_sets},
+      {"tolerance_rel_l2",
+       parstack_tolerance(report.work.precision == Precision::fp32 ? Dtype::float32
+                                                                   : Dtype::float64)
+           .rel_l2},
+      {"is_reference_baseline", is_reference_baseline}};
   if (kernel_seconds) {
     j["cuda"] = {{"upload_seconds_median", upload_seconds.value_or(0)},
                  {"kernel_seconds_median", *kernel_seconds},
@@ -160,7 +177,7 @@ struct Problem {
 struct Random {
   std::mt19937_64 engine;
   double uniform() { return static_cast<double>(engine() >> 11) * 0x1.0p-53; }  // [0, 1)
-  std::int64_t integer(std::int64_t lo, std::int64_t hi) {  // [lo, hi]
+  std::int64_t integer(std::int64_t lo, std::int64_t hi) {                      // [lo, hi]
     const auto span = static_cast<std::uint64_t>(hi - lo) + 1;
     return lo + static_cast<std::int64_t>(engine() % span);
   }
@@ -196,8 +213,10 @@ Problem<T> subset_of(const Problem<T>& full, const std::vector<std::int64_t>& ro
   sub.nshifts = static_cast<std::int64_t>(rows.size());
   const std::size_t n = full.traces.size();
   for (const std::int64_t r : rows) {
-    sub.shifts.insert(sub.shifts.end(), full.shifts.begin() + r * n, full.shifts.begin() + (r + 1) * n);
-    sub.weights.insert(sub.weights.end(), full.weights.begin() + r * n, full.weights.begin() + (r + 1) * n);
+    sub.shifts.insert(sub.shifts.end(), full.shifts.begin() + r * n,
+                      full.shifts.begin() + (r + 1) * n);
+    sub.weights.insert(sub.weights.end(), full.weights.begin() + r * n,
+                       full.weights.begin() + (r + 1) * n);
   }
   return sub;
 }
@@ -213,20 +232,13 @@ double region_total(const Timers& timers, std::string_view leaf) {
 
 nlohmann::json parameters_of(const ParstackSpec& spec, const stack::Extent& extent, int threads,
                              const RunOptions& options) {
-  return {{"ntraces", spec.ntraces},
-          {"nshifts", spec.nshifts},
-          {"nsamples", spec.nsamples},
-          {"method", static_cast<int>(spec.method)},
-          {"dtype", dtype_name(spec.dtype)},
-          {"shift_min", spec.lo()},
-          {"shift_max", spec.hi()},
-          {"seed", spec.seed},
-          {"clamp_max_at_zero", spec.clamp},
-          {"offsetout", extent.offsetout},
-          {"lengthout", extent.lengthout},
-          {"threads", threads},
-          {"warmup", options.warmup},
-          {"repetitions", options.reps}};
+  return {{"ntraces", spec.ntraces},         {"nshifts", spec.nshifts},
+          {"nsamples", spec.nsamples},       {"method", static_cast<int>(spec.method)},
+          {"dtype", dtype_name(spec.dtype)}, {"shift_min", spec.lo()},
+          {"shift_max", spec.hi()},          {"seed", spec.seed},
+          {"clamp_max_at_zero", spec.clamp}, {"offsetout", extent.offsetout},
+          {"lengthout", extent.lengthout},   {"threads", threads},
+          {"warmup", options.warmup},        {"repetitions", options.reps}};
 }
 
 template <class T>
@@ -250,14 +262,16 @@ std::vector<RunOutcome> run_typed(const ParstackSpec& spec, const std::vector<De
   std::vector<std::int64_t> rows;
   std::vector<T> expected;
   const bool any_to_verify =
-      options.verify && std::any_of(devices.begin(), devices.end(),
-                                    [](const Device& d) { return d.backend != Backend::reference; });
+      options.verify && std::any_of(devices.begin(), devices.end(), [](const Device& d) {
+        return d.backend != Backend::reference;
+      });
   if (any_to_verify || options.report_reference) {
     rows = spread(verify_count(work.points, spec.nshifts, options.verify_max_macs), spec.nshifts);
     if (static_cast<std::int64_t>(rows.size()) < spec.nshifts)
-      log << fmt::format("Verification: the reference (a serial loop) would take long for {} "
-                         "multiply-adds; verifying {} of {} shift sets, spread over all of them\n",
-                         format_count(work.points), rows.size(), spec.nshifts);
+      log << fmt::format(
+          "Verification: the reference (a serial loop) would take long for {} "
+          "multiply-adds; verifying {} of {} shift sets, spread over all of them\n",
+          format_count(work.points), rows.size(), spec.nshifts);
     const Problem<T> sub = subset_of(problem, rows);
     const auto sub_input = sub.input();
     stack::ParstackOptions ropt = popt;
@@ -288,15 +302,16 @@ std::vector<RunOutcome> run_typed(const ParstackSpec& spec, const std::vector<De
     }
   }
 
-  std::vector<T> result(static_cast<std::size_t>(stack::parstack_result_size(spec.nshifts, extent, spec.method)));
+  std::vector<T> result(
+      static_cast<std::size_t>(stack::parstack_result_size(spec.nshifts, extent, spec.method)));
   for (const Device& device : devices) {
     RunOutcome out;
     out.total_shift_sets = spec.nshifts;
     KernelReport& report = out.report;
     report.kernel = "parstack";
     report.device = device;
-    report.parameters = parameters_of(spec, extent, device.backend == Backend::reference ? 1 : threads,
-                                      options);
+    report.parameters =
+        parameters_of(spec, extent, device.backend == Backend::reference ? 1 : threads, options);
     report.work = work;
     report.roofline = roofline_for(device, threads, options.roofline, log);
 

@@ -2,9 +2,9 @@
 // shared by `sciproxy parstack`, `sciproxy bench parstack` and `sciproxy demo`.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <cstdint>
 #include <iosfwd>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -74,7 +74,7 @@ struct RunOutcome {
   double gmacs(double seconds) const { return seconds > 0 ? macs() / seconds * 1e-9 : 0.0; }
   bool passed() const { return !report.verification || report.verification->pass; }
   std::string verification_scope() const;  // "1000/1000 shift sets", "not verified", ...
-  nlohmann::json to_json() const;           // KernelReport JSON + bench stats + transfer split
+  nlohmann::json to_json() const;          // KernelReport JSON + bench stats + transfer split
 };
 
 Tolerance parstack_tolerance(Dtype dtype);
