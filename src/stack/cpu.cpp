@@ -1,10 +1,14 @@
 // parstack, CPU backend: OpenMP over (output tile, shift set), SIMD over output samples.
 //   R[s, k] = sum_i w[s,i] * a_i[k - start(s,i)],  M[s] = max_k R[s, k]     (pyrocko parstack)
-// Why it is faster than pyrocko's loop (one pass over the output row per trace): the output is cut
-// into tiles that stay in L1, and the traces that cover a whole tile are added in groups of
-// eight, so each output vector is loaded and stored once per eight traces instead of once per
-// trace. Tiles are ordered time-major so that consecutive shift sets of one thread read nearby
-// trace samples from L2. Accumulation is in T, as in pyrocko.
+// Why it is faster than pyrocko's loop, which makes one pass over the output row per trace:
+// - the output is cut into tiles that stay in L1/L2, and traces are added in groups of up to eight,
+//   so an output vector is loaded and stored once per eight traces instead of once per trace;
+// - the traces are copied once per call with a tile of zeros on either side, so a trace that
+//   covers only part of a tile is added like any other (its zeros add nothing) instead of alone;
+// - tiles are ordered time-major, so consecutive jobs of a thread read nearby trace samples,
+//   which stay in L2; method 1 reduces each tile to its maximum and never writes the stack.
+// Accumulation is in T, as in pyrocko; the order of the sum is fixed, so the result does not
+// depend on the thread count.
 #include <omp.h>
 
 #include <algorithm>
@@ -18,17 +22,36 @@ namespace sciproxy::stack::kernels::cpu {
 namespace {
 
 template <class T>
-constexpr std::int64_t kTile = 8192 / sizeof(T);  // 8 KiB of output per tile
+constexpr std::int64_t kTile = 16384 / sizeof(T);  // 16 KiB: long enough runs for the prefetchers
+
+// Every trace with kTile zeros before and after it, in one buffer.
+template <class T>
+struct PaddedTraces {
+  std::vector<T> data;
+  std::vector<std::int64_t> first;  // index in data of each trace's sample 0
+
+  explicit PaddedTraces(const Problem<T>& p) : first(p.ntraces) {
+    std::int64_t size = 0;
+    for (std::int64_t i = 0; i < p.ntraces; ++i) {
+      first[i] = size + kTile<T>;
+      size += p.lengths[i] + 2 * kTile<T>;
+    }
+    data.resize(size);  // zero-initialised, the pads included
+#pragma omp parallel for schedule(dynamic, 1)
+    for (std::int64_t i = 0; i < p.ntraces; ++i)
+      std::copy(p.traces[i], p.traces[i] + p.lengths[i], data.begin() + first[i]);
+  }
+};
 
 template <class T>
 struct Term {
-  const T* src;  // trace sample that lands on the tile's first covered output sample
+  const T* src;  // the padded trace sample that lands on the tile's first output sample
   T weight;
-  std::int64_t begin, end;  // output samples of the tile this trace covers
 };
 
-// out[j] += sum_g w[g] * src[g][j] for j < n; G traces per pass over out.
-template <int G, class T>
+// out[j] (+)= sum_g w[g] * src[g][j] for j < n; G traces per pass over out. The first pass of a
+// tile that is not accumulated writes out instead of adding to it, so no separate zeroing.
+template <int G, bool kAdd, class T>
 inline void add_traces(T* __restrict out, std::int64_t n, const Term<T>* terms) {
   const T* src[G];
   T w[G];
@@ -38,75 +61,87 @@ inline void add_traces(T* __restrict out, std::int64_t n, const Term<T>* terms) 
   }
 #pragma omp simd
   for (std::int64_t j = 0; j < n; ++j) {
-    T acc = out[j];
+    T acc = kAdd ? out[j] : T(0);
 #pragma GCC unroll 8
     for (int g = 0; g < G; ++g) acc += w[g] * src[g][j];
     out[j] = acc;
   }
 }
 
-// Adds the stack of shift set s over output samples [k0, k1) into tile[0 .. k1-k0).
+template <bool kAdd, class T>
+void add_group(T* out, std::int64_t n, const Term<T>* terms, std::size_t count) {
+  switch (count) {
+    case 1: return add_traces<1, kAdd>(out, n, terms);
+    case 2: return add_traces<2, kAdd>(out, n, terms);
+    case 3: return add_traces<3, kAdd>(out, n, terms);
+    case 4: return add_traces<4, kAdd>(out, n, terms);
+    case 5: return add_traces<5, kAdd>(out, n, terms);
+    case 6: return add_traces<6, kAdd>(out, n, terms);
+    case 7: return add_traces<7, kAdd>(out, n, terms);
+    default: return add_traces<8, kAdd>(out, n, terms);
+  }
+}
+
+// The stack of shift set s over output samples [k0, k1), written (or added, with accumulate)
+// into tile[0 .. k1-k0).
 template <class T>
-void stack_tile(const Problem<T>& p, std::int64_t s, std::int64_t k0, std::int64_t k1, T* tile,
-                std::vector<Term<T>>& full, std::vector<Term<T>>& partial) {
-  full.clear();
-  partial.clear();
+void stack_tile(const Problem<T>& p, const PaddedTraces<T>& padded, std::int64_t s,
+                std::int64_t k0, std::int64_t k1, bool accumulate, T* tile,
+                std::vector<Term<T>>& terms) {
+  terms.clear();
   for (std::int64_t i = 0; i < p.ntraces; ++i) {
     const T w = p.weights[s * p.ntraces + i];
     if (w == T(0)) continue;
     const std::int64_t start = trace_start(p.offsets[i], p.shifts[s * p.ntraces + i], p.offsetout);
     const Overlap o = trace_overlap(start, p.lengths[i], p.lengthout);
-    const std::int64_t b = std::max(o.begin, k0), e = std::min(o.end, k1);
-    if (b >= e) continue;
-    const Term<T> t{p.traces[i] + (b - start), w, b, e};
-    (b == k0 && e == k1 ? full : partial).push_back(t);
+    if (std::max(o.begin, k0) >= std::min(o.end, k1)) continue;
+    // The tile reads samples [k0 - start, k1 - start): inside the trace and its pads.
+    terms.push_back({padded.data.data() + padded.first[i] + (k0 - start), w});
   }
   const std::int64_t n = k1 - k0;
-  std::size_t g = 0;
-  for (; g + 8 <= full.size(); g += 8) add_traces<8>(tile, n, &full[g]);
-  for (; g + 4 <= full.size(); g += 4) add_traces<4>(tile, n, &full[g]);
-  for (; g < full.size(); ++g) add_traces<1>(tile, n, &full[g]);
-  for (const Term<T>& t : partial) add_traces<1>(tile + (t.begin - k0), t.end - t.begin, &t);
+  if (terms.empty()) {
+    if (!accumulate) std::fill(tile, tile + n, T(0));
+    return;
+  }
+  const std::size_t first = std::min<std::size_t>(8, terms.size());
+  if (accumulate) add_group<true>(tile, n, terms.data(), first);
+  else add_group<false>(tile, n, terms.data(), first);
+  for (std::size_t g = first; g < terms.size(); g += 8)
+    add_group<true>(tile, n, terms.data() + g, std::min<std::size_t>(8, terms.size() - g));
 }
 
 }  // namespace
 
 template <class T>
 void parstack(const Problem<T>& p, T* result) {
+  const PaddedTraces<T> padded(p);
   const std::int64_t ntiles = (p.lengthout + kTile<T> - 1) / kTile<T>;
-  if (p.method == Method::stack) {
+  const std::int64_t njobs = ntiles * p.nshifts;
+  std::vector<T> tile_max(p.method == Method::max ? njobs : 0);
 #pragma omp parallel
-    {
-      std::vector<Term<T>> full, partial;
-      full.reserve(p.ntraces);
-      partial.reserve(p.ntraces);
+  {
+    std::vector<Term<T>> terms;
+    terms.reserve(p.ntraces);
+    std::vector<T> scratch(p.method == Method::max ? kTile<T> : 0);
 #pragma omp for schedule(dynamic, 4)
-      for (std::int64_t job = 0; job < ntiles * p.nshifts; ++job) {
-        const std::int64_t s = job % p.nshifts, k0 = (job / p.nshifts) * kTile<T>;
-        const std::int64_t k1 = std::min(p.lengthout, k0 + kTile<T>);
-        T* tile = result + s * p.lengthout + k0;
-        // Zeroed here, while the tile is in L1, rather than in a separate pass over all the output.
-        if (!p.accumulate) std::fill(tile, tile + (k1 - k0), T(0));
-        stack_tile(p, s, k0, k1, tile, full, partial);
+    for (std::int64_t job = 0; job < njobs; ++job) {
+      const std::int64_t s = job % p.nshifts, k0 = (job / p.nshifts) * kTile<T>;
+      const std::int64_t k1 = std::min(p.lengthout, k0 + kTile<T>);
+      if (p.method == Method::stack) {
+        stack_tile(p, padded, s, k0, k1, p.accumulate, result + s * p.lengthout + k0, terms);
+      } else {
+        stack_tile(p, padded, s, k0, k1, false, scratch.data(), terms);
+        T m = scratch[0];
+#pragma omp simd reduction(max : m)
+        for (std::int64_t j = 1; j < k1 - k0; ++j) m = std::max(m, scratch[j]);
+        tile_max[job] = m;
       }
     }
-  } else {
-#pragma omp parallel
-    {
-      std::vector<Term<T>> full, partial;
-      full.reserve(p.ntraces);
-      partial.reserve(p.ntraces);
-      std::vector<T> tile(static_cast<std::size_t>(kTile<T>));
-#pragma omp for schedule(dynamic, 1)
+    if (p.method == Method::max) {
+#pragma omp for schedule(static)
       for (std::int64_t s = 0; s < p.nshifts; ++s) {
         T m = max_initial_value<T>(p.clamp_max_at_zero);
-        for (std::int64_t k0 = 0; k0 < p.lengthout; k0 += kTile<T>) {
-          const std::int64_t k1 = std::min(p.lengthout, k0 + kTile<T>);
-          std::fill(tile.begin(), tile.begin() + (k1 - k0), T(0));
-          stack_tile(p, s, k0, k1, tile.data(), full, partial);
-#pragma omp simd reduction(max : m)
-          for (std::int64_t j = 0; j < k1 - k0; ++j) m = std::max(m, tile[j]);
-        }
+        for (std::int64_t t = 0; t < ntiles; ++t) m = std::max(m, tile_max[t * p.nshifts + s]);
         result[s] = m;
       }
     }
