@@ -12,6 +12,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 #include "parstack_kernels.hpp"
@@ -24,10 +25,11 @@ namespace {
 template <class T>
 constexpr std::int64_t kTile = 16384 / sizeof(T);  // 16 KiB: long enough runs for the prefetchers
 
-// Every trace with kTile zeros before and after it, in one buffer.
+// Every trace with kTile zeros before and after it, in one buffer. Filled in parallel and without
+// a zeroing pass over the samples, since the copy costs about as much as a few shift sets.
 template <class T>
 struct PaddedTraces {
-  std::vector<T> data;
+  std::unique_ptr<T[]> data;
   std::vector<std::int64_t> first;  // index in data of each trace's sample 0
 
   explicit PaddedTraces(const Problem<T>& p) : first(p.ntraces) {
@@ -36,10 +38,14 @@ struct PaddedTraces {
       first[i] = size + kTile<T>;
       size += p.lengths[i] + 2 * kTile<T>;
     }
-    data.resize(size);  // zero-initialised, the pads included
+    data.reset(new T[size]);
 #pragma omp parallel for schedule(dynamic, 1)
-    for (std::int64_t i = 0; i < p.ntraces; ++i)
-      std::copy(p.traces[i], p.traces[i] + p.lengths[i], data.begin() + first[i]);
+    for (std::int64_t i = 0; i < p.ntraces; ++i) {
+      T* sample0 = data.get() + first[i];
+      std::fill(sample0 - kTile<T>, sample0, T(0));
+      std::copy(p.traces[i], p.traces[i] + p.lengths[i], sample0);
+      std::fill(sample0 + p.lengths[i], sample0 + p.lengths[i] + kTile<T>, T(0));
+    }
   }
 };
 
@@ -96,7 +102,7 @@ void stack_tile(const Problem<T>& p, const PaddedTraces<T>& padded, std::int64_t
     const Overlap o = trace_overlap(start, p.lengths[i], p.lengthout);
     if (std::max(o.begin, k0) >= std::min(o.end, k1)) continue;
     // The tile reads samples [k0 - start, k1 - start): inside the trace and its pads.
-    terms.push_back({padded.data.data() + padded.first[i] + (k0 - start), w});
+    terms.push_back({padded.data.get() + padded.first[i] + (k0 - start), w});
   }
   const std::int64_t n = k1 - k0;
   if (terms.empty()) {

@@ -38,15 +38,27 @@ void check_input(const ParstackInput<T>& in, const ParstackOptions& opt) {
     if (!std::isfinite(in.weights[j]))
       throw_invalid_argument("weights", "finite values",
                              fmt::format("{} at [{}, {}]", in.weights[j], j / ntraces, j % ntraces));
-  for (std::int64_t i = 0; i < ntraces; ++i) {
-    const auto& trace = in.traces[i];
-    require(trace.empty() || trace.data() != nullptr, fmt::format("traces[{}]", i),
+  for (std::int64_t i = 0; i < ntraces; ++i)
+    require(in.traces[i].empty() || in.traces[i].data() != nullptr, fmt::format("traces[{}]", i),
             "a pointer to its samples", "a null pointer");
-    for (std::size_t j = 0; j < trace.size(); ++j)
-      if (!std::isfinite(trace[j]))
-        throw_invalid_argument(fmt::format("traces[{}]", i), "finite samples",
-                               fmt::format("{} at index {}", trace[j], j));
+  // NaN would poison every stack it enters; the scan is vectorised and parallel because it
+  // reads all the input, and the slow search for the culprit runs only when there is one.
+  bool any_nonfinite = false;
+#pragma omp parallel for schedule(dynamic, 1) reduction(|| : any_nonfinite)
+  for (std::int64_t i = 0; i < ntraces; ++i) {
+    const T* samples = in.traces[i].data();
+    bool bad = false;
+#pragma omp simd reduction(|| : bad)
+    for (std::size_t j = 0; j < in.traces[i].size(); ++j)
+      bad = bad || !(std::abs(samples[j]) <= std::numeric_limits<T>::max());
+    any_nonfinite = any_nonfinite || bad;
   }
+  if (any_nonfinite)
+    for (std::int64_t i = 0; i < ntraces; ++i)
+      for (std::size_t j = 0; j < in.traces[i].size(); ++j)
+        if (!std::isfinite(in.traces[i][j]))
+          throw_invalid_argument(fmt::format("traces[{}]", i), "finite samples",
+                                 fmt::format("{} at index {}", in.traces[i][j], j));
   require(opt.method == Method::stack || opt.method == Method::max, "method",
           "0 (stack) or 1 (maximum of the stack)", std::to_string(static_cast<int>(opt.method)));
   require(opt.lengthout != 0, "lengthout", "a positive length, or -1 for the default window", "0");
