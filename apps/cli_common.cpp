@@ -91,14 +91,24 @@ std::optional<Roofline> roofline_for(const Device& device, int threads, Roofline
     log.flush();
     Roofline r = measure_and_cache_roofline(roof_device, roof_threads);
     log << fmt::format(
-        "  bandwidth {:.1f} GB/s, FMA peak {:.1f} GFlops/s fp32, {:.1f} GFlops/s fp64\n",
-        r.bandwidth_gbs, r.peak_gflops_fp32, r.peak_gflops_fp64);
+        "  bandwidth {:.1f} GB/s, L2 {:.1f} GB/s, FMA peak {:.1f} GFlops/s fp32, {:.1f} GFlops/s fp64\n",
+        r.bandwidth_gbs, r.cache_bandwidth_gbs, r.peak_gflops_fp32, r.peak_gflops_fp64);
+    warn_if_busy(r, log);
     return r;
   } catch (const Error& e) {
     // A missing roofline only costs the "fraction of peak" column, never the run.
     log << fmt::format("note: no roofline for {}: {}\n", device.name(), e.what());
     return std::nullopt;
   }
+}
+
+void warn_if_busy(const Roofline& r, std::ostream& out) {
+  // Ceilings measured on a busy machine are low and make every kernel look close to them.
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (r.threads > 0 && cpus > 0 && r.load_average > 0.5 * static_cast<double>(cpus))
+    out << fmt::format("warning: the roofline was measured at load average {:.1f} on {} CPUs; "
+                       "measure again on a quiet machine: sciproxy roofline --remeasure\n",
+                       r.load_average, cpus);
 }
 
 double physical_memory_bytes() {

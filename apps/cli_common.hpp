@@ -60,6 +60,9 @@ std::optional<Roofline> roofline_for(const Device& device, int threads, Roofline
                                      std::ostream& log);
 
 // Physical memory of this machine in bytes (0 when unknown).
+// Warns on `out` when the roofline was measured on a busy machine.
+void warn_if_busy(const Roofline& r, std::ostream& out);
+
 double physical_memory_bytes();
 
 std::string format_bytes(double bytes);

@@ -239,9 +239,8 @@ int run_bench(const BenchOptions& opt) {
                         {"cpu_model", cpu_model()},
                         {"threads", threads},
                         {"gpus", gpus},
-                        {"environment", environment_record()},
+                        {"environment", environment_record(threads)},
                         {"results", results}};
-  doc["environment"]["threads"] = threads;
 
   std::string json_path = opt.json_path;
   bool temporary = false;

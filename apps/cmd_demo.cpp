@@ -155,7 +155,7 @@ int run_demo(const DemoOptions& opt) {
 
   if (!opt.json_path.empty()) {
     nlohmann::json doc = {{"kind", "sciproxy-demo"},
-                          {"environment", environment_record()},
+                          {"environment", environment_record(threads)},
                           {"runs", runs},
                           {"summary", summary},
                           {"pass", all_pass}};

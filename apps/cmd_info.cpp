@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_common.hpp"
-#include "sciproxy/build_info.hpp"
+#include "sciproxy/core/version.hpp"
 #include "sciproxy/core/bench.hpp"
 #include "sciproxy/core/roofline.hpp"
 
@@ -26,10 +26,10 @@ int run_info(const InfoOptions& opt) {
   const Device cpu{Backend::cpu, 0, false};
   const auto roof = cached_roofline(cpu, threads);
 
-  fmt::print("sciproxy {} (git {}, {} build)\n", SCIPROXY_VERSION, SCIPROXY_GIT_COMMIT,
-             SCIPROXY_BUILD_TYPE);
-  fmt::print("  compiler   {}\n", SCIPROXY_COMPILER);
-  fmt::print("  flags      {}\n", SCIPROXY_BUILD_FLAGS);
+  fmt::print("sciproxy {} (git {}, {} build)\n", build_info().version, build_info().git_commit,
+             build_info().build_type);
+  fmt::print("  compiler   {}\n", build_info().compiler);
+  fmt::print("  flags      {}\n", build_info().flags);
   fmt::print("  backends   reference, cpu (OpenMP){}\n",
              cuda ? ", cuda" : "  [cuda: not compiled]");
   fmt::print("  cpu        {}, {} OpenMP threads\n", cpu_model(), threads);
@@ -60,11 +60,11 @@ int run_info(const InfoOptions& opt) {
     nlohmann::json backends = {"reference", "cpu"};
     if (cuda) backends.push_back("cuda");
     nlohmann::json j = {{"kind", "sciproxy-info"},
-                        {"version", SCIPROXY_VERSION},
-                        {"git_commit", SCIPROXY_GIT_COMMIT},
-                        {"build_type", SCIPROXY_BUILD_TYPE},
-                        {"compiler", SCIPROXY_COMPILER},
-                        {"flags", SCIPROXY_BUILD_FLAGS},
+                        {"version", build_info().version},
+                        {"git_commit", build_info().git_commit},
+                        {"build_type", build_info().build_type},
+                        {"compiler", build_info().compiler},
+                        {"flags", build_info().flags},
                         {"backends", backends},
                         {"cuda_compiled", cuda},
                         {"cpu_model", cpu_model()},

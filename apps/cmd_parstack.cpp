@@ -105,8 +105,7 @@ int run_parstack_command(const ParstackCliOptions& opt) {
 
   if (!opt.json_path.empty()) {
     nlohmann::json j = out.to_json();
-    j["environment"] = environment_record();
-    j["environment"]["threads"] = threads;  // the record reads the default, not this run's
+    j["environment"] = environment_record(threads);
     write_file_atomically(opt.json_path, j.dump(2) + "\n");
     fmt::print("Wrote {}\n", opt.json_path);
   }

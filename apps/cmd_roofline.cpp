@@ -30,7 +30,7 @@ int run_roofline(const RooflineOptions& opt) {
   if (!opt.remeasure) roof = cached_roofline(device, threads);
   const bool measured = !roof;
   if (measured) {
-    fmt::print("Measuring the roofline of {} (STREAM-like triad, FMA chains) ...\n", what);
+    fmt::print("Measuring the roofline of {} (STREAM-like triad, L2 reads, FMA chains) ...\n", what);
     std::fflush(stdout);
     roof = measure_and_cache_roofline(device, threads);
   }
@@ -38,12 +38,15 @@ int run_roofline(const RooflineOptions& opt) {
   fmt::print("  machine            {}\n", roof->machine);
   if (device.backend == Backend::cpu) fmt::print("  threads            {}\n", roof->threads);
   fmt::print("  bandwidth          {:10.1f} GB/s\n", roof->bandwidth_gbs);
+  if (roof->cache_bandwidth_gbs > 0)
+    fmt::print("  L2 bandwidth       {:10.1f} GB/s (reads)\n", roof->cache_bandwidth_gbs);
   fmt::print("  FMA peak fp32      {:10.1f} GFlops/s\n", roof->peak_gflops_fp32);
   fmt::print("  FMA peak fp64      {:10.1f} GFlops/s\n", roof->peak_gflops_fp64);
   fmt::print("  ridge point        {:10.2f} / {:.2f} flop/byte (fp32 / fp64)\n",
              roof->bandwidth_gbs > 0 ? roof->peak_gflops_fp32 / roof->bandwidth_gbs : 0.0,
              roof->bandwidth_gbs > 0 ? roof->peak_gflops_fp64 / roof->bandwidth_gbs : 0.0);
   fmt::print("  cache              {}\n", roofline_cache_path());
+  warn_if_busy(*roof, std::cout);
   return 0;
 }
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cli_common.hpp"
-#include "sciproxy/build_info.hpp"
+#include "sciproxy/core/version.hpp"
 #include "sciproxy/core/error.hpp"
 
 namespace {
@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
       "sciproxy: GPU-ready scientific kernels, verified against a reference and measured "
       "against this machine's roofline."};
   root.name("sciproxy");
-  root.set_version_flag("--version", std::string("sciproxy ") + SCIPROXY_VERSION);
+  root.set_version_flag("--version", std::string("sciproxy ") + build_info().version);
   root.require_subcommand(1);
 
   std::vector<app::Command> commands;

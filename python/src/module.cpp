@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "sciproxy/build_info.hpp"
+#include "sciproxy/core/version.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/roofline.hpp"
@@ -221,11 +221,11 @@ nb::object argmax(Matrix<T> a, int nparallel, bool pyrocko_compat) {
 
 nb::dict info() {
   nb::dict d;
-  d["version"] = SCIPROXY_VERSION;
-  d["git_commit"] = SCIPROXY_GIT_COMMIT;
-  d["compiler"] = SCIPROXY_COMPILER;
-  d["build_type"] = SCIPROXY_BUILD_TYPE;
-  d["build_flags"] = SCIPROXY_BUILD_FLAGS;
+  d["version"] = sciproxy::build_info().version;
+  d["git_commit"] = sciproxy::build_info().git_commit;
+  d["compiler"] = sciproxy::build_info().compiler;
+  d["build_type"] = sciproxy::build_info().build_type;
+  d["build_flags"] = sciproxy::build_info().flags;
   nb::list backends;
   backends.append("reference");
   backends.append("cpu");
@@ -255,7 +255,7 @@ nb::dict info() {
 
 NB_MODULE(_sciproxy, m) {
   m.doc() = "sciproxy C++ kernels (use the sciproxy package, not this module, directly)";
-  m.attr("__version__") = SCIPROXY_VERSION;
+  m.attr("__version__") = sciproxy::build_info().version;
 
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "sciproxy/build_info.hpp"
+#include "sciproxy/core/version.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/stack.hpp"
 
@@ -142,7 +142,7 @@ sciproxy_status argmax_impl(const T* a, int64_t rows, int64_t cols, uint32_t* ou
 extern "C" {
 
 const char* sciproxy_last_error(void) { return last_error.c_str(); }
-const char* sciproxy_version(void) { return SCIPROXY_VERSION; }
+const char* sciproxy_version(void) { return sciproxy::build_info().version.c_str(); }
 
 sciproxy_status sciproxy_parstack_extent_f64(const double* const* traces, const int64_t* lengths,
                                              int64_t ntraces, const int32_t* offsets,

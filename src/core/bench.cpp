@@ -12,7 +12,7 @@
 #include <fstream>
 #include <numeric>
 
-#include "sciproxy/build_info.hpp"
+#include "sciproxy/core/version.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/roofline.hpp"
@@ -45,7 +45,7 @@ nlohmann::json BenchStats::to_json() const {
           {"median", median}, {"min", min}, {"max", max}, {"mean", mean}};
 }
 
-nlohmann::json environment_record() {
+nlohmann::json environment_record(int threads) {
   char host[256] = {};
   gethostname(host, sizeof host - 1);
   const std::time_t now = std::time(nullptr);
@@ -56,15 +56,15 @@ nlohmann::json environment_record() {
     gpus.push_back({{"index", d.index}, {"name", d.name},
                     {"compute_capability", fmt::format("{}.{}", d.compute_major, d.compute_minor)},
                     {"multiprocessors", d.multiprocessors}, {"memory_gib", d.memory_gib}});
-  return {{"sciproxy_version", SCIPROXY_VERSION},
-          {"git_commit", SCIPROXY_GIT_COMMIT},
-          {"compiler", SCIPROXY_COMPILER},
-          {"flags", SCIPROXY_BUILD_FLAGS},
-          {"build_type", SCIPROXY_BUILD_TYPE},
+  return {{"sciproxy_version", build_info().version},
+          {"git_commit", build_info().git_commit},
+          {"compiler", build_info().compiler},
+          {"flags", build_info().flags},
+          {"build_type", build_info().build_type},
           {"cuda_compiled", cuda_compiled()},
           {"cpu_model", cpu_model()},
           {"logical_cpus", static_cast<long>(sysconf(_SC_NPROCESSORS_ONLN))},
-          {"threads", max_threads()},
+          {"threads", threads > 0 ? threads : max_threads()},
           {"gpus", gpus},
           {"host", host},
           {"date", date}};

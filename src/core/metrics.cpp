@@ -8,16 +8,21 @@ namespace sciproxy {
 
 const char* precision_name(Precision p) { return p == Precision::fp32 ? "fp32" : "fp64"; }
 
-double Roofline::attainable_gflops(Precision p, double intensity) const {
-  return std::min(peak_gflops(p), intensity * bandwidth_gbs);
+double Roofline::attainable_gflops(const WorkModel& work) const {
+  double bound = std::min(peak_gflops(work.precision), work.intensity() * bandwidth_gbs);
+  if (work.cache_bytes > 0 && cache_bandwidth_gbs > 0)
+    bound = std::min(bound, work.flops / work.cache_bytes * cache_bandwidth_gbs);
+  return bound;
 }
 
 nlohmann::json Roofline::to_json() const {
   return {{"machine", machine},
           {"threads", threads},
           {"bandwidth_gbs", bandwidth_gbs},
+          {"cache_bandwidth_gbs", cache_bandwidth_gbs},
           {"peak_gflops_fp32", peak_gflops_fp32},
-          {"peak_gflops_fp64", peak_gflops_fp64}};
+          {"peak_gflops_fp64", peak_gflops_fp64},
+          {"load_average", load_average}};
 }
 
 Roofline Roofline::from_json(const nlohmann::json& j) {
@@ -25,6 +30,8 @@ Roofline Roofline::from_json(const nlohmann::json& j) {
   r.machine = j.at("machine").get<std::string>();
   r.threads = j.at("threads").get<int>();
   r.bandwidth_gbs = j.at("bandwidth_gbs").get<double>();
+  r.cache_bandwidth_gbs = j.at("cache_bandwidth_gbs").get<double>();
+  r.load_average = j.value("load_average", 0.0);
   r.peak_gflops_fp32 = j.at("peak_gflops_fp32").get<double>();
   r.peak_gflops_fp64 = j.at("peak_gflops_fp64").get<double>();
   return r;
@@ -40,8 +47,10 @@ Rates derive_rates(const WorkModel& work, double seconds, const std::optional<Ro
     r.gbytes_per_s = work.bytes / seconds * 1e-9;
   }
   if (roof && roof->bandwidth_gbs > 0 && roof->peak_gflops(work.precision) > 0) {
-    r.attainable_gflops = roof->attainable_gflops(work.precision, r.intensity);
-    r.bandwidth_bound = r.intensity * roof->bandwidth_gbs < roof->peak_gflops(work.precision);
+    r.attainable_gflops = roof->attainable_gflops(work);
+    if (r.attainable_gflops >= roof->peak_gflops(work.precision)) r.bound = "compute";
+    else if (r.attainable_gflops >= r.intensity * roof->bandwidth_gbs) r.bound = "memory";
+    else r.bound = "cache";
     if (r.attainable_gflops > 0) r.roofline_fraction = r.gflops_per_s / r.attainable_gflops;
   }
   return r;
@@ -53,6 +62,7 @@ nlohmann::json Rates::to_json(const WorkModel& work) const {
           {"point_unit", work.point_unit},
           {"flops", work.flops},
           {"bytes", work.bytes},
+          {"cache_bytes", work.cache_bytes},
           {"precision", precision_name(work.precision)},
           {"gpoints_per_s", gpoints_per_s},
           {"gflops_per_s", gflops_per_s},
@@ -60,7 +70,7 @@ nlohmann::json Rates::to_json(const WorkModel& work) const {
           {"intensity", intensity},
           {"attainable_gflops", attainable_gflops},
           {"roofline_fraction", roofline_fraction},
-          {"bound", attainable_gflops > 0 ? (bandwidth_bound ? "bandwidth" : "compute") : "unknown"}};
+          {"bound", bound}};
 }
 
 }  // namespace sciproxy

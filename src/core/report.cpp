@@ -14,8 +14,7 @@ void KernelReport::print(std::ostream& out) const {
                                  rates.gbytes_per_s);
   if (rates.attainable_gflops > 0)
     perf += fmt::format(", {:.0f}% of roofline ({} bound {:.1f} GFlops/s)",
-                        100 * rates.roofline_fraction, rates.bandwidth_bound ? "bandwidth" : "compute",
-                        rates.attainable_gflops);
+                        100 * rates.roofline_fraction, rates.bound, rates.attainable_gflops);
   else
     perf += ", roofline unknown (run `sciproxy roofline`)";
   out << perf << "]\n";

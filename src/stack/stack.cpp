@@ -139,6 +139,8 @@ WorkModel parstack_work(const ParstackInput<T>& in, const Extent& e, Method meth
   // A multiply-add per overlapping sample; method 1 adds one comparison per stacked sample.
   w.flops = 2 * macs + (method == Method::max ? static_cast<double>(in.nshifts * e.lengthout) : 0.0);
   w.bytes = sizeof(T) * (trace_samples + terms + outputs) + sizeof(std::int32_t) * (terms + ntraces);
+  // Every multiply-add reads a trace sample: the traces are reused by every shift set, from cache.
+  w.cache_bytes = sizeof(T) * macs;
   w.precision = sizeof(T) == 4 ? Precision::fp32 : Precision::fp64;
   return w;
 }

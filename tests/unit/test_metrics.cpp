@@ -29,22 +29,47 @@ TEST(Metrics, RooflineBoundAndFraction) {
   w.bytes = 1e9;  // OI = 1: bandwidth bound at 100 GFlops/s
   w.precision = Precision::fp64;
   Rates r = derive_rates(w, 0.1, roof);  // 10 GFlops/s
-  EXPECT_TRUE(r.bandwidth_bound);
+  EXPECT_EQ(r.bound, "memory");
   EXPECT_DOUBLE_EQ(r.attainable_gflops, 100);
   EXPECT_DOUBLE_EQ(r.roofline_fraction, 0.1);
   w.bytes = 1e6;  // OI = 1000: compute bound, the fp32 peak applies to fp32 work
   w.precision = Precision::fp32;
   r = derive_rates(w, 0.01, roof);  // 100 GFlops/s
-  EXPECT_FALSE(r.bandwidth_bound);
+  EXPECT_EQ(r.bound, "compute");
   EXPECT_DOUBLE_EQ(r.attainable_gflops, 1000);
   EXPECT_DOUBLE_EQ(r.roofline_fraction, 0.1);
 }
 
+TEST(Metrics, CacheRooflineBindsWhenDeclared) {
+  Roofline roof;
+  roof.bandwidth_gbs = 100;
+  roof.cache_bandwidth_gbs = 400;
+  roof.peak_gflops_fp32 = 1000;
+  WorkModel w;
+  w.flops = 2e9;  // a multiply-add per 4-byte sample read from cache: 0.5 flop per cache byte
+  w.bytes = 1e7;
+  w.cache_bytes = 4e9;
+  w.precision = Precision::fp32;
+  Rates r = derive_rates(w, 0.02, roof);  // 100 GFlops/s against a cache bound of 200
+  EXPECT_EQ(r.bound, "cache");
+  EXPECT_DOUBLE_EQ(r.attainable_gflops, 200);
+  EXPECT_DOUBLE_EQ(r.roofline_fraction, 0.5);
+  roof.cache_bandwidth_gbs = 0;  // not measured (a GPU): the cache term drops out
+  r = derive_rates(w, 0.02, roof);
+  EXPECT_EQ(r.bound, "compute");
+}
+
 TEST(Metrics, RooflineJsonRoundTrip) {
-  Roofline roof{"cpu X", 2, 30.5, 400, 200};
+  Roofline roof;
+  roof.machine = "cpu X";
+  roof.threads = 2;
+  roof.bandwidth_gbs = 30.5;
+  roof.cache_bandwidth_gbs = 120;
+  roof.peak_gflops_fp64 = 200;
   const Roofline back = Roofline::from_json(roof.to_json());
   EXPECT_EQ(back.machine, "cpu X");
   EXPECT_EQ(back.threads, 2);
   EXPECT_DOUBLE_EQ(back.bandwidth_gbs, 30.5);
+  EXPECT_DOUBLE_EQ(back.cache_bandwidth_gbs, 120);
   EXPECT_DOUBLE_EQ(back.peak_gflops_fp64, 200);
 }

@@ -23,7 +23,8 @@ BenchStats run_benchmark(const std::function<double()>& once, int warmup, int re
 double median_of(std::vector<double> values);
 
 // CPU model, threads, GPUs, compiler, flags, build type, git commit, host, date, version.
-nlohmann::json environment_record();
+// threads: the thread count of the run being recorded (0: the default OpenMP count).
+nlohmann::json environment_record(int threads = 0);
 
 // Writes `text` to `path` through a temporary file and a rename, so no half-written file is left.
 void write_file_atomically(const std::string& path, const std::string& text);

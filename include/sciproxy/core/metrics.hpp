@@ -1,6 +1,9 @@
 // Work model and rates. Every kernel call declares what it must do (points updated, flops,
 // compulsory bytes); this file derives every rate from that and a time, in one place.
-// Roofline (Williams, Waterman, Patterson 2009): attainable = min(peak flops, OI * bandwidth).
+// Roofline (Williams, Waterman, Patterson 2009): attainable = min(peak flops, OI * bandwidth),
+// with the cache-aware ceiling of Ilic, Pratas and Sousa (2014) where a kernel declares the bytes
+// it must stream from cache: a kernel that re-reads inputs from L2 on every step (parstack reads
+// one trace sample per multiply-add) is bound by L2 bandwidth long before DRAM or FMA limits.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -17,6 +20,7 @@ struct WorkModel {
   std::string point_unit = "Pts";  // "Pts" (GPts/s) or "MAC" (GMAC/s)
   double flops = 0;               // floating-point operations the implemented expressions do
   double bytes = 0;               // compulsory bytes: each input read once, each output written once
+  double cache_bytes = 0;         // bytes the algorithm streams from cache (0: not declared)
   Precision precision = Precision::fp64;
 
   double intensity() const { return bytes > 0 ? flops / bytes : 0.0; }  // flop per byte
@@ -27,13 +31,16 @@ struct Roofline {
   std::string machine;        // CPU model or GPU name
   int threads = 0;            // 0 for a GPU
   double bandwidth_gbs = 0;   // STREAM-like triad, GB/s (1e9 bytes)
+  double cache_bandwidth_gbs = 0;  // streaming reads of an L2-resident buffer; 0 for a GPU
   double peak_gflops_fp32 = 0;
   double peak_gflops_fp64 = 0;
+  double load_average = 0;    // of the machine while it was measured: high means low ceilings
 
   double peak_gflops(Precision p) const {
     return p == Precision::fp32 ? peak_gflops_fp32 : peak_gflops_fp64;
   }
-  double attainable_gflops(Precision p, double intensity) const;
+  // min(peak, OI * bandwidth[, cache OI * cache bandwidth]) for the work of a kernel.
+  double attainable_gflops(const WorkModel& work) const;
   nlohmann::json to_json() const;
   static Roofline from_json(const nlohmann::json& j);
 };
@@ -44,9 +51,9 @@ struct Rates {
   double gflops_per_s = 0;
   double gbytes_per_s = 0;
   double intensity = 0;       // flop per compulsory byte
-  double attainable_gflops = 0;  // roofline bound at this intensity; 0 when no roofline known
-  double roofline_fraction = 0;  // achieved / attainable; 0 when no roofline known
-  bool bandwidth_bound = false;  // the bound at this intensity is the bandwidth, not the peak
+  double attainable_gflops = 0;  // roofline bound of this work; 0 when no roofline is known
+  double roofline_fraction = 0;  // achieved / attainable; 0 when no roofline is known
+  std::string bound = "unknown";  // which ceiling binds: "compute", "memory", "cache"
 
   nlohmann::json to_json(const WorkModel& work) const;
 };
