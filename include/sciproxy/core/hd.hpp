@@ -7,3 +7,10 @@
 #else
 #define SCIPROXY_HD inline
 #endif
+
+// Unrolls the next loop (short stencil loops) under both compilers.
+#if defined(__CUDACC__)
+#define SCIPROXY_UNROLL _Pragma("unroll")
+#else
+#define SCIPROXY_UNROLL _Pragma("GCC unroll 8")
+#endif

@@ -1,0 +1,134 @@
+// wave: constant-density scalar wave propagation with exact adjoint gradients (the job of
+// Deepwave's scalar propagator, ar4/deepwave src/deepwave/scalar.py and scalar.c).
+//
+//   u^{t+1} = v^2 dt^2 L u^t + 2 u^t - u^{t-1} - v^2 dt^2 f^t,     r^t = u^t at the receivers
+//
+// L: central second-derivative stencils of accuracy 2, 4, 6 or 8 in 1, 2 or 3 dimensions, with
+// the convolutional PML of Pasalic and McGarry (2010) on every side (auxiliary fields psi, zeta);
+// the model is replicate-padded into the PML. A dt beyond the stability limit is resampled: the
+// propagator takes step_ratio inner steps per dt, sources are upsampled and receivers
+// downsampled in the frequency domain. See docs/kernels/scalar-wave.md.
+//
+// Arrays are row-major (C order), the last dimension contiguous; locations are cell indices
+// [shot, source or receiver, dim] into the model (not the padded grid).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sciproxy/core/device.hpp"
+#include "sciproxy/core/metrics.hpp"
+#include "sciproxy/core/timers.hpp"
+
+namespace sciproxy::wave {
+
+constexpr int kMaxDims = 3;
+
+// What the backward pass keeps of the forward one: 2 v dt^2 L u^t at every stored step.
+enum class StorageMode {
+  device,  // in the memory of the device that propagates (host memory for the host backends)
+  host,    // in host memory (pinned for cuda)
+  disk,    // one file per shot in storage_directory, removed afterwards
+  none,    // nothing: no velocity gradient
+};
+
+struct ScalarOptions {
+  int accuracy = 4;  // 2, 4, 6 or 8
+  // PML width in cells per side: {dim0 low, dim0 high, dim1 low, ...}; only the first 2*ndim used.
+  std::array<std::int64_t, 2 * kMaxDims> pml_width = {20, 20, 20, 20, 20, 20};
+  double pml_freq = 25;  // Hz; Deepwave's default (it warns when it is not given)
+  // Model only a window of v: the cells spanned by the sources and receivers, widened by this
+  // many cells per side (Deepwave's survey_pad; -1: to the edge of the model on that side).
+  // All -1 (the default): the whole model.
+  std::array<std::int64_t, 2 * kMaxDims> survey_pad = {-1, -1, -1, -1, -1, -1};
+  double max_vel = 0;    // m/s for the PML profiles and the CFL limit; 0: max |v|
+  // Store what the gradient needs every this many time steps (of dt, not of the inner step).
+  std::int64_t model_gradient_sampling_interval = 1;
+  double freq_taper_frac = 0;  // cosine taper of this fraction of the spectrum when resampling
+  double time_pad_frac = 0;    // zero padding of this fraction of nt before resampling
+  bool time_taper = false;     // Hann taper in time before resampling
+  StorageMode storage = StorageMode::device;
+  bool storage_compression = false;
+  std::string storage_directory = ".";  // for StorageMode::disk
+  int nparallel = 0;                     // OpenMP threads for the cpu backend; 0: all
+};
+
+// Grid of the model: ndim dimensions, the first ndim entries of shape and spacing are used.
+struct Grid {
+  int ndim = 2;
+  std::array<std::int64_t, kMaxDims> shape = {1, 1, 1};
+  std::array<double, kMaxDims> spacing = {1, 1, 1};  // metres
+
+  std::int64_t cells() const;
+};
+
+template <class T>
+struct ScalarInput {
+  Grid grid;
+  std::span<const T> v;          // [nmodels, *shape], nmodels 1 (shared) or nshots
+  std::int64_t nmodels = 1;
+  double dt = 0;                 // seconds, of the source and receiver samples
+  std::int64_t nt = 0;           // time samples of sources and receivers
+  std::int64_t nshots = 1;
+  std::int64_t nsources = 0;     // per shot
+  std::int64_t nreceivers = 0;   // per shot
+  std::span<const T> source_amplitudes;               // [nshots, nsources, nt]
+  std::span<const std::int64_t> source_locations;     // [nshots, nsources, ndim]
+  std::span<const std::int64_t> receiver_locations;   // [nshots, nreceivers, ndim]
+};
+
+// The propagator's state on the padded grid (model + PML + stencil halo), so that one call can
+// continue another: u^t, u^{t-1}, and per dimension psi and zeta. Each is [nshots, *padded_shape].
+template <class T>
+struct ScalarState {
+  std::array<std::int64_t, kMaxDims> padded_shape = {1, 1, 1};
+  std::vector<T> wavefield, previous_wavefield;
+  std::array<std::vector<T>, kMaxDims> psi, zeta;  // first ndim used
+  bool empty() const { return wavefield.empty(); }
+};
+
+template <class T>
+struct ScalarOutput {
+  ScalarState<T> state;                 // after the last step
+  std::vector<T> receiver_amplitudes;   // [nshots, nreceivers, nt]
+  std::int64_t step_ratio = 1;          // inner steps per dt (resampling)
+  double inner_dt = 0;
+  WorkModel work;
+  double storage_bytes = 0;             // what the gradient pass stored (0 for a forward run)
+};
+
+template <class T>
+struct ScalarGradient {
+  std::vector<T> v;                  // [nmodels, *shape]
+  std::vector<T> source_amplitudes;  // [nshots, nsources, nt]
+  ScalarState<T> initial_state;      // gradient with respect to the initial state
+  ScalarOutput<T> forward;           // what the forward pass computed on the way
+};
+
+// Stable inner time step and step ratio for dt (Deepwave's CFL rule: max_dt = 0.6 /
+// sqrt(sum 1/dx_i^2) / max_vel, step_ratio = ceil(dt / max_dt)).
+struct TimeStepping {
+  double inner_dt;
+  std::int64_t step_ratio;
+};
+TimeStepping cfl_time_stepping(const Grid& grid, double dt, double max_vel);
+
+// Forward modelling. `initial` (optional, may be empty) is the state to start from.
+template <class T>
+ScalarOutput<T> scalar(const Device& device, const ScalarInput<T>& in, const ScalarOptions& opt,
+                       const ScalarState<T>* initial = nullptr, Timers* timers = nullptr);
+
+// Gradient of a loss with respect to v, the source amplitudes and the initial state, given the
+// gradient of the loss with respect to the receiver amplitudes [nshots, nreceivers, nt] (and,
+// optionally, with respect to the final state). Runs the forward pass, then its exact adjoint.
+template <class T>
+ScalarGradient<T> scalar_gradient(const Device& device, const ScalarInput<T>& in,
+                                  const ScalarOptions& opt, std::span<const T> grad_receiver_amplitudes,
+                                  const ScalarState<T>* initial = nullptr,
+                                  const ScalarState<T>* grad_final = nullptr,
+                                  Timers* timers = nullptr);
+
+}  // namespace sciproxy::wave

@@ -1,0 +1,100 @@
+// The backend interface of the scalar propagator: declared once, implemented by reference.cpp,
+// cpu.cpp and cuda.cu (cuda_hooks.cpp when CUDA is not built). wave.cpp checks the arguments,
+// pads the model, builds the PML profiles, resamples and scales the sources, and hands every
+// backend the same ScalarProblem on the padded grid.
+//
+// Padded grid, per dimension d (size n[d]):  [halo | PML low | model window | PML high | halo],
+// halo = accuracy/2 cells that every wavefield keeps at zero (so stencils need no bounds checks).
+// Flat index of cell (i0, i1, i2) = (i0 * n[1] + i1) * n[2] + i2 (unused dimensions have n = 1).
+//
+// One inner step t -> t+1 (all shots, every cell outside the halo), per dimension x with
+// D1 / D2 the central first / second derivative stencils (scalar_math.hpp):
+//   tmp_x    = (1 + b_x) D2_x u^t + b'_x D1_x u^t + D1_x(a_x psi_x^t)
+//   W        = sum_x (1 + b_x) tmp_x + a_x zeta_x^t
+//   psi_x^{t+1}  = b_x D1_x u^t + a_x psi_x^t,     zeta_x^{t+1} = b_x tmp_x + a_x zeta_x^t
+//   u^{t+1}  = v^2 dt^2 W + 2 u^t - u^{t-1},  then u^{t+1}[source] += scaled_source^t
+//   receivers^t = u^t[receiver]  (before the step)
+// where a = b = b' = 0 outside the PML, so that W is the plain Laplacian there. psi and zeta are
+// only non-zero within pml_interior of the edges; backends may skip them in the interior box.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "sciproxy/core/timers.hpp"
+#include "sciproxy/wave.hpp"
+
+namespace sciproxy::wave::kernels {
+
+template <class T>
+struct ScalarProblem {
+  int ndim = 2;
+  int accuracy = 4;
+  std::int64_t nshots = 1;
+  std::array<std::int64_t, kMaxDims> n = {1, 1, 1};  // padded shape; unused dimensions are 1
+  std::int64_t points() const { return n[0] * n[1] * n[2]; }
+  std::array<T, kMaxDims> rdx = {0, 0, 0};   // 1 / spacing
+  std::array<T, kMaxDims> rdx2 = {0, 0, 0};  // 1 / spacing^2
+  T dt2 = 0;                                 // inner dt^2
+  const T* v = nullptr;       // padded model: [nshots, points] when v_batched, else [points]
+  bool v_batched = false;
+  // PML profiles along each dimension, length n[d]; zero outside the PML.
+  std::array<const T*, kMaxDims> a = {}, b = {}, dbdx = {};
+  // Per dimension, the cells [pml_interior[2d], pml_interior[2d+1]) where a, b, b', psi and zeta,
+  // and the a*psi of every stencil neighbour, are all zero: there W is the plain Laplacian.
+  std::array<std::int64_t, 2 * kMaxDims> pml_interior = {0, 1, 0, 1, 0, 1};
+  std::int64_t nsources = 0, nreceivers = 0;       // per shot
+  const std::int64_t* source_cells = nullptr;       // [nshots, nsources] flat padded index
+  const std::int64_t* receiver_cells = nullptr;     // [nshots, nreceivers] flat padded index
+  std::int64_t nt = 0;                              // inner steps
+  // Store 2 v dt^2 W (= d u^{t+1} / d v) at inner steps t with t % store_interval == 0
+  // (store_interval 0: store nothing).
+  std::int64_t store_interval = 0;
+};
+
+// Wavefields of all shots, each [nshots, points]; psi and zeta of the first ndim dimensions.
+template <class T>
+struct ScalarFields {
+  T* u = nullptr;       // u^t  (in: u^0, out: u^nt)
+  T* u_prev = nullptr;  // u^{t-1}
+  std::array<T*, kMaxDims> psi = {}, zeta = {};
+};
+
+namespace reference {
+// nt inner steps. sources: [nt, nshots, nsources] already scaled (-v^2 dt^2 f); receivers:
+// [nt, nshots, nreceivers] written; stored: [nt / store_interval rounded up, nshots, points]
+// written when store_interval > 0 (the steps t with t % store_interval == 0).
+template <class T>
+void scalar_forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources, T* receivers,
+                    T* stored);
+// The exact adjoint of scalar_forward, steps nt-1 down to 0. `fields` holds on entry the
+// gradient with respect to the final state (u^nt, u^{nt-1}, psi^nt, zeta^nt) and on exit the
+// gradient with respect to the initial state. grad_receivers: [nt, nshots, nreceivers] in;
+// grad_sources: [nt, nshots, nsources] out (with respect to the scaled sources); grad_v:
+// [nshots or 1, points] accumulated (+=) from `stored`, times store_interval.
+template <class T>
+void scalar_backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_receivers,
+                     T* grad_sources, const T* stored, T* grad_v);
+}  // namespace reference
+
+namespace cpu {
+template <class T>
+void scalar_forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources, T* receivers,
+                    T* stored);
+template <class T>
+void scalar_backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_receivers,
+                     T* grad_sources, const T* stored, T* grad_v);
+}  // namespace cpu
+
+namespace cuda {
+// Host arrays in and out, as for the host backends; the device keeps all shots resident for the
+// whole call. Regions "upload", "steps", "download" are recorded in `timers` (CUDA events).
+template <class T>
+void scalar_forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources, T* receivers,
+                    T* stored, int device_index, Timers* timers);
+template <class T>
+void scalar_backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_receivers,
+                     T* grad_sources, const T* stored, T* grad_v, int device_index, Timers* timers);
+}  // namespace cuda
+
+}  // namespace sciproxy::wave::kernels
