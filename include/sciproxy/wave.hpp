@@ -45,7 +45,9 @@ struct ScalarOptions {
   // All -1 (the default): the whole model.
   std::array<std::int64_t, 2 * kMaxDims> survey_pad = {-1, -1, -1, -1, -1, -1};
   double max_vel = 0;    // m/s for the PML profiles and the CFL limit; 0: max |v|
-  // Store what the gradient needs every this many time steps (of dt, not of the inner step).
+  // Store what the gradient needs every this many inner steps. 1 (the default) gives the exact
+  // gradient; Deepwave stores every step_ratio * interval inner steps, an approximation when
+  // the time step is resampled.
   std::int64_t model_gradient_sampling_interval = 1;
   double freq_taper_frac = 0;  // cosine taper of this fraction of the spectrum when resampling
   double time_pad_frac = 0;    // zero padding of this fraction of nt before resampling

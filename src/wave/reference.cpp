@@ -1,0 +1,266 @@
+// Scalar propagator, reference backend: the definition of correct. Plain loops, one shot at a
+// time, arithmetic in double, every non-halo cell through the full C-PML formula (a = b = b' = 0
+// turn it into the plain Laplacian), no interior shortcut. The scheme is in scalar_kernels.hpp:
+//   tmp_x = (1 + b_x) D2_x u + b'_x D1_x u + D1_x(a_x psi_x),   W = sum_x (1 + b_x) tmp_x + a_x
+//   zeta_x psi_x' = b_x D1_x u + a_x psi_x,   zeta_x' = b_x tmp_x + a_x zeta_x u' = v^2 dt^2 W + 2
+//   u - u_prev,   u'[source] += scaled source,   receiver = u (before the step)
+// The backward pass is its exact transpose, derived here by hand (independently of
+// scalar_math.hpp): with lambda the adjoint of u', g = v^2 dt^2 lambda and, per dimension,
+// tbar = (1 + b) g + b zetabar' (the adjoint of tmp) and d1bar = b' tbar + b psibar' (of D1 u):
+//   ubar   = 2 lambda + ubar_prev' + sum_x [ D2((1 + b) tbar) - D1(d1bar) ]   (D2 symmetric, D1
+//   not) psibar = a (psibar' - D1 tbar),   zetabar = a (g + zetabar'),   ubar_prev = -lambda grad
+//   source = lambda[source],  ubar[receiver] += grad receiver,  grad v += lambda * 2 v dt^2 W.
+// Second derivatives are summed as neighbour-minus-centre differences (exact zero for constants).
+#include <algorithm>
+#include <array>
+#include <utility>
+#include <vector>
+
+#include "scalar_kernels.hpp"
+
+namespace sciproxy::wave::kernels::reference {
+
+namespace {
+
+// Fornberg (1988) central stencils, k = 0 .. accuracy/2: first derivative (k >= 1) and second
+// derivative (k >= 1; the centre is -2 sum_k c2_k).
+struct Stencil {
+  int radius = 0;
+  std::array<double, 5> c1{}, c2{};
+};
+
+Stencil stencil(int accuracy) {
+  Stencil s;
+  s.radius = accuracy / 2;
+  switch (accuracy) {
+    case 2:
+      s.c1 = {0, 1.0 / 2};
+      s.c2 = {0, 1};
+      break;
+    case 4:
+      s.c1 = {0, 2.0 / 3, -1.0 / 12};
+      s.c2 = {0, 4.0 / 3, -1.0 / 12};
+      break;
+    case 6:
+      s.c1 = {0, 3.0 / 4, -3.0 / 20, 1.0 / 60};
+      s.c2 = {0, 3.0 / 2, -3.0 / 20, 1.0 / 90};
+      break;
+    default:
+      s.c1 = {0, 4.0 / 5, -1.0 / 5, 4.0 / 105, -1.0 / 280};
+      s.c2 = {0, 8.0 / 5, -1.0 / 5, 8.0 / 315, -1.0 / 560};
+      break;
+  }
+  return s;
+}
+
+// The padded grid of one shot and its non-halo cells.
+template <class T>
+struct Grid {
+  explicit Grid(const ScalarProblem<T>& p) : st(stencil(p.accuracy)), ndim(p.ndim), n(p.n) {
+    stride = {n[1] * n[2], n[2], 1};
+    for (int d = 0; d < kMaxDims; ++d) {
+      lo[d] = d < ndim ? st.radius : 0;
+      hi[d] = d < ndim ? n[d] - st.radius : 1;
+    }
+    points = n[0] * n[1] * n[2];
+  }
+  // Calls f(flat index, coordinates) for every cell outside the halo.
+  template <class F>
+  void for_each_cell(F&& f) const {
+    for (std::int64_t i0 = lo[0]; i0 < hi[0]; ++i0)
+      for (std::int64_t i1 = lo[1]; i1 < hi[1]; ++i1)
+        for (std::int64_t i2 = lo[2]; i2 < hi[2]; ++i2)
+          f((i0 * n[1] + i1) * n[2] + i2, std::array<std::int64_t, kMaxDims>{i0, i1, i2});
+  }
+
+  Stencil st;
+  int ndim;
+  std::array<std::int64_t, kMaxDims> n, stride{}, lo{}, hi{};
+  std::int64_t points;
+};
+
+template <class T>
+std::vector<T> shot_copy(const T* field, std::int64_t shot, std::int64_t points) {
+  if (!field) return std::vector<T>(static_cast<std::size_t>(points), T(0));
+  return std::vector<T>(field + shot * points, field + (shot + 1) * points);
+}
+
+template <class T>
+void shot_store(const std::vector<T>& v, T* field, std::int64_t shot) {
+  if (field) std::copy(v.begin(), v.end(), field + shot * static_cast<std::int64_t>(v.size()));
+}
+
+}  // namespace
+
+template <class T>
+void scalar_forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources,
+                    T* receivers, T* stored) {
+  const Grid<T> g(p);
+  const std::int64_t np = g.points;
+  const double dt2 = p.dt2;
+  for (std::int64_t shot = 0; shot < p.nshots; ++shot) {
+    const T* v = p.v + (p.v_batched ? shot * np : 0);
+    std::vector<T> u = shot_copy(fields.u, shot, np), u_prev = shot_copy(fields.u_prev, shot, np);
+    std::array<std::vector<T>, kMaxDims> psi, zeta, psi_next, zeta_next;
+    for (int d = 0; d < p.ndim; ++d) {
+      psi[d] = shot_copy(fields.psi[d], shot, np);
+      zeta[d] = shot_copy(fields.zeta[d], shot, np);
+      psi_next[d] = psi[d];
+      zeta_next[d] = zeta[d];
+    }
+    for (std::int64_t t = 0; t < p.nt; ++t) {
+      for (std::int64_t r = 0; r < p.nreceivers; ++r)
+        receivers[(t * p.nshots + shot) * p.nreceivers + r] =
+            u[p.receiver_cells[shot * p.nreceivers + r]];
+      T* store = nullptr;
+      if (stored && p.store_interval > 0 && t % p.store_interval == 0) {
+        store = stored + ((t / p.store_interval) * p.nshots + shot) * np;
+        std::fill(store, store + np, T(0));
+      }
+      g.for_each_cell([&](std::int64_t i, const std::array<std::int64_t, kMaxDims>& c) {
+        double w = 0;
+        for (int d = 0; d < p.ndim; ++d) {
+          const T* a = p.a[d];
+          const T* b = p.b[d];
+          const T* ps = psi[d].data();
+          const T* uu = u.data();
+          const std::int64_t x = c[d], s = g.stride[d];
+          const double uc = uu[i];
+          double du = 0, ddu = 0, dapsi = 0;  // D1 u, D2 u, D1(a psi) without 1/dx, 1/dx^2
+          for (int k = 1; k <= g.st.radius; ++k) {
+            const double up = uu[i + k * s], down = uu[i - k * s];
+            du += g.st.c1[k] * (up - down);
+            ddu += g.st.c2[k] * ((up - uc) + (down - uc));
+            dapsi += g.st.c1[k] * (static_cast<double>(a[x + k]) * ps[i + k * s] -
+                                   static_cast<double>(a[x - k]) * ps[i - k * s]);
+          }
+          du *= p.rdx[d];
+          ddu *= p.rdx2[d];
+          dapsi *= p.rdx[d];
+          const double ax = a[x], bx = b[x];
+          const double tmp = (1 + bx) * ddu + static_cast<double>(p.dbdx[d][x]) * du + dapsi;
+          w += (1 + bx) * tmp + ax * zeta[d][i];
+          psi_next[d][i] = static_cast<T>(bx * du + ax * ps[i]);
+          zeta_next[d][i] = static_cast<T>(bx * tmp + ax * zeta[d][i]);
+        }
+        const double vi = v[i];
+        if (store) store[i] = static_cast<T>(2 * vi * dt2 * w);
+        // u_prev[i] is read only here: the new field overwrites it in place.
+        u_prev[i] = static_cast<T>(vi * vi * dt2 * w + 2 * static_cast<double>(u[i]) - u_prev[i]);
+      });
+      for (std::int64_t s = 0; s < p.nsources; ++s)
+        u_prev[p.source_cells[shot * p.nsources + s]] +=
+            sources[(t * p.nshots + shot) * p.nsources + s];
+      std::swap(u, u_prev);
+      for (int d = 0; d < p.ndim; ++d) {
+        std::swap(psi[d], psi_next[d]);
+        std::swap(zeta[d], zeta_next[d]);
+      }
+    }
+    shot_store(u, fields.u, shot);
+    shot_store(u_prev, fields.u_prev, shot);
+    for (int d = 0; d < p.ndim; ++d) {
+      shot_store(psi[d], fields.psi[d], shot);
+      shot_store(zeta[d], fields.zeta[d], shot);
+    }
+  }
+}
+
+template <class T>
+void scalar_backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_receivers,
+                     T* grad_sources, const T* stored, T* grad_v) {
+  const Grid<T> g(p);
+  const std::int64_t np = g.points;
+  const double dt2 = p.dt2;
+  for (std::int64_t shot = 0; shot < p.nshots; ++shot) {
+    const T* v = p.v + (p.v_batched ? shot * np : 0);
+    T* gv = grad_v ? grad_v + (p.v_batched ? shot * np : 0) : nullptr;
+    // lambda: adjoint of u^{t+1}; lambda_prev: of u^t through the u_prev slot only.
+    std::vector<T> lambda = shot_copy(fields.u, shot, np),
+                   lambda_prev = shot_copy(fields.u_prev, shot, np);
+    std::array<std::vector<T>, kMaxDims> psib, zetab, psib_next, zetab_next;
+    for (int d = 0; d < p.ndim; ++d) {
+      psib[d] = shot_copy(fields.psi[d], shot, np);
+      zetab[d] = shot_copy(fields.zeta[d], shot, np);
+      psib_next[d] = psib[d];
+      zetab_next[d] = zetab[d];
+    }
+    std::vector<double> gl(static_cast<std::size_t>(np));  // g = v^2 dt^2 lambda (zero in the halo)
+    for (std::int64_t t = p.nt - 1; t >= 0; --t) {
+      for (std::int64_t s = 0; s < p.nsources; ++s)
+        grad_sources[(t * p.nshots + shot) * p.nsources + s] =
+            lambda[p.source_cells[shot * p.nsources + s]];
+      if (stored && gv && p.store_interval > 0 && t % p.store_interval == 0) {
+        const T* store = stored + ((t / p.store_interval) * p.nshots + shot) * np;
+        g.for_each_cell([&](std::int64_t i, const std::array<std::int64_t, kMaxDims>&) {
+          gv[i] =
+              static_cast<T>(gv[i] + static_cast<double>(p.store_interval) * lambda[i] * store[i]);
+        });
+      }
+      for (std::int64_t i = 0; i < np; ++i)
+        gl[i] = static_cast<double>(v[i]) * v[i] * dt2 * lambda[i];
+      g.for_each_cell([&](std::int64_t i, const std::array<std::int64_t, kMaxDims>& c) {
+        double acc = 2 * static_cast<double>(lambda[i]) + lambda_prev[i];
+        for (int d = 0; d < p.ndim; ++d) {
+          const T* a = p.a[d];
+          const T* b = p.b[d];
+          const T* db = p.dbdx[d];
+          const T* pb = psib[d].data();
+          const T* zb = zetab[d].data();
+          const std::int64_t x = c[d], s = g.stride[d];
+          // tbar and d1bar at the cell j = i + k s (coordinate x + k)
+          auto tbar = [&](std::int64_t k) {
+            const std::int64_t j = i + k * s;
+            return (1 + static_cast<double>(b[x + k])) * gl[j] +
+                   static_cast<double>(b[x + k]) * zb[j];
+          };
+          auto d1bar = [&](std::int64_t k) {
+            return static_cast<double>(db[x + k]) * tbar(k) +
+                   static_cast<double>(b[x + k]) * pb[i + k * s];
+          };
+          const double centre = (1 + static_cast<double>(b[x])) * tbar(0);
+          double second = 0, first = 0,
+                 dtbar = 0;  // D2((1+b) tbar), D1(d1bar), D1(tbar) without 1/dx^n
+          for (int k = 1; k <= g.st.radius; ++k) {
+            const double t_up = tbar(k), t_down = tbar(-k);
+            second += g.st.c2[k] * (((1 + static_cast<double>(b[x + k])) * t_up - centre) +
+                                    ((1 + static_cast<double>(b[x - k])) * t_down - centre));
+            first += g.st.c1[k] * (d1bar(k) - d1bar(-k));
+            dtbar += g.st.c1[k] * (t_up - t_down);
+          }
+          acc += second * p.rdx2[d] - first * p.rdx[d];
+          psib_next[d][i] = static_cast<T>(a[x] * (pb[i] - dtbar * p.rdx[d]));
+          zetab_next[d][i] = static_cast<T>(a[x] * (gl[i] + static_cast<double>(zb[i])));
+        }
+        lambda_prev[i] = static_cast<T>(acc);  // read only here: overwritten in place by ubar^t
+      });
+      // Now lambda_prev holds ubar^t and lambda becomes the adjoint of u^{t-1} via the u_prev slot.
+      for (std::int64_t i = 0; i < np; ++i) lambda[i] = -lambda[i];
+      std::swap(lambda, lambda_prev);
+      for (std::int64_t r = 0; r < p.nreceivers; ++r)
+        lambda[p.receiver_cells[shot * p.nreceivers + r]] +=
+            grad_receivers[(t * p.nshots + shot) * p.nreceivers + r];
+      for (int d = 0; d < p.ndim; ++d) {
+        std::swap(psib[d], psib_next[d]);
+        std::swap(zetab[d], zetab_next[d]);
+      }
+    }
+    shot_store(lambda, fields.u, shot);
+    shot_store(lambda_prev, fields.u_prev, shot);
+    for (int d = 0; d < p.ndim; ++d) {
+      shot_store(psib[d], fields.psi[d], shot);
+      shot_store(zetab[d], fields.zeta[d], shot);
+    }
+  }
+}
+
+template void scalar_forward<float>(const ScalarProblem<float>&, ScalarFields<float>, const float*,
+                                    float*, float*);
+template void scalar_forward<double>(const ScalarProblem<double>&, ScalarFields<double>,
+                                     const double*, double*, double*);
+template void scalar_backward<float>(const ScalarProblem<float>&, ScalarFields<float>, const float*,
+                                     float*, const float*, float*);
+template void scalar_backward<double>(const ScalarProblem<double>&, ScalarFields<double>,
+                                      const double*, double*, const double*, double*);
+
+}  // namespace sciproxy::wave::kernels::reference
