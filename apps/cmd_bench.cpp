@@ -12,6 +12,7 @@
 
 #include "cli_common.hpp"
 #include "parstack_runner.hpp"
+#include "scalar_runner.hpp"
 #include "sciproxy/core/bench.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/roofline.hpp"
@@ -268,7 +269,8 @@ int run_bench(const BenchOptions& opt) {
 }  // namespace
 
 Command add_bench_command(CLI::App& root) {
-  CLI::App* bench = root.add_subcommand("bench", "Benchmark sweeps of a kernel (bench parstack)");
+  CLI::App* bench =
+      root.add_subcommand("bench", "Benchmark sweeps of a kernel (bench parstack, bench scalar)");
   bench->require_subcommand(1);
   auto opt = std::make_shared<BenchOptions>();
   CLI::App* sub = bench->add_subcommand(
@@ -322,6 +324,264 @@ Command add_bench_command(CLI::App& root) {
       "second). For cuda, GMAC/s is given including the host<->device transfers and for the kernel "
       "alone. Timing only: use `sciproxy parstack` or `sciproxy demo` to verify.");
   return {sub, [opt] { return run_bench(*opt); }};
+}
+
+
+// --- bench scalar ------------------------------------------------------------------------------
+
+namespace {
+
+struct BenchScalarOptions {
+  std::vector<std::string> devices{"cpu", "cuda"};
+  std::vector<std::string> dtypes{"float32", "float64"};
+  std::string sizes = "default";
+  int ndim = 2;
+  std::int64_t nt = 50;
+  std::int64_t shots = 4;
+  std::int64_t receivers = 100;
+  int accuracy = 4;
+  bool gradient = false;
+  int reps = 3;
+  int threads = 0;
+  std::string json_path;
+  std::string plot_path;
+};
+
+// The sweep: cells per dimension n (the model is n^ndim cells).
+std::vector<std::int64_t> scalar_sweep_sizes(const std::string& sizes, int ndim) {
+  if (sizes == "small") return ndim == 3 ? std::vector<std::int64_t>{16, 24, 32}
+                                         : std::vector<std::int64_t>{32, 64, 128};
+  if (sizes == "default")
+    return ndim == 3 ? std::vector<std::int64_t>{32, 48, 64, 96, 128}
+                     : std::vector<std::int64_t>{64, 128, 256, 512, 1024};
+  if (sizes == "large")
+    return ndim == 3 ? std::vector<std::int64_t>{64, 128, 200, 256, 320}
+                     : std::vector<std::int64_t>{128, 256, 512, 1024, 2048, 4096};
+  std::vector<std::int64_t> out;
+  std::stringstream in(sizes);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    std::int64_t n = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), n);
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size() || n < 1)
+      throw UsageError(
+          fmt::format("--sizes: expected small, default, large or a comma-separated list "
+                      "of positive cell counts per dimension, got \"{}\"",
+                      sizes));
+    out.push_back(n);
+  }
+  if (out.empty())
+    throw UsageError("--sizes: expected small, default, large or a list of cell counts");
+  return out;
+}
+
+int run_bench_scalar(const BenchScalarOptions& opt) {
+  if (opt.ndim < 1 || opt.ndim > 3)
+    throw UsageError(fmt::format("--ndim: expected 1, 2 or 3, got {}", opt.ndim));
+  check_threads(opt.threads);
+  check_repetitions(opt.reps);
+  const auto sizes = scalar_sweep_sizes(opt.sizes, opt.ndim);
+  std::vector<Dtype> dtypes;
+  for (const auto& d : opt.dtypes) dtypes.push_back(parse_dtype(d));
+  if (dtypes.empty()) throw UsageError("--dtype: expected at least one of float32, float64");
+  for (const auto& d : opt.devices) {
+    try {
+      if (d != "auto") (void)parse_device(d);
+    } catch (const InvalidArgument&) {
+      throw UsageError(
+          fmt::format("--device: expected a list of auto, reference, cpu, cuda, cuda:N; "
+                      "got \"{}\"",
+                      d));
+    }
+  }
+  if (!opt.json_path.empty()) check_output_path(opt.json_path, "--json");
+  std::string script;
+  if (!opt.plot_path.empty()) {
+    check_output_path(opt.plot_path, "--plot");
+    script = locate_plot_script();
+    if (run_program({"python3", "--version"}, true) != 0)
+      throw RuntimeError("--plot needs python3, which was not found on PATH");
+    if (run_program({"python3", "-c", "import matplotlib"}, true) != 0)
+      throw RuntimeError(
+          "--plot needs matplotlib for python3 (pip install matplotlib, or apt install "
+          "python3-matplotlib)");
+  }
+  auto spec_for = [&](Dtype dtype, std::int64_t n) {
+    ScalarSpec s;
+    s.ndim = opt.ndim;
+    s.shape.assign(static_cast<std::size_t>(opt.ndim), n);
+    s.nt = opt.nt;
+    s.nshots = opt.shots;
+    s.nreceivers = std::min(opt.receivers, n);
+    s.accuracy = opt.accuracy;
+    s.dtype = dtype;
+    s.gradient = opt.gradient;
+    s.source_depth = std::min<std::int64_t>(2, n - 1);
+    s.receiver_depth = std::min<std::int64_t>(1, n - 1);
+    return s;
+  };
+  for (const Dtype dtype : dtypes)
+    for (const std::int64_t n : sizes) check_scalar_spec(spec_for(dtype, n), {});
+  const std::vector<Device> devices = bench_devices(opt.devices);
+  std::vector<ScalarSpec> specs;
+  for (const Dtype dtype : dtypes)
+    for (const std::int64_t n : sizes) {
+      specs.push_back(spec_for(dtype, n));
+      check_scalar_spec(specs.back(), devices);
+    }
+  ScalarRunOptions run;
+  run.threads = opt.threads;
+  run.reps = opt.reps;
+  run.verify = false;  // timing only: `sciproxy scalar --verify` and `demo` verify
+  run.roofline = RooflinePolicy::cached_only;
+
+  const int threads = effective_threads(opt.threads);
+  std::string device_names;
+  for (const auto& d : devices) device_names += (device_names.empty() ? "" : ", ") + d.name();
+  fmt::print(
+      "sciproxy bench scalar{}: {}-D models n^{} cells for n in {{{}}}, 5 m, dt 0.004 s, nt {}, "
+      "{} shots, accuracy {}; devices {}; {} cpu threads; {} repetitions after 1 warm-up\n",
+      opt.gradient ? " (forward + gradient)" : "", opt.ndim, opt.ndim, fmt::join(sizes, ", "),
+      opt.nt, opt.shots, opt.accuracy, device_names, threads, opt.reps);
+  const std::string header =
+      fmt::format("{:<10} {:<8} {:>6} {:>11} {:>11} {:>11} {:>11} {:>9} {:>9}", "device", "dtype",
+                  "n", "points", "median [s]", "min [s]", "max [s]", "GPts/s", "roofline");
+  fmt::print("{}\n{}\n", header, std::string(header.size(), '-'));
+  std::fflush(stdout);
+
+  nlohmann::json results = nlohmann::json::array();
+  for (const auto& spec : specs) {
+    const auto outcomes = run_scalar(spec, devices, run, std::cout);
+    for (const auto& out : outcomes) {
+      const double fraction = out.report.rates.roofline_fraction;
+      fmt::print("{:<10} {:<8} {:>6} {:>11} {:>11.4e} {:>11.4e} {:>11.4e} {:>9.3f} {:>9}\n",
+                 out.report.device.name(), dtype_name(spec.dtype), spec.shape[0],
+                 format_count(out.points()), out.stats.median, out.stats.min, out.stats.max,
+                 out.gpts(out.stats.median),
+                 fraction > 0 ? fmt::format("{:.1f}%", 100 * fraction) : "-");
+      std::fflush(stdout);
+      results.push_back(
+          {{"device", out.report.device.name()},
+           {"dtype", dtype_name(spec.dtype)},
+           {"n", spec.shape[0]},
+           {"cells", spec.cells()},
+           {"shape", spec.shape},
+           {"nt", spec.nt},
+           {"step_ratio", out.step_ratio},
+           {"points", out.points()},
+           {"median_s", out.stats.median},
+           {"min_s", out.stats.min},
+           {"max_s", out.stats.max},
+           {"seconds", out.stats.seconds},
+           {"gpts", out.gpts(out.stats.median)},
+           {"gpts_best", out.gpts(out.stats.min)},
+           // plot_sweep.py reads "gmacs": here it holds GPts/s (the sweep's "unit" says so).
+           {"gmacs", out.gpts(out.stats.median)},
+           {"roofline_fraction", fraction > 0 ? nlohmann::json(fraction) : nlohmann::json(nullptr)}});
+    }
+  }
+
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const auto& d : devices)
+    if (d.backend == Backend::cuda) {
+      const auto all = cuda_devices();
+      gpus.push_back(d.index < static_cast<int>(all.size()) ? all[d.index].name : d.name());
+    }
+  nlohmann::json doc = {{"kind", "sciproxy-bench"},
+                        {"kernel", opt.gradient ? "scalar_gradient" : "scalar"},
+                        {"sweep",
+                         {{"variable", "cells"},
+                          {"unit", "GPts/s"},
+                          {"values", sizes},
+                          {"ndim", opt.ndim},
+                          {"nt", opt.nt},
+                          {"shots", opt.shots},
+                          {"receivers", opt.receivers},
+                          {"accuracy", opt.accuracy},
+                          {"gradient", opt.gradient},
+                          {"model", "5 layers, 1500..4000 m/s, spacing 5 m, dt 0.004 s, 25 Hz"},
+                          {"repetitions", opt.reps},
+                          {"warmup", 1}}},
+                        {"cpu_model", cpu_model()},
+                        {"threads", threads},
+                        {"gpus", gpus},
+                        {"environment", environment_record(threads)},
+                        {"results", results}};
+
+  std::string json_path = opt.json_path;
+  bool temporary = false;
+  if (json_path.empty() && !opt.plot_path.empty()) {
+    json_path = (std::filesystem::temp_directory_path() /
+                 fmt::format("sciproxy-bench-scalar-{}.json", getpid()))
+                    .string();
+    temporary = true;
+  }
+  if (!json_path.empty()) {
+    write_file_atomically(json_path, doc.dump(2) + "\n");
+    if (!temporary) fmt::print("Wrote {}\n", json_path);
+  }
+  if (!opt.plot_path.empty()) {
+    std::fflush(stdout);
+    const int rc = run_program({"python3", script, json_path, opt.plot_path});
+    if (temporary) std::filesystem::remove(json_path);
+    if (rc != 0)
+      throw RuntimeError(fmt::format("--plot: {} failed with exit status {}", script, rc));
+    fmt::print("Wrote {}\n", opt.plot_path);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_bench_scalar_command(CLI::App& root) {
+  CLI::App* bench = root.get_subcommand("bench");
+  auto opt = std::make_shared<BenchScalarOptions>();
+  CLI::App* sub = bench->add_subcommand(
+      "scalar", "Throughput of scalar wave propagation over model sizes, per device and dtype");
+  sub->add_option("--device", opt->devices,
+                  "Comma-separated devices: cpu, cuda, cuda:N, reference, "
+                  "auto (all present); absent ones are skipped")
+      ->delimiter(',')
+      ->type_name("LIST")
+      ->capture_default_str();
+  sub->add_option("--dtype", opt->dtypes, "Comma-separated dtypes: float32, float64")
+      ->delimiter(',')
+      ->type_name("LIST")
+      ->capture_default_str();
+  sub->add_option("--sizes", opt->sizes,
+                  "small, default, large, or a comma-separated list of cells per dimension")
+      ->type_name("SIZES")
+      ->capture_default_str();
+  sub->add_option("--ndim", opt->ndim, "Dimensions of the models: 1, 2 or 3")
+      ->type_name("D")
+      ->capture_default_str();
+  sub->add_option("--nt", opt->nt, "Time samples (dt 0.004 s)")->type_name("NT")->capture_default_str();
+  sub->add_option("--shots", opt->shots, "Shots")->type_name("S")->capture_default_str();
+  sub->add_option("--receivers", opt->receivers, "Receivers per shot (at most n)")
+      ->type_name("R")
+      ->capture_default_str();
+  sub->add_option("--accuracy", opt->accuracy, "2, 4, 6 or 8")->type_name("A")->capture_default_str();
+  sub->add_flag("--gradient", opt->gradient, "Time forward + adjoint instead of forward");
+  sub->add_option("--reps", opt->reps, "Timed repetitions per point (after one warm-up)")
+      ->type_name("R")
+      ->capture_default_str();
+  sub->add_option("--threads", opt->threads, "OpenMP threads of the cpu backend; 0: all")
+      ->type_name("N");
+  sub->add_option("--json", opt->json_path, "Write the results and environment record to FILE")
+      ->type_name("FILE");
+  sub->add_option("--plot", opt->plot_path,
+                  "Plot GPts/s against cells to FILE.png (python3 + matplotlib)")
+      ->type_name("FILE.png");
+  sub->footer(
+      "The sweep: models of n^ndim cells (layered, 1500..4000 m/s, 5 m), the same shots and "
+      "receivers.\n"
+      "  small    2-D n = 32, 64, 128;  3-D n = 16, 24, 32\n"
+      "  default  2-D n = 64 ... 1024;  3-D n = 32 ... 128\n"
+      "  large    2-D n = 128 ... 4096; 3-D n = 64 ... 320\n"
+      "Each point: one warm-up, R timed calls, median/min/max seconds and GPts/s (points = the "
+      "library's work model for the call). Timing only: use `sciproxy scalar --verify` or "
+      "`sciproxy demo` to verify.");
+  return {sub, [opt] { return run_bench_scalar(*opt); }};
 }
 
 }  // namespace sciproxy::app

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli_common.hpp"
+#include "scalar_runner.hpp"
 #include "sciproxy/core/version.hpp"
 #include "sciproxy/core/error.hpp"
 
@@ -56,7 +57,9 @@ int main(int argc, char** argv) {
     commands.push_back(app::add_info_command(root));
     commands.push_back(app::add_roofline_command(root));
     commands.push_back(app::add_parstack_command(root));
+    commands.push_back(app::add_scalar_command(root));
     commands.push_back(app::add_bench_command(root));
+    commands.push_back(app::add_bench_scalar_command(root));  // under `bench`: after it exists
     commands.push_back(app::add_demo_command(root));
   } catch (const std::exception& e) {
     return fail(kRuntimeFailure, e.what());

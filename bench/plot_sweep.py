@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Plots a `sciproxy bench` sweep: throughput (GMAC/s) against problem size, one line per
+"""Plots a `sciproxy bench` sweep: throughput (GMAC/s or GPts/s, as the sweep says) against problem size, one line per
 (device, dtype), CUDA kernel-only throughput dashed next to the one including transfers.
 
 Usage: plot_sweep.py SWEEP.json OUT.png
@@ -76,7 +76,7 @@ def main(argv):
                     label=f"{device} {dtype} (kernel only)")
     ax.set_xscale("log")
     ax.set_xlabel(f"{variable} (samples per trace)" if variable == "nsamples" else variable)
-    ax.set_ylabel("throughput [GMAC/s]")
+    ax.set_ylabel(f"throughput [{doc.get('sweep', {}).get('unit', 'GMAC/s')}]")
     ax.set_ylim(bottom=0)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()

@@ -61,6 +61,52 @@ sciproxy_status sciproxy_argmax_f64(const double* a, int64_t rows, int64_t cols,
 sciproxy_status sciproxy_argmax_f32(const float* a, int64_t rows, int64_t cols, uint32_t* out,
                                     int nparallel, int pyrocko_compat);
 
+/* scalar: constant-density scalar wave propagation (Deepwave's scalar propagator); see
+ * include/sciproxy/wave.hpp for the semantics. Arrays are row-major, the last dimension fastest.
+ *   ndim 1, 2 or 3; shape[ndim] cells and spacing[ndim] metres of the model;
+ *   v [nmodels, *shape] m/s, nmodels 1 (one model for every shot) or nshots;
+ *   dt seconds and nt samples of the sources and receivers (a dt above the CFL limit is
+ *   resampled internally, as Deepwave does);
+ *   source_amplitudes [nshots, nsources, nt]; source_locations [nshots, nsources, ndim] and
+ *   receiver_locations [nshots, nreceivers, ndim] are cell indices into the model (NULL when the
+ *   count is 0);
+ *   accuracy 2, 4, 6 or 8; pml_width[2*ndim] cells per side {dim0 low, dim0 high, dim1 low, ...}
+ *   (NULL: 20 on every side); pml_freq Hz (Deepwave's default is 25); max_vel m/s for the PML
+ *   and the CFL limit (0: max |v|); device "auto", "reference", "cpu", "cuda", "cuda:N".
+ * Forward: receiver_amplitudes [nshots, nreceivers, nt] are written.
+ * Gradient: given grad_receiver_amplitudes [nshots, nreceivers, nt] (the gradient of a loss with
+ * respect to the receiver amplitudes), writes grad_v [nmodels, *shape] and, when not NULL,
+ * grad_source_amplitudes [nshots, nsources, nt]. Runs the forward pass and its exact adjoint. */
+sciproxy_status sciproxy_scalar_f32(int ndim, const int64_t* shape, const double* spacing,
+                                    const float* v, int64_t nmodels, double dt, int64_t nt,
+                                    int64_t nshots, int64_t nsources, int64_t nreceivers,
+                                    const float* source_amplitudes, const int64_t* source_locations,
+                                    const int64_t* receiver_locations, int accuracy,
+                                    const int64_t* pml_width, double pml_freq, double max_vel,
+                                    const char* device, float* receiver_amplitudes);
+sciproxy_status sciproxy_scalar_f64(int ndim, const int64_t* shape, const double* spacing,
+                                    const double* v, int64_t nmodels, double dt, int64_t nt,
+                                    int64_t nshots, int64_t nsources, int64_t nreceivers,
+                                    const double* source_amplitudes,
+                                    const int64_t* source_locations,
+                                    const int64_t* receiver_locations, int accuracy,
+                                    const int64_t* pml_width, double pml_freq, double max_vel,
+                                    const char* device, double* receiver_amplitudes);
+sciproxy_status sciproxy_scalar_gradient_f32(
+    int ndim, const int64_t* shape, const double* spacing, const float* v, int64_t nmodels,
+    double dt, int64_t nt, int64_t nshots, int64_t nsources, int64_t nreceivers,
+    const float* source_amplitudes, const int64_t* source_locations,
+    const int64_t* receiver_locations, int accuracy, const int64_t* pml_width, double pml_freq,
+    double max_vel, const char* device, const float* grad_receiver_amplitudes, float* grad_v,
+    float* grad_source_amplitudes);
+sciproxy_status sciproxy_scalar_gradient_f64(
+    int ndim, const int64_t* shape, const double* spacing, const double* v, int64_t nmodels,
+    double dt, int64_t nt, int64_t nshots, int64_t nsources, int64_t nreceivers,
+    const double* source_amplitudes, const int64_t* source_locations,
+    const int64_t* receiver_locations, int accuracy, const int64_t* pml_width, double pml_freq,
+    double max_vel, const char* device, const double* grad_receiver_amplitudes, double* grad_v,
+    double* grad_source_amplitudes);
+
 #ifdef __cplusplus
 }
 #endif

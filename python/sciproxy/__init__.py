@@ -337,3 +337,7 @@ def info() -> dict:
     device), threads (OpenMP default), cpu_model, auto_device (what impl='auto' runs on).
     """
     return dict(_sciproxy.info())
+
+
+# The wave family: sciproxy.wave.scalar, scalar_gradient (Deepwave's scalar propagator).
+from . import wave  # noqa: E402  so that `import sciproxy` reaches sciproxy.wave

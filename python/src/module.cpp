@@ -253,6 +253,8 @@ nb::dict info() {
 
 }  // namespace
 
+void register_wave(nb::module_& m);  // wave_bindings.cpp
+
 NB_MODULE(_sciproxy, m) {
   m.doc() = "sciproxy C++ kernels (use the sciproxy package, not this module, directly)";
   m.attr("__version__") = sciproxy::build_info().version;
@@ -284,4 +286,5 @@ NB_MODULE(_sciproxy, m) {
   m.def("plan_counters", &plan_counters, "device_index"_a,
         "Allocation and transfer counters of the persistent parstack plan of one CUDA device.");
   m.def("release_plans", &release_plans, "Frees the device buffers kept between parstack calls.");
+  register_wave(m);
 }

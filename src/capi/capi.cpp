@@ -9,38 +9,15 @@
 #include <string>
 #include <vector>
 
-#include "sciproxy/core/version.hpp"
+#include "capi/guarded.hpp"
 #include "sciproxy/core/error.hpp"
+#include "sciproxy/core/version.hpp"
 #include "sciproxy/stack.hpp"
 
 namespace {
 
-thread_local std::string last_error;
-
-template <class F>
-sciproxy_status guarded(F&& body) {
-  try {
-    body();
-    last_error.clear();
-    return SCIPROXY_OK;
-  } catch (const sciproxy::Error& e) {
-    last_error = e.what();
-    return static_cast<sciproxy_status>(e.code());
-  } catch (const std::bad_alloc&) {
-    last_error = "out of memory";
-    return SCIPROXY_ERROR_RUNTIME;
-  } catch (const std::exception& e) {
-    last_error = e.what();
-    return SCIPROXY_ERROR_RUNTIME;
-  } catch (...) {
-    last_error = "unknown error";
-    return SCIPROXY_ERROR_RUNTIME;
-  }
-}
-
-void require_pointer(const void* p, const char* argument) {
-  if (!p) sciproxy::throw_invalid_argument(argument, "a non-null pointer", "NULL");
-}
+using sciproxy::capi::guarded;
+using sciproxy::capi::require_pointer;
 
 template <class T>
 struct CInput {
@@ -137,7 +114,11 @@ sciproxy_status argmax_impl(const T* a, int64_t rows, int64_t cols, uint32_t* ou
   });
 }
 
+thread_local std::string last_error;
+
 }  // namespace
+
+void sciproxy::capi::set_last_error(const std::string& message) { last_error = message; }
 
 extern "C" {
 

@@ -25,6 +25,12 @@ def main(kind, paths):
             assert doc["verification"]["pass"] is True, doc["verification"]
             assert doc["bench"]["repetitions"] >= 1
             assert "environment" in doc
+        elif kind == "scalar":
+            assert doc["kernel"] in ("scalar", "scalar_gradient"), doc["kernel"]
+            assert doc["verification"]["pass"] is True, doc["verification"]
+            assert doc["performance"]["gpoints_per_s"] > 0, doc["performance"]
+            assert doc["step_ratio"] >= 1 and doc["bench"]["repetitions"] >= 1
+            assert "environment" in doc
         elif kind == "demo":
             assert doc["kind"] == "sciproxy-demo" and doc["pass"] is True
             assert len(doc["summary"]) >= 8, len(doc["summary"])

@@ -1,0 +1,206 @@
+// `sciproxy scalar`: scalar wave propagation (Deepwave's scalar) on a synthetic layered model,
+// timed, optionally verified against the reference backend, and reported.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <iostream>
+#include <memory>
+
+#include "cli_common.hpp"
+#include "scalar_runner.hpp"
+#include "sciproxy/core/bench.hpp"
+#include "sciproxy/core/error.hpp"
+
+namespace sciproxy::app {
+
+namespace {
+
+struct ScalarCliOptions {
+  int ndim = 2;
+  std::vector<std::int64_t> shape;
+  double spacing = 5;
+  double dt = 0.004;
+  std::int64_t nt = 500;
+  std::int64_t shots = 10;
+  std::int64_t receivers = 250;
+  int accuracy = 4;
+  std::int64_t pml_width = 20;
+  double freq = 25;
+  std::int64_t source_depth = 2;
+  std::string device = "auto";
+  std::string dtype = "float32";
+  int threads = 0;
+  int reps = 3;
+  bool gradient = false;
+  bool verify = false;
+  std::int64_t verify_nt = 100;
+  std::int64_t verify_shots = 2;
+  std::string json_path;
+};
+
+int run_scalar_command(const ScalarCliOptions& opt) {
+  ScalarSpec spec;
+  spec.ndim = opt.ndim;
+  spec.shape = opt.shape;
+  if (spec.shape.empty()) {  // default: the SEAM-like size, or a cube in 1-D / 3-D
+    if (opt.ndim == 2) spec.shape = {251, 500};
+    else if (opt.ndim == 1) spec.shape = {500};
+    else spec.shape = {100, 100, 100};
+  }
+  spec.spacing = opt.spacing;
+  spec.dt = opt.dt;
+  spec.nt = opt.nt;
+  spec.nshots = opt.shots;
+  spec.nreceivers = opt.receivers;
+  spec.accuracy = opt.accuracy;
+  spec.pml_width = opt.pml_width;
+  spec.freq = opt.freq;
+  spec.source_depth = opt.source_depth;
+  spec.dtype = parse_dtype(opt.dtype);
+  spec.gradient = opt.gradient;
+  check_threads(opt.threads);
+  check_repetitions(opt.reps);
+  if (opt.verify_nt < 1)
+    throw UsageError(fmt::format("--verify-nt: expected at least 1, got {}", opt.verify_nt));
+  if (opt.verify_shots < 1)
+    throw UsageError(fmt::format("--verify-shots: expected at least 1, got {}", opt.verify_shots));
+  if (!opt.json_path.empty()) check_output_path(opt.json_path, "--json");
+  check_scalar_spec(spec, {});
+  const Device device = select_device_option(opt.device);
+  check_scalar_spec(spec, {device});
+
+  ScalarRunOptions run;
+  run.threads = opt.threads;
+  run.reps = opt.reps;
+  run.verify = opt.verify;
+  run.verify_nt = opt.verify_nt;
+  run.verify_shots = opt.verify_shots;
+
+  const int threads = device.backend == Backend::reference ? 1 : effective_threads(opt.threads);
+  fmt::print("sciproxy scalar{}: {}, {}, layered model {}..{} m/s, {} Hz Ricker, PML {} cells, "
+             "device {}{}{}\n",
+             spec.gradient ? " (forward + gradient)" : "", spec.label(), dtype_name(spec.dtype),
+             spec.vmin, spec.vmax, spec.freq, spec.pml_width, device.name(),
+             device.automatic ? " (chosen by auto)" : "",
+             device.backend == Backend::cuda
+                 ? ""
+                 : fmt::format(", {} thread{}", threads, threads == 1 ? "" : "s"));
+  if (device.automatic && device.backend != Backend::cuda)
+    fmt::print("auto: running on cpu; no CUDA device: {}\n", cuda_unavailable_reason());
+  if (opt.verify && device.backend == Backend::reference)
+    fmt::print("Verification: skipped, the reference backend is the definition of correct\n");
+  std::fflush(stdout);
+
+  const auto outcomes = run_scalar(spec, {device}, run, std::cout);
+  const ScalarOutcome& out = outcomes.back();
+  std::cout << "\n";
+  out.report.print(std::cout);
+  fmt::print("Time stepping: step ratio {} (inner dt {:.3e} s), {} inner steps; points = "
+             "cells of model + PML x inner steps x shots{} = {}\n",
+             out.step_ratio, out.inner_dt, out.step_ratio * spec.nt,
+             spec.gradient ? " x 2 (forward and adjoint)" : "", format_count(out.points()));
+  fmt::print("Repetitions: {} after {} warm-up: median {:.5f} s, min {:.5f} s, max {:.5f} s; "
+             "{:.3f} GPts/s (median)\n",
+             out.stats.seconds.size(), out.stats.warmup, out.stats.median, out.stats.min,
+             out.stats.max, out.gpts(out.stats.median));
+  if (spec.gradient && out.storage_bytes > 0)
+    fmt::print("Gradient storage: {}\n", format_bytes(out.storage_bytes));
+  if (out.report.verification) {
+    fmt::print("Verification against the reference on {}: {} (tolerance rel L2 {:.0e}{})\n",
+               out.verification_scope(), out.passed() ? "PASS" : "FAIL",
+               scalar_tolerance(spec.dtype).rel_l2,
+               spec.gradient ? ""
+                             : fmt::format(", final wavefield {:.0e}",
+                                           scalar_state_tolerance(spec.dtype).rel_l2));
+    for (const auto& [name, c] : out.checks) fmt::print("  {}: {}\n", name, c.summary());
+  }
+
+  if (!opt.json_path.empty()) {
+    nlohmann::json j = out.to_json();
+    j["environment"] = environment_record(threads);
+    write_file_atomically(opt.json_path, j.dump(2) + "\n");
+    fmt::print("Wrote {}\n", opt.json_path);
+  }
+  std::cout.flush();
+  if (!out.passed())
+    throw RuntimeError(fmt::format("verification against the reference failed: {}",
+                                   out.report.verification->summary()));
+  return 0;
+}
+
+}  // namespace
+
+Command add_scalar_command(CLI::App& root) {
+  auto opt = std::make_shared<ScalarCliOptions>();
+  CLI::App* sub = root.add_subcommand(
+      "scalar",
+      "Run scalar wave propagation (Deepwave's scalar) on a synthetic layered model: time it, "
+      "optionally verify it against the reference backend, report GPts/s and roofline fraction");
+  sub->add_option("--ndim", opt->ndim, "Dimensions of the model: 1, 2 or 3")
+      ->type_name("D")
+      ->capture_default_str();
+  sub->add_option("--shape", opt->shape,
+                  "Cells per dimension, depth first (default 251 500 in 2-D, 100^3 in 3-D)")
+      ->type_name("N...")
+      ->expected(1, 3);
+  sub->add_option("--spacing", opt->spacing, "Grid spacing in metres")
+      ->type_name("DX")
+      ->capture_default_str();
+  sub->add_option("--dt", opt->dt, "Time step of the sources and receivers in seconds")
+      ->type_name("DT")
+      ->capture_default_str();
+  sub->add_option("--nt", opt->nt, "Time samples")->type_name("NT")->capture_default_str();
+  sub->add_option("--shots", opt->shots, "Shots (one source each, spread along the surface)")
+      ->type_name("S")
+      ->capture_default_str();
+  sub->add_option("--receivers", opt->receivers, "Receivers per shot, along the surface")
+      ->type_name("R")
+      ->capture_default_str();
+  sub->add_option("--accuracy", opt->accuracy, "Spatial order of the stencils: 2, 4, 6 or 8")
+      ->type_name("A")
+      ->capture_default_str();
+  sub->add_option("--pml-width", opt->pml_width, "PML width in cells on every side")
+      ->type_name("W")
+      ->capture_default_str();
+  sub->add_option("--freq", opt->freq, "Peak frequency of the Ricker source and PML frequency (Hz)")
+      ->type_name("HZ")
+      ->capture_default_str();
+  sub->add_option("--source-depth", opt->source_depth, "Depth of the sources in cells")
+      ->type_name("Z")
+      ->capture_default_str();
+  sub->add_option("--dtype", opt->dtype, "float32 or float64")
+      ->type_name("DTYPE")
+      ->capture_default_str();
+  sub->add_option("--device", opt->device, "auto, reference, cpu, cuda or cuda:N")
+      ->type_name("DEVICE")
+      ->capture_default_str();
+  sub->add_option("--threads", opt->threads, "OpenMP threads of the cpu backend; 0: all")
+      ->type_name("N");
+  sub->add_option("--reps", opt->reps, "Timed repetitions (after one warm-up)")
+      ->type_name("R")
+      ->capture_default_str();
+  sub->add_flag("--gradient", opt->gradient,
+                "Forward + adjoint: the gradient of 0.5 ||receivers||^2 with respect to the "
+                "velocity and the source amplitudes");
+  sub->add_flag("--verify", opt->verify,
+                "Rerun a window (--verify-nt samples of --verify-shots shots) on the device and "
+                "on the reference backend and compare (rel L2 1e-5 float32, 1e-12 float64)");
+  sub->add_option("--verify-nt", opt->verify_nt, "Samples of the verification window")
+      ->type_name("NT")
+      ->capture_default_str();
+  sub->add_option("--verify-shots", opt->verify_shots, "Shots of the verification window")
+      ->type_name("S")
+      ->capture_default_str();
+  sub->add_option("--json", opt->json_path,
+                  "Write the report, bench statistics and environment to FILE")
+      ->type_name("FILE");
+  sub->footer(
+      "The model: velocity increasing with depth (dimension 0) in 5 layers from 1500 to 4000 m/s; "
+      "shot s has a 25 Hz Ricker source at depth 2 cells, spread along the last dimension; the "
+      "receivers lie at depth 1 cell, spread along the last dimension (in 3-D on the middle "
+      "line). A dt above the CFL limit is resampled (step ratio). Points = cells of the model and "
+      "the PML x inner steps x shots (x 2 with --gradient: forward and adjoint).");
+  return {sub, [opt] { return run_scalar_command(*opt); }};
+}
+
+}  // namespace sciproxy::app

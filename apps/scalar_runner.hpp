@@ -1,0 +1,96 @@
+// Synthetic scalar-wave problems (a layered model, a Ricker source per shot, receivers along the
+// surface) and their timed, verified runs, shared by `sciproxy scalar`, `sciproxy bench scalar`
+// and `sciproxy demo`.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli_common.hpp"
+#include "parstack_runner.hpp"  // Dtype, parse_dtype, dtype_name, dtype_size
+#include "sciproxy/core/bench.hpp"
+#include "sciproxy/core/report.hpp"
+#include "sciproxy/wave.hpp"
+
+namespace sciproxy::app {
+
+// The problem: a model of `shape` cells (dimension 0 is depth) whose velocity increases with
+// depth in `layers` layers from vmin to vmax; shot s has one source at depth `source_depth`,
+// spread evenly along the last dimension; every shot records at `nreceivers` receivers spread
+// evenly along the last dimension at depth `receiver_depth` (in 3-D on the middle line of
+// dimension 1; in 1-D spread along the model).
+struct ScalarSpec {
+  int ndim = 2;
+  std::vector<std::int64_t> shape = {251, 500};
+  double spacing = 5;      // m
+  double dt = 0.004;       // s
+  std::int64_t nt = 500;
+  std::int64_t nshots = 10;
+  std::int64_t nreceivers = 250;
+  int accuracy = 4;
+  std::int64_t pml_width = 20;
+  double freq = 25;        // Hz: the Ricker wavelet's peak and the PML frequency
+  double vmin = 1500, vmax = 4000;
+  int layers = 5;
+  std::int64_t source_depth = 2, receiver_depth = 1;  // cells
+  Dtype dtype = Dtype::float32;
+  bool gradient = false;   // forward + adjoint (velocity and source gradient)
+
+  std::int64_t cells() const;
+  std::string label() const;  // "2-D 251 x 500 cells (5 m), 10 shots x 250 receivers, nt 500 ..."
+};
+
+// Refuses inconsistent or absurd specs (UsageError, naming the option). Locations are left to
+// the library (a source outside the model is its InvalidArgument).
+void check_scalar_spec(const ScalarSpec& spec, const std::vector<Device>& devices);
+
+struct ScalarRunOptions {
+  int threads = 0;  // 0: all
+  int warmup = 1;
+  int reps = 3;
+  bool verify = false;
+  // Verification window: the device and the reference (serial) rerun the first verify_nt samples
+  // of the first verify_shots shots and are compared. 0: min(nt, 100) and min(nshots, 2).
+  std::int64_t verify_nt = 0;
+  std::int64_t verify_shots = 0;
+  RooflinePolicy roofline = RooflinePolicy::measure_if_absent;
+};
+
+struct ScalarOutcome {
+  KernelReport report;
+  BenchStats stats;
+  std::int64_t step_ratio = 1;
+  double inner_dt = 0;
+  double storage_bytes = 0;
+  // Verification: the window compared, and the comparisons (receivers and final wavefield for a
+  // forward run; velocity and source gradients for a gradient run). report.verification holds
+  // the first failing one, else the first.
+  std::int64_t verified_nt = 0, verified_shots = 0;
+  std::vector<std::pair<std::string, Comparison>> checks;
+
+  double points() const { return report.work.points; }
+  double gpts(double seconds) const { return seconds > 0 ? points() / seconds * 1e-9 : 0.0; }
+  bool passed() const { return !report.verification || report.verification->pass; }
+  std::string verification_scope() const;  // "shots 0-1, samples 0-99 (800 inner steps)"
+  nlohmann::json to_json() const;
+};
+
+// Receiver amplitudes and gradients: rel L2 1e-5 (float32), 1e-12 (float64). The final
+// wavefield of a forward run (every cell after every step): 1e-4, 1e-11.
+Tolerance scalar_tolerance(Dtype dtype);
+Tolerance scalar_state_tolerance(Dtype dtype);
+
+// The commands (cmd_scalar.cpp; cmd_bench.cpp adds `scalar` under the existing `bench`).
+Command add_scalar_command(CLI::App& root);
+Command add_bench_scalar_command(CLI::App& root);
+
+// Builds the problem once and runs it on every device (run_benchmark, Timers); with
+// options.verify, reruns a window on each device and on the reference and compares.
+std::vector<ScalarOutcome> run_scalar(const ScalarSpec& spec, const std::vector<Device>& devices,
+                                      const ScalarRunOptions& options, std::ostream& log);
+
+}  // namespace sciproxy::app

@@ -1,0 +1,305 @@
+#!/usr/bin/env python3
+"""sciproxy.wave.scalar against deepwave.scalar, side by side in one process.
+
+Both run the same problem at the same thread count (torch.set_num_threads and sciproxy's
+nparallel), on the same device kind (cpu by default), float32. For each case: forward
+(receiver amplitudes) and forward + gradient (the gradient of <receivers, w>, w fixed, with
+respect to v and the source amplitudes: deepwave through torch.autograd, sciproxy through
+scalar_gradient; both one forward and one adjoint pass). The first call of each is the warm-up and the verification (receiver
+amplitudes and gradients compared, relative L2); then --reps repetitions alternate the two
+(ABAB..., so drifts in machine load hit both). The table gives median, min, max seconds, GPts/s
+(points = cells of model + PML x inner steps x shots, x 2 for forward + gradient; the same count
+for both, from sciproxy's work model) and the ratio of the medians.
+
+Cases (docs/kernels/scalar-wave.md):
+  seam4  SEAM-like 2-D: 251 x 500 cells, dx 5 m, dt 4 ms, nt 500, 10 shots x 250 receivers,
+         25 Hz Ricker, PML 20, accuracy 4
+  seam8  the same with accuracy 8
+  3d     3-D: 200^3 cells (--size N for N^3), dx 5 m, accuracy 8, 500 steps, one shot,
+         receivers along a surface line
+
+    python bench/scalar_vs_deepwave.py --cases seam4 seam8 --reps 3 --threads 2 --json out.json
+    python bench/scalar_vs_deepwave.py --cases 3d --size 64 --nt 100 --reps 1   # a quick run
+
+Needs torch and deepwave in the same environment as sciproxy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+
+import numpy as np
+
+TOLERANCE = {"float32": 1e-4, "float64": 1e-10}  # receivers and gradients, relative L2
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def git_commit() -> str:
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True,
+                                text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                               capture_output=True, text=True).stdout.strip()
+        return commit + ("-dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def make_case(name: str, args) -> dict:
+    """The model, sources and receivers of one case (numpy, dtype float32 or float64)."""
+    dtype = np.dtype(args.dtype)
+    if name in ("seam4", "seam8"):
+        shape, nshots, nreceivers, accuracy = (251, 500), 10, 250, 4 if name == "seam4" else 8
+    elif name == "3d":
+        n = args.size
+        shape, nshots, nreceivers, accuracy = (n, n, n), 1, min(n, 100), 8
+    else:
+        raise ValueError(name)
+    nt, dt, dx, freq = args.nt, 0.004, 5.0, 25.0
+    nshots = args.shots or nshots
+    ndim = len(shape)
+    v = np.empty(shape, dtype)
+    layers = 5
+    for z in range(shape[0]):
+        v[z] = 1500.0 + (4000.0 - 1500.0) * min(z * layers // shape[0], layers - 1) / (layers - 1)
+    t = np.arange(nt) * dt
+    a = np.pi * freq * (t - 1.5 / freq)
+    wavelet = ((1 - 2 * a * a) * np.exp(-a * a)).astype(dtype)
+    amps = np.tile(wavelet, (nshots, 1, 1))
+    along = shape[-1]
+    middle = [shape[1] // 2] if ndim == 3 else []
+    src = np.array([[[2, *middle, (2 * s + 1) * along // (2 * nshots)]] for s in range(nshots)],
+                   np.int64)
+    rec_line = [[1, *middle, (2 * r + 1) * along // (2 * nreceivers)] for r in range(nreceivers)]
+    rec = np.array([rec_line] * nshots, np.int64)
+    return dict(name=name, v=v, dx=dx, dt=dt, amps=amps, src=src, rec=rec, accuracy=accuracy,
+                pml_width=20, pml_freq=freq, shape=shape, nt=nt, nshots=nshots,
+                nreceivers=nreceivers)
+
+
+def rel_l2(out, ref) -> float:
+    out = np.asarray(out, np.float64).ravel()
+    ref = np.asarray(ref, np.float64).ravel()
+    if out.shape != ref.shape or not np.isfinite(out).all():
+        return float("inf")
+    norm = np.linalg.norm(ref)
+    return float(np.linalg.norm(out - ref) / norm) if norm > 0 else float(np.linalg.norm(out))
+
+
+def timed(call):
+    t0 = time.perf_counter()
+    out = call()
+    return time.perf_counter() - t0, out
+
+
+def stats(seconds, points):
+    median = statistics.median(seconds)
+    return {"seconds": seconds, "median": median, "min": min(seconds), "max": max(seconds),
+            "gpts_per_s": points / median / 1e9}
+
+
+def run_case(case, mode, args, sw, torch, deepwave):
+    """mode 'forward' or 'gradient'; returns the record of one row pair."""
+    device = args.device
+    tdev = torch.device("cuda" if device.startswith("cuda") else "cpu")
+    common = dict(accuracy=case["accuracy"], pml_width=case["pml_width"], pml_freq=case["pml_freq"])
+    v_t = torch.from_numpy(case["v"]).to(tdev)
+    amps_t = torch.from_numpy(case["amps"]).to(tdev)
+    src_t = torch.from_numpy(case["src"]).to(tdev)
+    rec_t = torch.from_numpy(case["rec"]).to(tdev)
+    np_args = dict(v=case["v"], grid_spacing=case["dx"], dt=case["dt"],
+                   source_amplitudes=case["amps"], source_locations=case["src"],
+                   receiver_locations=case["rec"], device=device, nparallel=args.threads, **common)
+
+    # The loss of the gradient runs: <receivers, w> with w fixed (the receivers of a first
+    # forward run), so that both do one forward pass and one adjoint pass per call.
+    weights = sw.scalar(**np_args)[-1] if mode == "gradient" else None
+    weights_t = torch.from_numpy(weights).to(tdev) if mode == "gradient" else None
+
+    def theirs():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if mode == "forward":
+                with torch.no_grad():
+                    out = deepwave.scalar(v_t, case["dx"], case["dt"], source_amplitudes=amps_t,
+                                          source_locations=src_t, receiver_locations=rec_t,
+                                          **common)
+                return out[-1].cpu().numpy(), None, None
+            v = v_t.clone().requires_grad_()
+            a = amps_t.clone().requires_grad_()
+            out = deepwave.scalar(v, case["dx"], case["dt"], source_amplitudes=a,
+                                  source_locations=src_t, receiver_locations=rec_t, **common)
+            r = out[-1]
+            (r * weights_t).sum().backward()
+            return r.detach().cpu().numpy(), v.grad.cpu().numpy(), a.grad.cpu().numpy()
+
+    def ours():
+        if mode == "forward":
+            run = sw.scalar_run(**np_args)
+            return run[-1], None, None, run
+        # One forward pass (with storage) and its adjoint, as deepwave's forward + backward.
+        d = sw.scalar_gradient(**np_args, grad_receiver_amplitudes=weights, return_details=True)
+        return d["forward"][-1], d["grad_v"], d["grad_source_amplitudes"], d["forward"]
+
+    # Verification; these calls are the warm-up too.
+    t_ours, (r_o, gv_o, gs_o, run) = timed(ours)
+    t_theirs, (r_t, gv_t, gs_t) = timed(theirs)
+    errors = {"receiver_amplitudes": rel_l2(r_o, r_t)}
+    if mode == "gradient":
+        errors["grad_v"] = rel_l2(gv_o, gv_t)
+        errors["grad_source_amplitudes"] = rel_l2(gs_o, gs_t)
+    tol = TOLERANCE[args.dtype]
+    passed = all(e <= tol for e in errors.values())
+    points = float(run.work["points"]) * (2 if mode == "gradient" else 1)
+    del r_o, gv_o, gs_o, r_t, gv_t, gs_t
+
+    seconds = {"sciproxy": [], "deepwave": []}
+    for rep in range(args.reps):
+        order = [("sciproxy", ours), ("deepwave", theirs)]
+        for name, call in (order if rep % 2 == 0 else order[::-1]):
+            t, out = timed(call)
+            del out
+            seconds[name].append(t)
+
+    record = {
+        "case": case["name"], "mode": mode, "shape": list(case["shape"]), "nt": case["nt"],
+        "dt": case["dt"], "dx": case["dx"], "shots": case["nshots"],
+        "receivers": case["nreceivers"], "accuracy": case["accuracy"], "dtype": args.dtype,
+        "step_ratio": run.step_ratio, "points": points,
+        "points_definition": "cells of model + PML x inner steps x shots (x 2 for gradient)",
+        "verification": {"rel_l2": errors, "tolerance": tol, "pass": bool(passed),
+                         "warmup_seconds": {"sciproxy": t_ours, "deepwave": t_theirs}},
+        "sciproxy": stats(seconds["sciproxy"], points),
+        "deepwave": stats(seconds["deepwave"], points),
+    }
+    record["ratio_sciproxy_over_deepwave"] = (record["sciproxy"]["median"]
+                                              / record["deepwave"]["median"])
+    return record
+
+
+def print_row(r):
+    label = f"{r['case']} {'x'.join(map(str, r['shape']))} a{r['accuracy']}"
+    verdict = "pass" if r["verification"]["pass"] else "FAIL"
+    worst = max(r["verification"]["rel_l2"].values())
+    for name in ("sciproxy", "deepwave"):
+        s = r[name]
+        print(f"{label:<22} {r['mode']:<9} {name:<9} {s['median']:>9.3f} {s['min']:>9.3f} "
+              f"{s['max']:>9.3f} {s['gpts_per_s']:>8.3f}", end="")
+        if name == "sciproxy":
+            ratio = r["ratio_sciproxy_over_deepwave"]
+            print(f"   {ratio:>6.3f}  {1 / ratio:>6.2f}x  {worst:.1e} {verdict}")
+        else:
+            print()
+    sys.stdout.flush()
+
+
+def write_json_atomically(path, data):
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", nargs="+", choices=["seam4", "seam8", "3d"],
+                        default=["seam4", "seam8", "3d"])
+    parser.add_argument("--modes", nargs="+", choices=["forward", "gradient"],
+                        default=["forward", "gradient"])
+    parser.add_argument("--size", type=int, default=200, help="3d case: N for N^3 cells (200)")
+    parser.add_argument("--nt", type=int, default=500, help="time samples (500)")
+    parser.add_argument("--shots", type=int, default=0, help="override the shot count")
+    parser.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    parser.add_argument("--reps", type=int, default=3, help="timed repetitions of each (3)")
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
+                        help="torch.set_num_threads and sciproxy nparallel (all CPUs)")
+    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda[:N] for both")
+    parser.add_argument("--json", metavar="FILE", help="write the results and the environment")
+    args = parser.parse_args(argv)
+    if args.reps < 1 or args.threads < 1 or args.nt < 1 or args.size < 8:
+        parser.error("--reps, --threads, --nt must be at least 1 and --size at least 8")
+
+    import sciproxy
+    import sciproxy.wave as sw
+    try:
+        import deepwave
+        import torch
+    except ImportError as error:
+        print(f"scalar_vs_deepwave: torch and deepwave are needed for this comparison ({error}); "
+              "pip install torch deepwave", file=sys.stderr)
+        return 2
+    torch.set_num_threads(args.threads)
+    info = sciproxy.info()
+    env = {
+        "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "host": socket.gethostname(),
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "threads": args.threads,
+        "torch_threads": torch.get_num_threads(),
+        "load_average_at_start": list(os.getloadavg()),
+        "omp_env": {k: v for k, v in os.environ.items() if k.startswith(("OMP_", "GOMP_"))},
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "torch": torch.__version__,
+        "deepwave": getattr(deepwave, "__version__", "unknown"),
+        "sciproxy": sciproxy.__version__,
+        "sciproxy_build": {k: info[k] for k in ("git_commit", "compiler", "build_type",
+                                                "build_flags", "backends", "cuda_devices")},
+        "device": args.device,
+        "git_commit": git_commit(),
+    }
+    print(f"# {env['cpu_model']}, {env['cpu_count']} CPUs, {args.threads} threads for both, load "
+          f"{env['load_average_at_start'][0]:.2f}; sciproxy {env['sciproxy']}, deepwave "
+          f"{env['deepwave']}, torch {env['torch']}; device {args.device}, {args.dtype}; "
+          f"{args.reps} reps after 1 warm-up, alternating")
+    print(f"{'case':<22} {'mode':<9} {'impl':<9} {'median_s':>9} {'min_s':>9} {'max_s':>9} "
+          f"{'GPts/s':>8}   {'ratio':>6}  {'speedup':>7}  {'rel_l2':>7}")
+    results = []
+    for name in args.cases:
+        case = make_case(name, args)
+        for mode in args.modes:
+            record = run_case(case, mode, args, sw, torch, deepwave)
+            results.append(record)
+            print_row(record)
+    env["load_average_at_end"] = list(os.getloadavg())
+    print("# ratio = sciproxy median / deepwave median (< 1: sciproxy faster); speedup = 1 / ratio;"
+          f" load at end {env['load_average_at_end'][0]:.2f}")
+    if args.json:
+        config = {k: getattr(args, k) for k in ("cases", "modes", "size", "nt", "shots", "dtype",
+                                                "reps", "threads", "device")}
+        write_json_atomically(args.json, {"benchmark": "scalar_vs_deepwave", "environment": env,
+                                          "config": config, "results": results})
+        print(f"# wrote {args.json}")
+    failed = [r for r in results if not r["verification"]["pass"]]
+    if failed:
+        print(f"scalar_vs_deepwave: {len(failed)} case(s) did not match deepwave within tolerance",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,599 @@
+"""sciproxy.wave: scalar wave propagation with exact adjoint gradients, Deepwave's way.
+
+``scalar`` takes the arguments of ``deepwave.scalar`` (Deepwave 0.0.27's names, shapes, dtypes
+and defaults) as numpy arrays and returns Deepwave's tuple in Deepwave's order::
+
+    import sciproxy.wave as sw
+    (wavefield_0, wavefield_m1, *psi, *zeta, receiver_amplitudes) = sw.scalar(
+        v, grid_spacing=5.0, dt=0.004, source_amplitudes=amps, source_locations=src,
+        receiver_locations=rec, accuracy=4, pml_freq=25.0, device="cpu")
+    grad_v, grad_source_amplitudes = sw.scalar_gradient(
+        v, 5.0, 0.004, source_amplitudes=amps, source_locations=src, receiver_locations=rec,
+        pml_freq=25.0, grad_receiver_amplitudes=residual)
+
+``psi`` and ``zeta`` are the C-PML auxiliary fields of each dimension, slowest first (1-D: x;
+2-D: y, x; 3-D: z, y, x), so the tuple has 2 + 2 * ndim + 1 entries. The wavefields include the
+PML and the stencil halo, so they can be passed back (``wavefield_0=..., wavefield_m1=...,
+psiy_m1=...``) to continue a run. ``sciproxy.torch.scalar`` is the same propagator as a
+differentiable PyTorch function.
+
+Bad input raises ValueError (a value or shape), TypeError (a type or dtype) or RuntimeError (a
+backend not built, a device absent), with a message naming the argument.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import operator
+import os
+import re
+import warnings
+
+import numpy as np
+
+from . import _sciproxy
+
+__all__ = ["scalar", "scalar_gradient", "scalar_run", "cfl", "ScalarRun", "state_names"]
+
+_DIM_NAMES = ("z", "y", "x")
+_STORAGE_MODES = ("device", "cpu", "disk", "none")
+_DEVICE_ACCEPTED = "one of 'auto', 'reference', 'cpu', 'cuda', 'cuda:N'"
+
+
+def state_names(ndim: int) -> list:
+    """Names of the state entries of the returned tuple, in order (Deepwave's names)."""
+    dims = _DIM_NAMES[3 - ndim:]
+    return (["wavefield_0", "wavefield_m1"] + [f"psi{d}_m1" for d in dims]
+            + [f"zeta{d}_m1" for d in dims])
+
+
+def _describe(value) -> str:
+    if isinstance(value, np.ndarray):
+        return f"{value.dtype} array of shape {value.shape}"
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{type(value).__name__} {text}"
+
+
+def _as_array(name: str, value) -> np.ndarray:
+    if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor
+        value = value.detach().cpu().numpy()
+    try:
+        return np.asarray(value)
+    except (ValueError, TypeError) as error:
+        raise TypeError(f"{name}: expected an array, got {_describe(value)} ({error})") from None
+
+
+def _real(name: str, value, *, positive=False, nonnegative=False) -> float:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name}: expected a real number, got {_describe(value)}")
+    x = float(value)
+    if not math.isfinite(x):
+        raise ValueError(f"{name}: expected a finite number, got {x}")
+    if positive and not x > 0:
+        raise ValueError(f"{name}: expected a positive number, got {x}")
+    if nonnegative and x < 0:
+        raise ValueError(f"{name}: expected a number >= 0, got {x}")
+    return x
+
+
+def _integer(name: str, value, lo: int, hi: int | None = None, expected: str | None = None) -> int:
+    if isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}: expected an integer, got {_describe(value)}")
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name}: expected an integer, got {_describe(value)}") from None
+    if n < lo or (hi is not None and n > hi):
+        raise ValueError(f"{name}: expected {expected or f'an integer >= {lo}'}, got {n}")
+    return n
+
+
+def _bool(name: str, value) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}: expected True or False, got {_describe(value)}")
+    return bool(value)
+
+
+def _device(device) -> str:
+    if hasattr(device, "type") and hasattr(device, "index"):  # a torch.device
+        device = device.type if device.index is None else f"{device.type}:{device.index}"
+    if not isinstance(device, str):
+        raise TypeError(f"device: expected a string, {_DEVICE_ACCEPTED}, got {_describe(device)}")
+    if device in ("auto", "reference", "cpu", "cuda") or re.fullmatch(r"cuda:[0-9]+", device):
+        return device
+    raise ValueError(f"device: expected {_DEVICE_ACCEPTED}, got {device!r}")
+
+
+def _nparallel(nparallel) -> int:
+    if nparallel is None:
+        return 0
+    return _integer("nparallel", nparallel, 1, 2**31 - 1, "a thread count >= 1 (or None for all)")
+
+
+def _ndim(v, source_locations, receiver_locations, state) -> int:
+    """Deepwave's rule: the locations' last axis, else the wavefields, else v's own rank."""
+    for name, loc in (("source_locations", source_locations),
+                      ("receiver_locations", receiver_locations)):
+        if loc is not None:
+            if loc.ndim != 3:
+                raise ValueError(
+                    f"{name}: expected an array of shape [n_shots, n, ndim], got {_describe(loc)}")
+            if not 1 <= loc.shape[-1] <= 3:
+                raise ValueError(f"{name}: expected ndim (the last axis) 1, 2 or 3, "
+                                 f"got {_describe(loc)}")
+            return int(loc.shape[-1])
+    for name, value in state.items():
+        if value is not None:
+            if name.startswith(("psiz", "zetaz")):
+                return 3
+    for name in ("wavefield_0", "wavefield_m1"):
+        if state.get(name) is not None:
+            nd = state[name].ndim - 1
+            if not 1 <= nd <= 3:
+                raise ValueError(f"{name}: expected an array of shape [n_shots, *padded_shape] "
+                                 f"with 1 to 3 spatial dimensions, got {_describe(state[name])}")
+            return nd
+    for name, value in state.items():
+        if value is not None:
+            nd = value.ndim - 1
+            if 1 <= nd <= 3:
+                return nd
+    if not 1 <= v.ndim <= 3:
+        raise ValueError(f"v: expected a model of 1 to 3 dimensions (or give source or receiver "
+                         f"locations, whose last axis says ndim), got {_describe(v)}")
+    return v.ndim
+
+
+def _per_side(name: str, value, ndim: int, *, allow_none: bool, default: int) -> list:
+    """An int for every side, or a sequence of 2*ndim (dim0 low, dim0 high, dim1 low, ...)."""
+    if value is None:
+        return [default] * (2 * ndim) + [default] * (6 - 2 * ndim)
+    if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
+        sides = [int(value)] * (2 * ndim)
+    else:
+        try:
+            items = list(value)
+        except TypeError:
+            raise TypeError(f"{name}: expected an integer or a sequence of {2 * ndim} "
+                            f"(one per side), got {_describe(value)}") from None
+        if len(items) != 2 * ndim:
+            raise ValueError(f"{name}: expected an integer or {2 * ndim} values (one per side: "
+                             f"dim0 low, dim0 high, ...), got {len(items)} values")
+        sides = []
+        for i, item in enumerate(items):
+            if item is None and allow_none:
+                sides.append(-1)
+            else:
+                sides.append(_integer(f"{name}[{i}]", item, 0))
+    for i, s in enumerate(sides):
+        if s < -1 or (s == -1 and not allow_none):
+            raise ValueError(f"{name}: expected widths >= 0, got {s} at side {i}")
+    return sides + [default] * (6 - 2 * ndim)
+
+
+def _prepare(v, grid_spacing, dt, source_amplitudes, source_locations, receiver_locations,
+             accuracy, pml_width, pml_freq, max_vel, survey_pad, state, origin, nt,
+             model_gradient_sampling_interval, freq_taper_frac, time_pad_frac, time_taper,
+             storage_mode, storage_path, storage_compression, device, nparallel, stacklevel):
+    """Checks and normalises the arguments; returns what the extension needs."""
+    v = _as_array("v", v)
+    if v.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise TypeError(f"v: expected a float32 or float64 array, got {_describe(v)}")
+    dtype = v.dtype
+
+    def locations(name, value):
+        if value is None:
+            return None
+        a = _as_array(name, value)
+        if a.dtype.kind not in "iu":
+            raise TypeError(f"{name}: expected integer (int64) cell indices, got {_describe(a)}")
+        return a
+
+    source_locations = locations("source_locations", source_locations)
+    receiver_locations = locations("receiver_locations", receiver_locations)
+    state = {k: (None if a is None else _as_array(k, a)) for k, a in state.items()}
+    ndim = _ndim(v, source_locations, receiver_locations, state)
+    names = state_names(ndim)
+    for k, a in state.items():
+        if a is not None and k not in names:
+            raise ValueError(f"{k}: not used by a {ndim}-D model (its state is {', '.join(names)})")
+
+    if v.ndim == ndim:
+        nmodels, shape = 1, v.shape
+    elif v.ndim == ndim + 1:
+        nmodels, shape = v.shape[0], v.shape[1:]
+    else:
+        raise ValueError(f"v: expected [*model_shape] or [n_shots, *model_shape] with {ndim} "
+                         f"model dimensions, got {_describe(v)}")
+    if min(shape) < 1 or nmodels < 1:
+        raise ValueError(f"v: expected at least one cell in every dimension, got {_describe(v)}")
+
+    if isinstance(grid_spacing, numbers.Real) and not isinstance(grid_spacing, (bool, np.bool_)):
+        spacing = [_real("grid_spacing", grid_spacing, positive=True)] * ndim
+    else:
+        try:
+            items = list(grid_spacing)
+        except TypeError:
+            raise TypeError(f"grid_spacing: expected a number or one per dimension, "
+                            f"got {_describe(grid_spacing)}") from None
+        if len(items) == 1:
+            items = items * ndim
+        if len(items) != ndim:
+            raise ValueError(f"grid_spacing: expected a number or {ndim} (one per dimension), "
+                             f"got {len(items)} values")
+        spacing = [_real(f"grid_spacing[{i}]", x, positive=True) for i, x in enumerate(items)]
+    dt = _real("dt", dt, positive=True)
+
+    if (source_amplitudes is None) != (source_locations is None):
+        given = "source_amplitudes" if source_locations is None else "source_locations"
+        missing = "source_locations" if source_locations is None else "source_amplitudes"
+        raise ValueError(f"{missing}: expected an array when {given} is given, got None")
+    amplitudes = None
+    if source_amplitudes is not None:
+        amplitudes = _as_array("source_amplitudes", source_amplitudes)
+        if amplitudes.dtype.kind not in "biuf":
+            raise TypeError(f"source_amplitudes: expected real numbers, got {_describe(amplitudes)}")
+        if amplitudes.ndim != 3:
+            raise ValueError(f"source_amplitudes: expected shape [n_shots, n_sources, nt], "
+                             f"got {_describe(amplitudes)}")
+        if amplitudes.shape[:2] != source_locations.shape[:2]:
+            raise ValueError(f"source_amplitudes: expected [n_shots, n_sources] = "
+                             f"{list(source_locations.shape[:2])} (those of source_locations), "
+                             f"got {_describe(amplitudes)}")
+    if receiver_locations is not None and receiver_locations.shape[-1] != ndim:
+        raise ValueError(f"receiver_locations: expected {ndim} coordinates per receiver (as "
+                         f"source_locations), got {_describe(receiver_locations)}")
+
+    # Shots: every array that has a shot axis must agree.
+    shot_counts = []
+    if amplitudes is not None:
+        shot_counts.append(("source_amplitudes", amplitudes.shape[0]))
+    if receiver_locations is not None:
+        shot_counts.append(("receiver_locations", receiver_locations.shape[0]))
+    for k in names:
+        if state.get(k) is not None:
+            shot_counts.append((k, state[k].shape[0]))
+    if nmodels > 1:
+        shot_counts.append(("v", nmodels))
+    nshots = shot_counts[0][1] if shot_counts else 1
+    for name, n in shot_counts:
+        if n != nshots:
+            raise ValueError(f"{name}: expected {nshots} shots (as {shot_counts[0][0]}), got {n}")
+    if nshots < 1:
+        raise ValueError(f"{shot_counts[0][0]}: expected at least one shot, got 0")
+
+    if amplitudes is not None:
+        if nt is not None and _integer("nt", nt, 0) != amplitudes.shape[-1]:
+            raise ValueError(f"nt: expected None or the length of source_amplitudes "
+                             f"({amplitudes.shape[-1]}), got {nt}")
+        nt = amplitudes.shape[-1]
+    elif nt is None:
+        raise ValueError("nt: expected the number of time steps when source_amplitudes is None, "
+                         "got None")
+    else:
+        nt = _integer("nt", nt, 0)
+    nsources = 0 if source_locations is None else source_locations.shape[1]
+    nreceivers = 0 if receiver_locations is None else receiver_locations.shape[1]
+    if amplitudes is None:
+        amplitudes = np.zeros((nshots, 0, nt), dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        amplitudes = np.ascontiguousarray(amplitudes, dtype=dtype)
+    if source_locations is None:
+        source_locations = np.zeros((nshots, 0, ndim), np.int64)
+    if receiver_locations is None:
+        receiver_locations = np.zeros((nshots, 0, ndim), np.int64)
+    source_locations = np.ascontiguousarray(source_locations, dtype=np.int64)
+    receiver_locations = np.ascontiguousarray(receiver_locations, dtype=np.int64)
+
+    accuracy = _integer("accuracy", accuracy, 2, 8, "2, 4, 6 or 8")
+    if accuracy not in (2, 4, 6, 8):
+        raise ValueError(f"accuracy: expected 2, 4, 6 or 8, got {accuracy}")
+    pml = _per_side("pml_width", pml_width, ndim, allow_none=False, default=0)
+    pad = _per_side("survey_pad", survey_pad, ndim, allow_none=True, default=-1)
+    if pml_freq is None:
+        warnings.warn("pml_freq was not set, so defaulting to 25 Hz (as Deepwave does); pass "
+                      "pml_freq=<dominant frequency> to silence this", stacklevel=stacklevel)
+        pml_freq = 25.0
+    pml_freq = _real("pml_freq", pml_freq, nonnegative=True)
+    max_vel = 0.0 if max_vel is None else abs(_real("max_vel", max_vel))
+    if origin is not None:
+        raise ValueError(f"origin: expected None (initial wavefields positioned within a "
+                         f"survey_pad window are not supported), got {_describe(origin)}")
+    if storage_mode not in _STORAGE_MODES:
+        raise ValueError(f"storage_mode: expected one of {', '.join(map(repr, _STORAGE_MODES))}, "
+                         f"got {storage_mode!r}")
+    if not isinstance(storage_path, (str, os.PathLike)):
+        raise TypeError(f"storage_path: expected a directory path, got {_describe(storage_path)}")
+    options = {
+        "accuracy": accuracy,
+        "pml_width": pml,
+        "survey_pad": pad,
+        "pml_freq": pml_freq,
+        "max_vel": max_vel,
+        "model_gradient_sampling_interval": _integer(
+            "model_gradient_sampling_interval", model_gradient_sampling_interval, 1),
+        "freq_taper_frac": _real("freq_taper_frac", freq_taper_frac, nonnegative=True),
+        "time_pad_frac": _real("time_pad_frac", time_pad_frac, nonnegative=True),
+        "time_taper": _bool("time_taper", time_taper),
+        "storage_mode": storage_mode,
+        "storage_compression": _bool("storage_compression", storage_compression),
+        "storage_path": os.fspath(storage_path),
+        "nparallel": _nparallel(nparallel),
+    }
+    if options["freq_taper_frac"] > 1:
+        raise ValueError(f"freq_taper_frac: expected a fraction in [0, 1], "
+                         f"got {options['freq_taper_frac']}")
+
+    initial = _state_tuple(state, names, ndim, nshots, dtype, "")
+    v = np.ascontiguousarray(v)
+    args = (v, int(nmodels), ndim, [int(n) for n in shape], spacing, dt, int(nt), int(nshots),
+            int(nsources), int(nreceivers), amplitudes, source_locations, receiver_locations,
+            options)
+    return args, initial, _device(device), dtype
+
+
+def _state_tuple(state: dict, names: list, ndim: int, nshots: int, dtype, prefix: str):
+    """(wavefield_0, wavefield_m1, [psi], [zeta]) with zeros for what was not given, or None."""
+    given = [k for k in names if state.get(k) is not None]
+    if not given:
+        return None
+    shape = state[given[0]].shape
+    if len(shape) != ndim + 1:
+        raise ValueError(f"{prefix}{given[0]}: expected shape [n_shots, *padded_shape] with {ndim} "
+                         f"spatial dimensions, got {_describe(state[given[0]])}")
+    arrays = {}
+    for k in names:
+        a = state.get(k)
+        if a is None:
+            arrays[k] = np.zeros(shape, dtype)
+            continue
+        if a.dtype.kind not in "biuf":
+            raise TypeError(f"{prefix}{k}: expected real numbers, got {_describe(a)}")
+        if a.shape != shape:
+            raise ValueError(f"{prefix}{k}: expected shape {shape} (that of {prefix}{given[0]}), "
+                             f"got {_describe(a)}")
+        arrays[k] = np.ascontiguousarray(a, dtype=dtype)
+    return (arrays["wavefield_0"], arrays["wavefield_m1"],
+            [arrays[k] for k in names[2:2 + ndim]], [arrays[k] for k in names[2 + ndim:]])
+
+
+def _kernel(name: str, dtype, ndim: int):
+    kernel = getattr(_sciproxy, f"{name}_{'float32' if dtype == np.float32 else 'float64'}")
+
+    def call(*args):
+        try:
+            return kernel(*args)
+        except (ValueError, TypeError) as error:
+            raise _renamed(error, ndim) from None
+
+    return call
+
+
+_STATE_FIELD = re.compile(r"^(initial|grad_final)\.(padded_shape|wavefield|previous_wavefield|"
+                          r"psi\[(\d)\]|zeta\[(\d)\])")
+_CXX_NAMES = [
+    (re.compile(r"^grid\.spacing(\[\d+\])?"), lambda m: "grid_spacing" + (m.group(1) or "")),
+    (re.compile(r"^grid\.shape(\[\d+\])?"), lambda m: "v (model shape" + (m.group(1) or "") + ")"),
+    (re.compile(r"^grid\.ndim"), lambda m: "v (ndim)"),
+    (re.compile(r"^storage_directory"), lambda m: "storage_path"),
+    (re.compile(r"^storage\b"), lambda m: "storage_mode"),
+]
+
+
+def _renamed(error: Exception, ndim: int) -> Exception:
+    """The C++ library names some arguments after its own structures; use this API's names."""
+    message = str(error)
+    m = _STATE_FIELD.match(message)
+    if m:
+        field = m.group(2)
+        dims = _DIM_NAMES[3 - ndim:]
+        if field == "padded_shape":
+            name = "wavefield_0 (and every initial wavefield, shape [n_shots, *padded_shape])"
+        elif field == "wavefield":
+            name = "wavefield_0"
+        elif field == "previous_wavefield":
+            name = "wavefield_m1"
+        else:
+            d = int(m.group(3) or m.group(4))
+            name = f"{field[:field.index('[')]}{dims[d] if d < ndim else d}_m1"
+        if m.group(1) == "grad_final":
+            name = f"grad_final_state[{name.split()[0]!r}]"
+        return type(error)(name + message[m.end():])
+    for pattern, rename in _CXX_NAMES:
+        m = pattern.match(message)
+        if m:
+            return type(error)(rename(m) + message[m.end():])
+    return error
+
+
+def _output_tuple(out: dict) -> tuple:
+    return (out["wavefield_0"], out["wavefield_m1"], *out["psi"], *out["zeta"],
+            out["receiver_amplitudes"])
+
+
+class ScalarRun(tuple):
+    """Deepwave's tuple, with what the run measured: ``step_ratio``, ``inner_dt``, ``work``
+    (points, flops, bytes of the work model), ``timers`` ({region: {calls, total}}), ``device``."""
+
+    step_ratio: int
+    inner_dt: float
+    work: dict
+    timers: dict
+    device: str
+    storage_bytes: float
+
+
+def _run(out: dict) -> ScalarRun:
+    run = ScalarRun(_output_tuple(out))
+    run.step_ratio = int(out["step_ratio"])
+    run.inner_dt = float(out["inner_dt"])
+    run.work = dict(out["work"])
+    run.timers = dict(out.get("timers", {}))
+    run.device = out.get("device", "")
+    run.storage_bytes = float(out.get("storage_bytes", 0.0))
+    return run
+
+
+def scalar_run(v, grid_spacing, dt, source_amplitudes=None, source_locations=None,
+               receiver_locations=None, accuracy=4, pml_width=20, pml_freq=None, max_vel=None,
+               survey_pad=None, wavefield_0=None, wavefield_m1=None, psiz_m1=None, psiy_m1=None,
+               psix_m1=None, zetaz_m1=None, zetay_m1=None, zetax_m1=None, origin=None, nt=None,
+               model_gradient_sampling_interval=1, freq_taper_frac=0.0, time_pad_frac=0.0,
+               time_taper=False, storage_mode="device", storage_path=".",
+               storage_compression=False, device="auto", nparallel=None, _stacklevel=2):
+    """``scalar``, returning a ScalarRun: the same tuple plus step_ratio, work and timers."""
+    state = dict(wavefield_0=wavefield_0, wavefield_m1=wavefield_m1, psiz_m1=psiz_m1,
+                 psiy_m1=psiy_m1, psix_m1=psix_m1, zetaz_m1=zetaz_m1, zetay_m1=zetay_m1,
+                 zetax_m1=zetax_m1)
+    args, initial, dev, dtype = _prepare(
+        v, grid_spacing, dt, source_amplitudes, source_locations, receiver_locations, accuracy,
+        pml_width, pml_freq, max_vel, survey_pad, state, origin, nt,
+        model_gradient_sampling_interval, freq_taper_frac, time_pad_frac, time_taper,
+        storage_mode, storage_path, storage_compression, device, nparallel, _stacklevel + 2)
+    return _run(_kernel("scalar", dtype, args[2])(*args, initial, dev))
+
+
+def scalar(v, grid_spacing, dt, source_amplitudes=None, source_locations=None,
+           receiver_locations=None, accuracy=4, pml_width=20, pml_freq=None, max_vel=None,
+           survey_pad=None, wavefield_0=None, wavefield_m1=None, psiz_m1=None, psiy_m1=None,
+           psix_m1=None, zetaz_m1=None, zetay_m1=None, zetax_m1=None, origin=None, nt=None,
+           model_gradient_sampling_interval=1, freq_taper_frac=0.0, time_pad_frac=0.0,
+           time_taper=False, storage_mode="device", storage_path=".", storage_compression=False,
+           device="auto", nparallel=None):
+    """Scalar wave propagation, like ``deepwave.scalar`` (numpy arrays in and out).
+
+    Parameters
+    ----------
+    v : float32 or float64 array [*model_shape] or [n_shots, *model_shape], m/s. Its dtype is
+        the dtype of the computation and of every output.
+    grid_spacing : float, or one per dimension (metres).
+    dt : seconds per sample of the source and receiver traces. A dt above the CFL limit is
+        resampled: the propagator takes step_ratio inner steps per dt.
+    source_amplitudes : [n_shots, n_sources, nt]; source_locations : int [n_shots, n_sources,
+        ndim] cell indices; receiver_locations : int [n_shots, n_receivers, ndim].
+    accuracy : 2, 4, 6 or 8 (spatial order of the stencils).
+    pml_width : int or one per side (dim0 low, dim0 high, dim1 low, ...), cells.
+    pml_freq : Hz; None: 25 Hz with a warning (as Deepwave).
+    max_vel : m/s for the PML and the CFL limit; None: max |v|.
+    survey_pad : None (the whole model), an int or one per side (None: to the edge): model
+        only the cells spanned by the sources and receivers, widened by this many cells.
+    wavefield_0, wavefield_m1, psi*_m1, zeta*_m1 : initial state, each [n_shots,
+        *padded_shape] as a previous call returned it (the ones not given are zero).
+    origin : None only.
+    nt : number of samples when there are no source amplitudes.
+    model_gradient_sampling_interval, freq_taper_frac, time_pad_frac, time_taper,
+    storage_mode ('device', 'cpu', 'disk', 'none'), storage_path, storage_compression :
+        as Deepwave's (storage matters for scalar_gradient only).
+    device : 'auto', 'reference', 'cpu', 'cuda', 'cuda:N'.
+    nparallel : threads of the cpu backend; None: all.
+
+    Returns
+    -------
+    (wavefield_0, wavefield_m1, *psi_m1, *zeta_m1, receiver_amplitudes): the final state, each
+    [n_shots, *padded_shape] (psi, zeta: one per dimension, slowest first), and the receiver
+    amplitudes [n_shots, n_receivers, nt].
+    """
+    return tuple(scalar_run(
+        v, grid_spacing, dt, source_amplitudes, source_locations, receiver_locations, accuracy,
+        pml_width, pml_freq, max_vel, survey_pad, wavefield_0, wavefield_m1, psiz_m1, psiy_m1,
+        psix_m1, zetaz_m1, zetay_m1, zetax_m1, origin, nt, model_gradient_sampling_interval,
+        freq_taper_frac, time_pad_frac, time_taper, storage_mode, storage_path,
+        storage_compression, device, nparallel, _stacklevel=3))
+
+
+def scalar_gradient(v, grid_spacing, dt, source_amplitudes=None, source_locations=None,
+                    receiver_locations=None, accuracy=4, pml_width=20, pml_freq=None,
+                    max_vel=None, survey_pad=None, wavefield_0=None, wavefield_m1=None,
+                    psiz_m1=None, psiy_m1=None, psix_m1=None, zetaz_m1=None, zetay_m1=None,
+                    zetax_m1=None, origin=None, nt=None, model_gradient_sampling_interval=1,
+                    freq_taper_frac=0.0, time_pad_frac=0.0, time_taper=False,
+                    storage_mode="device", storage_path=".", storage_compression=False,
+                    device="auto", nparallel=None, *, grad_receiver_amplitudes=None,
+                    grad_final_state=None, return_details=False):
+    """Gradient of a loss with respect to v and the source amplitudes.
+
+    Takes ``scalar``'s arguments and ``grad_receiver_amplitudes`` [n_shots, n_receivers, nt]:
+    the gradient of the loss with respect to the receiver amplitudes (for the L2 misfit
+    0.5 * ||d - d_obs||^2 it is the residual d - d_obs). ``grad_final_state`` (optional): a
+    dict of the gradients with respect to the returned final state, by Deepwave's names
+    ('wavefield_0', 'wavefield_m1', 'psiy_m1', ...). Runs the forward pass and its exact
+    adjoint.
+
+    Returns (grad_v, grad_source_amplitudes): grad_v of v's shape; grad_source_amplitudes of
+    source_amplitudes' shape (None without sources). With ``return_details=True``: a dict with
+    'grad_v', 'grad_source_amplitudes', 'grad_initial_state' (by Deepwave's names, or None),
+    'forward' (the ScalarRun of the forward pass), 'timers' and 'device'.
+    """
+    state = dict(wavefield_0=wavefield_0, wavefield_m1=wavefield_m1, psiz_m1=psiz_m1,
+                 psiy_m1=psiy_m1, psix_m1=psix_m1, zetaz_m1=zetaz_m1, zetay_m1=zetay_m1,
+                 zetax_m1=zetax_m1)
+    v_shape = np.shape(_as_array("v", v))
+    args, initial, dev, dtype = _prepare(
+        v, grid_spacing, dt, source_amplitudes, source_locations, receiver_locations, accuracy,
+        pml_width, pml_freq, max_vel, survey_pad, state, origin, nt,
+        model_gradient_sampling_interval, freq_taper_frac, time_pad_frac, time_taper,
+        storage_mode, storage_path, storage_compression, device, nparallel, 3)
+    ndim, nt_, nshots, nreceivers = args[2], args[6], args[7], args[9]
+    names = state_names(ndim)
+
+    grad_final = None
+    if grad_final_state is not None:
+        if not isinstance(grad_final_state, dict):
+            raise TypeError(f"grad_final_state: expected a dict by state name ({', '.join(names)})"
+                            f", got {_describe(grad_final_state)}")
+        unknown = set(grad_final_state) - set(names)
+        if unknown:
+            raise ValueError(f"grad_final_state: unknown names {sorted(unknown)}; expected some "
+                             f"of {', '.join(names)}")
+        grad_final = _state_tuple(
+            {k: (None if a is None else _as_array(f"grad_final_state[{k!r}]", a))
+             for k, a in grad_final_state.items()}, names, ndim, nshots, dtype, "grad_")
+    if grad_receiver_amplitudes is None:
+        if grad_final is None:
+            raise ValueError("grad_receiver_amplitudes: expected an array [n_shots, n_receivers, "
+                             "nt] (the gradient of the loss with respect to the receiver "
+                             "amplitudes), got None")
+        grad_r = np.zeros((nshots, nreceivers, nt_), dtype)
+    else:
+        grad_r = _as_array("grad_receiver_amplitudes", grad_receiver_amplitudes)
+        if grad_r.dtype.kind not in "biuf":
+            raise TypeError(f"grad_receiver_amplitudes: expected real numbers, got {_describe(grad_r)}")
+        if grad_r.shape != (nshots, nreceivers, nt_):
+            raise ValueError(f"grad_receiver_amplitudes: expected shape ({nshots}, {nreceivers}, "
+                             f"{nt_}) (that of the receiver amplitudes), got {_describe(grad_r)}")
+        grad_r = np.ascontiguousarray(grad_r, dtype=dtype)
+
+    out = _kernel("scalar_gradient", dtype, ndim)(*args, initial, grad_r, grad_final, dev)
+    grad_v = out["grad_v"].reshape(v_shape)
+    grad_src = out["grad_source_amplitudes"] if source_amplitudes is not None else None
+    if not return_details:
+        return grad_v, grad_src
+    gi = out["grad_initial"]
+    grad_initial = None
+    if gi is not None:
+        grad_initial = dict(zip(names, (gi["wavefield_0"], gi["wavefield_m1"], *gi["psi"],
+                                        *gi["zeta"])))
+    return {"grad_v": grad_v, "grad_source_amplitudes": grad_src,
+            "grad_initial_state": grad_initial, "forward": _run(out["forward"]),
+            "timers": dict(out["timers"]), "device": out["device"]}
+
+
+def cfl(grid_spacing, dt, max_vel):
+    """(inner_dt, step_ratio): Deepwave's CFL rule (``deepwave.common.cfl_condition_n``).
+
+    max_dt = 0.6 / sqrt(sum 1 / dx_i^2) / max_vel; step_ratio = ceil(dt / max_dt);
+    inner_dt = dt / step_ratio.
+    """
+    if isinstance(grid_spacing, numbers.Real) and not isinstance(grid_spacing, (bool, np.bool_)):
+        spacing = [_real("grid_spacing", grid_spacing, positive=True)]
+    else:
+        spacing = [_real(f"grid_spacing[{i}]", x, positive=True)
+                   for i, x in enumerate(grid_spacing)]
+        if not 1 <= len(spacing) <= 3:
+            raise ValueError(f"grid_spacing: expected 1 to 3 values, got {len(spacing)}")
+    inner_dt, step_ratio = _sciproxy.scalar_cfl(len(spacing), spacing, _real("dt", dt, positive=True),
+                                                abs(_real("max_vel", max_vel)))
+    return float(inner_dt), int(step_ratio)

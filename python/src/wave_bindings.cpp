@@ -1,0 +1,334 @@
+// sciproxy._sciproxy, wave part: bindings of the scalar propagator (include/sciproxy/wave.hpp).
+// The Python layer (python/sciproxy/wave.py) normalises the arguments to exactly these types —
+// C-contiguous arrays of the model's dtype, int64 locations, the options as a dict of plain
+// Python values — so nothing is converted here; the library checks every value. Results are
+// handed to numpy without a copy (each array owns the std::vector it was computed in). The GIL
+// is released while the propagator runs.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sciproxy/core/device.hpp"
+#include "sciproxy/core/error.hpp"
+#include "sciproxy/wave.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+namespace wv = sciproxy::wave;
+
+template <class T>
+using Array = nb::ndarray<const T, nb::c_contig, nb::device::cpu>;
+using Locations = nb::ndarray<const std::int64_t, nb::c_contig, nb::device::cpu>;
+
+template <class T>
+constexpr const char* dtype_name() {
+  return sizeof(T) == 4 ? "float32" : "float64";
+}
+
+std::string type_of(nb::handle h) {
+  try {
+    if (nb::hasattr(h, "dtype") && nb::hasattr(h, "shape"))
+      return nb::cast<std::string>(nb::str(h.attr("dtype"))) + " array of shape " +
+             nb::cast<std::string>(nb::str(h.attr("shape")));
+    return nb::cast<std::string>(nb::str(nb::type_name(h.type())));
+  } catch (const std::exception&) {
+    return "an object that could not be described";
+  }
+}
+
+template <class T>
+Array<T> array_of(nb::handle h, const std::string& name) {
+  Array<T> a;
+  if (!nb::try_cast<Array<T>>(h, a, /*convert=*/false))
+    sciproxy::throw_type_error(name, std::string("a C-contiguous ") + dtype_name<T>() + " array",
+                               type_of(h));
+  return a;
+}
+
+Locations locations_of(nb::handle h, const std::string& name) {
+  Locations a;
+  if (!nb::try_cast<Locations>(h, a, /*convert=*/false))
+    sciproxy::throw_type_error(name, "a C-contiguous int64 array", type_of(h));
+  return a;
+}
+
+template <class T>
+std::span<const T> span_of(const nb::ndarray<const T, nb::c_contig, nb::device::cpu>& a) {
+  return {a.data(), a.size()};
+}
+
+// A numpy array that owns `values` (moved to the heap, freed with the array).
+template <class T>
+nb::object to_numpy(std::vector<T>&& values, const std::vector<std::int64_t>& shape) {
+  std::vector<std::size_t> dims(shape.begin(), shape.end());
+  std::size_t count = 1;
+  for (std::size_t d : dims) count *= d;
+  if (count != values.size())
+    throw sciproxy::RuntimeError("scalar: internal error: an output has " +
+                                 std::to_string(values.size()) + " values, its shape " +
+                                 std::to_string(count));
+  if (values.empty()) {
+    nb::list py_shape;
+    for (std::int64_t n : shape) py_shape.append(n);
+    return nb::module_::import_("numpy").attr("zeros")(nb::tuple(py_shape), dtype_name<T>());
+  }
+  auto* heap = new std::vector<T>(std::move(values));
+  nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return nb::cast(nb::ndarray<nb::numpy, T>(heap->data(), dims.size(), dims.data(), owner));
+}
+
+// Options: the dict the Python layer builds (every key present).
+wv::ScalarOptions options_of(const nb::dict& d) {
+  wv::ScalarOptions o;
+  o.accuracy = nb::cast<int>(d["accuracy"]);
+  const auto pml = nb::cast<std::vector<std::int64_t>>(d["pml_width"]);
+  const auto pad = nb::cast<std::vector<std::int64_t>>(d["survey_pad"]);
+  for (std::size_t i = 0; i < o.pml_width.size() && i < pml.size(); ++i) o.pml_width[i] = pml[i];
+  for (std::size_t i = 0; i < o.survey_pad.size() && i < pad.size(); ++i) o.survey_pad[i] = pad[i];
+  o.pml_freq = nb::cast<double>(d["pml_freq"]);
+  o.max_vel = nb::cast<double>(d["max_vel"]);
+  o.model_gradient_sampling_interval = nb::cast<std::int64_t>(d["model_gradient_sampling_interval"]);
+  o.freq_taper_frac = nb::cast<double>(d["freq_taper_frac"]);
+  o.time_pad_frac = nb::cast<double>(d["time_pad_frac"]);
+  o.time_taper = nb::cast<bool>(d["time_taper"]);
+  const auto storage = nb::cast<std::string>(d["storage_mode"]);
+  if (storage == "device") o.storage = wv::StorageMode::device;
+  else if (storage == "cpu" || storage == "host") o.storage = wv::StorageMode::host;
+  else if (storage == "disk") o.storage = wv::StorageMode::disk;
+  else if (storage == "none") o.storage = wv::StorageMode::none;
+  else
+    sciproxy::throw_invalid_argument("storage_mode", "'device', 'cpu', 'disk' or 'none'",
+                                     "'" + storage + "'");
+  o.storage_compression = nb::cast<bool>(d["storage_compression"]);
+  o.storage_directory = nb::cast<std::string>(d["storage_path"]);
+  o.nparallel = nb::cast<int>(d["nparallel"]);
+  return o;
+}
+
+// The arrays of one call; ScalarInput only points into them.
+template <class T>
+struct Inputs {
+  Array<T> v, amplitudes;
+  Locations source_locations, receiver_locations;
+  wv::ScalarInput<T> in;
+};
+
+template <class T>
+Inputs<T> inputs_of(nb::handle v, std::int64_t nmodels, int ndim,
+                    const std::vector<std::int64_t>& shape, const std::vector<double>& spacing,
+                    double dt, std::int64_t nt, std::int64_t nshots, std::int64_t nsources,
+                    std::int64_t nreceivers, nb::handle amplitudes, nb::handle source_locations,
+                    nb::handle receiver_locations) {
+  Inputs<T> x;
+  x.v = array_of<T>(v, "v");
+  x.amplitudes = array_of<T>(amplitudes, "source_amplitudes");
+  x.source_locations = locations_of(source_locations, "source_locations");
+  x.receiver_locations = locations_of(receiver_locations, "receiver_locations");
+  sciproxy::require(ndim >= 1 && ndim <= wv::kMaxDims, "ndim", "1, 2 or 3", std::to_string(ndim));
+  sciproxy::require(shape.size() == static_cast<std::size_t>(ndim) &&
+                        spacing.size() == static_cast<std::size_t>(ndim),
+                    "grid_spacing", "one value per dimension of v", std::to_string(spacing.size()));
+  x.in.grid.ndim = ndim;
+  for (int d = 0; d < ndim; ++d) {
+    x.in.grid.shape[d] = shape[d];
+    x.in.grid.spacing[d] = spacing[d];
+  }
+  x.in.v = span_of(x.v);
+  x.in.nmodels = nmodels;
+  x.in.dt = dt;
+  x.in.nt = nt;
+  x.in.nshots = nshots;
+  x.in.nsources = nsources;
+  x.in.nreceivers = nreceivers;
+  x.in.source_amplitudes = span_of(x.amplitudes);
+  x.in.source_locations = {x.source_locations.data(), x.source_locations.size()};
+  x.in.receiver_locations = {x.receiver_locations.data(), x.receiver_locations.size()};
+  return x;
+}
+
+// (wavefield_0, wavefield_m1, [psi per dim], [zeta per dim]) or None -> a state (copied).
+// Every array is [nshots, *padded_shape]; the padded shape is read from wavefield_0.
+template <class T>
+bool state_of(nb::handle h, int ndim, wv::ScalarState<T>& state, const std::string& what) {
+  if (h.is_none()) return false;
+  nb::tuple t = nb::cast<nb::tuple>(h);
+  if (nb::len(t) != 4)
+    throw sciproxy::RuntimeError("scalar: internal error: a state needs 4 entries");
+  const Array<T> u = array_of<T>(t[0], what + "wavefield_0");
+  if (static_cast<int>(u.ndim()) != ndim + 1)
+    sciproxy::throw_invalid_argument(what + "wavefield_0",
+                                     "an array of shape [n_shots, *padded_shape]", type_of(t[0]));
+  for (int d = 0; d < ndim; ++d) state.padded_shape[d] = static_cast<std::int64_t>(u.shape(d + 1));
+  auto copy = [](const Array<T>& a) { return std::vector<T>(a.data(), a.data() + a.size()); };
+  state.wavefield = copy(u);
+  state.previous_wavefield = copy(array_of<T>(t[1], what + "wavefield_m1"));
+  nb::list psi = nb::cast<nb::list>(t[2]), zeta = nb::cast<nb::list>(t[3]);
+  static const char* names[3] = {"z", "y", "x"};
+  for (int d = 0; d < ndim; ++d) {
+    const std::string suffix = std::string(names[3 - ndim + d]) + "_m1";
+    state.psi[d] = copy(array_of<T>(psi[d], what + "psi" + suffix));
+    state.zeta[d] = copy(array_of<T>(zeta[d], what + "zeta" + suffix));
+  }
+  return true;
+}
+
+template <class T>
+nb::dict state_to_python(wv::ScalarState<T>&& s, int ndim, std::int64_t nshots) {
+  std::vector<std::int64_t> shape{nshots};
+  for (int d = 0; d < ndim; ++d) shape.push_back(s.padded_shape[d]);
+  nb::dict out;
+  out["wavefield_0"] = to_numpy(std::move(s.wavefield), shape);
+  out["wavefield_m1"] = to_numpy(std::move(s.previous_wavefield), shape);
+  nb::list psi, zeta;
+  for (int d = 0; d < ndim; ++d) {
+    psi.append(to_numpy(std::move(s.psi[d]), shape));
+    zeta.append(to_numpy(std::move(s.zeta[d]), shape));
+  }
+  out["psi"] = psi;
+  out["zeta"] = zeta;
+  nb::list padded;
+  for (int d = 0; d < ndim; ++d) padded.append(s.padded_shape[d]);
+  out["padded_shape"] = padded;
+  return out;
+}
+
+nb::dict work_to_python(const sciproxy::WorkModel& w) {
+  nb::dict d;
+  d["points"] = w.points;
+  d["point_unit"] = w.point_unit;
+  d["flops"] = w.flops;
+  d["bytes"] = w.bytes;
+  d["precision"] = sciproxy::precision_name(w.precision);
+  return d;
+}
+
+template <class T>
+nb::dict output_to_python(wv::ScalarOutput<T>&& out, int ndim, std::int64_t nshots,
+                          std::int64_t nreceivers, std::int64_t nt) {
+  nb::dict d = state_to_python(std::move(out.state), ndim, nshots);
+  d["receiver_amplitudes"] = to_numpy(std::move(out.receiver_amplitudes), {nshots, nreceivers, nt});
+  d["step_ratio"] = out.step_ratio;
+  d["inner_dt"] = out.inner_dt;
+  d["work"] = work_to_python(out.work);
+  d["storage_bytes"] = out.storage_bytes;
+  return d;
+}
+
+nb::dict timers_to_python(const sciproxy::Timers& timers) {
+  nb::dict d;
+  for (const auto& s : timers.stats()) {
+    nb::dict e;
+    e["calls"] = s.calls;
+    e["total"] = s.total;
+    d[s.path.c_str()] = e;
+  }
+  return d;
+}
+
+// scalar_<dtype>(v, nmodels, ndim, shape, spacing, dt, nt, nshots, nsources, nreceivers,
+//                source_amplitudes, source_locations, receiver_locations, options, initial, device)
+template <class T>
+nb::dict scalar(nb::handle v, std::int64_t nmodels, int ndim, const std::vector<std::int64_t>& shape,
+                const std::vector<double>& spacing, double dt, std::int64_t nt, std::int64_t nshots,
+                std::int64_t nsources, std::int64_t nreceivers, nb::handle amplitudes,
+                nb::handle source_locations, nb::handle receiver_locations, nb::dict options,
+                nb::handle initial, const std::string& device_spec) {
+  const Inputs<T> x = inputs_of<T>(v, nmodels, ndim, shape, spacing, dt, nt, nshots, nsources,
+                                   nreceivers, amplitudes, source_locations, receiver_locations);
+  const wv::ScalarOptions opt = options_of(options);
+  wv::ScalarState<T> state;
+  const bool has_initial = state_of<T>(initial, ndim, state, "");
+  const sciproxy::Device device = sciproxy::select_device(device_spec);
+  sciproxy::Timers timers;
+  wv::ScalarOutput<T> out;
+  {
+    nb::gil_scoped_release release;
+    out = wv::scalar<T>(device, x.in, opt, has_initial ? &state : nullptr, &timers);
+  }
+  nb::dict d = output_to_python(std::move(out), ndim, nshots, nreceivers, nt);
+  d["timers"] = timers_to_python(timers);
+  d["device"] = device.name();
+  return d;
+}
+
+// scalar_gradient_<dtype>(..., grad_receiver_amplitudes, grad_final, device)
+template <class T>
+nb::dict scalar_gradient(nb::handle v, std::int64_t nmodels, int ndim,
+                         const std::vector<std::int64_t>& shape, const std::vector<double>& spacing,
+                         double dt, std::int64_t nt, std::int64_t nshots, std::int64_t nsources,
+                         std::int64_t nreceivers, nb::handle amplitudes, nb::handle source_locations,
+                         nb::handle receiver_locations, nb::dict options, nb::handle initial,
+                         nb::handle grad_receivers, nb::handle grad_final,
+                         const std::string& device_spec) {
+  const Inputs<T> x = inputs_of<T>(v, nmodels, ndim, shape, spacing, dt, nt, nshots, nsources,
+                                   nreceivers, amplitudes, source_locations, receiver_locations);
+  const wv::ScalarOptions opt = options_of(options);
+  const Array<T> grad_r = array_of<T>(grad_receivers, "grad_receiver_amplitudes");
+  wv::ScalarState<T> state, grad_state;
+  const bool has_initial = state_of<T>(initial, ndim, state, "");
+  const bool has_grad_final = state_of<T>(grad_final, ndim, grad_state, "grad_");
+  const sciproxy::Device device = sciproxy::select_device(device_spec);
+  sciproxy::Timers timers;
+  wv::ScalarGradient<T> g;
+  {
+    nb::gil_scoped_release release;
+    g = wv::scalar_gradient<T>(device, x.in, opt, span_of(grad_r), has_initial ? &state : nullptr,
+                               has_grad_final ? &grad_state : nullptr, &timers);
+  }
+  std::vector<std::int64_t> vshape{nmodels};
+  vshape.insert(vshape.end(), shape.begin(), shape.end());
+  nb::dict d;
+  d["grad_v"] = to_numpy(std::move(g.v), vshape);
+  d["grad_source_amplitudes"] = to_numpy(std::move(g.source_amplitudes), {nshots, nsources, nt});
+  d["grad_initial"] = g.initial_state.empty()
+                          ? nb::object(nb::none())
+                          : nb::object(state_to_python(std::move(g.initial_state), ndim, nshots));
+  d["forward"] = output_to_python(std::move(g.forward), ndim, nshots, nreceivers, nt);
+  d["timers"] = timers_to_python(timers);
+  d["device"] = device.name();
+  return d;
+}
+
+nb::tuple cfl(int ndim, const std::vector<double>& spacing, double dt, double max_vel) {
+  sciproxy::require(ndim >= 1 && ndim <= wv::kMaxDims, "ndim", "1, 2 or 3", std::to_string(ndim));
+  sciproxy::require(spacing.size() == static_cast<std::size_t>(ndim), "grid_spacing",
+                    "one value per dimension", std::to_string(spacing.size()) + " values");
+  wv::Grid grid;
+  grid.ndim = ndim;
+  for (int d = 0; d < ndim; ++d) grid.spacing[d] = spacing[d];
+  const wv::TimeStepping ts = wv::cfl_time_stepping(grid, dt, max_vel);
+  return nb::make_tuple(ts.inner_dt, ts.step_ratio);
+}
+
+}  // namespace
+
+// Called by NB_MODULE in module.cpp (which registers the exception translator).
+void register_wave(nb::module_& m) {
+  m.def("scalar_float32", &scalar<float>, "v"_a, "nmodels"_a, "ndim"_a, "shape"_a, "spacing"_a,
+        "dt"_a, "nt"_a, "nshots"_a, "nsources"_a, "nreceivers"_a, "source_amplitudes"_a,
+        "source_locations"_a, "receiver_locations"_a, "options"_a, "initial"_a.none(), "device"_a);
+  m.def("scalar_float64", &scalar<double>, "v"_a, "nmodels"_a, "ndim"_a, "shape"_a, "spacing"_a,
+        "dt"_a, "nt"_a, "nshots"_a, "nsources"_a, "nreceivers"_a, "source_amplitudes"_a,
+        "source_locations"_a, "receiver_locations"_a, "options"_a, "initial"_a.none(), "device"_a);
+  m.def("scalar_gradient_float32", &scalar_gradient<float>, "v"_a, "nmodels"_a, "ndim"_a,
+        "shape"_a, "spacing"_a, "dt"_a, "nt"_a, "nshots"_a, "nsources"_a, "nreceivers"_a,
+        "source_amplitudes"_a, "source_locations"_a, "receiver_locations"_a, "options"_a,
+        "initial"_a.none(), "grad_receiver_amplitudes"_a, "grad_final"_a.none(), "device"_a);
+  m.def("scalar_gradient_float64", &scalar_gradient<double>, "v"_a, "nmodels"_a, "ndim"_a,
+        "shape"_a, "spacing"_a, "dt"_a, "nt"_a, "nshots"_a, "nsources"_a, "nreceivers"_a,
+        "source_amplitudes"_a, "source_locations"_a, "receiver_locations"_a, "options"_a,
+        "initial"_a.none(), "grad_receiver_amplitudes"_a, "grad_final"_a.none(), "device"_a);
+  m.def("scalar_cfl", &cfl, "ndim"_a, "spacing"_a, "dt"_a, "max_vel"_a,
+        "(inner_dt, step_ratio) of Deepwave's CFL rule.");
+}

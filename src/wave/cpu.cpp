@@ -1,0 +1,725 @@
+// Scalar wave propagator, CPU backend: the scheme of scalar_kernels.hpp with the per-cell
+// arithmetic of scalar_math.hpp, unrolled per (ndim, accuracy).
+//
+// - One OpenMP parallel region per call; the time loop runs inside it and each step is one
+//   statically scheduled `omp for` over (shot, block) with its implicit barrier as the only
+//   synchronisation: a block is a row of the outermost dimension (2D), a tile of rows of one plane
+//   (3D: a thread runs through the planes of a tile, so the A+1 planes of u that a plane reads stay
+//   in L2), or a chunk of the line (1D). The schedule is the same at every step, so a thread keeps
+//   its cells. Shots go in batches that run all their steps before the next batch starts (about
+//   2 MiB of fields per thread, so that a batch stays in cache): parallel over shots and space.
+// - Every row is cut along the contiguous dimension into a PML-left, a middle and a PML-right
+//   segment; each segment runs a `#pragma omp simd` loop compiled for its set of PML dimensions
+//   (a bit mask), so the interior box is the plain Laplacian and a PML cell only pays for the
+//   dimensions in whose PML it lies. The PML segments are widened to whole AVX-512 vectors (the
+//   C-PML formula is exact in the interior, where it reduces to the plain stencil).
+// - Receivers and sources (and in the adjoint, source gradients and receiver injection) are
+//   handled by the thread that owns their cells' block, right after the block: no second barrier.
+// - Double buffering without copies per step: u^{t+1} overwrites u^{t-1} and the pointers swap;
+//   psi (forward) and psi_bar, zeta_bar (adjoint) alternate between the caller's array and one
+//   internal (calloc) array, starting from the one that makes the last step land in the caller's.
+//   The adjoint keeps -(adjoint of u^{t-1}) in the old lambda buffer (it equals lambda^{t+1}), so
+//   it reads that slot with a sign and negates it once at the end instead of every step.
+// - Per-cell arithmetic and the order of every sum are independent of the thread count, so the
+//   results are the same for any number of threads (the shared-model velocity gradient is
+//   accumulated per shot and summed in shot order at the end).
+// - The adjoint uses the plain stencil only where b = b' = 0 on the whole stencil (pml_interior
+//   promises it at the cell, not at its neighbours); wave.cpp's box (PML + 3h) has it everywhere.
+#include <omp.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <new>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "scalar_kernels.hpp"
+#include "scalar_math.hpp"
+#include "sciproxy/core/error.hpp"
+
+namespace sciproxy::wave::kernels::cpu {
+
+namespace {
+
+using std::int64_t;
+
+template <class T>
+constexpr int kVector = 64 / sizeof(T);  // elements of one AVX-512 vector
+
+template <class T>
+std::unique_ptr<T[]> uninitialised(int64_t n) {
+  return std::unique_ptr<T[]>(new T[static_cast<std::size_t>(n)]);
+}
+
+// Zeroed memory from calloc: large blocks come as untouched zero pages, so the parts that are never
+// written cost nothing and the rest is first touched by the thread that computes it.
+struct Free {
+  void operator()(void* p) const { std::free(p); }
+};
+template <class T>
+using Buffer = std::unique_ptr<T[], Free>;
+template <class T>
+Buffer<T> zeroed(int64_t n) {
+  void* p = std::calloc(static_cast<std::size_t>(std::max<int64_t>(n, 1)), sizeof(T));
+  if (p == nullptr) throw std::bad_alloc();
+  return Buffer<T>(static_cast<T*>(p));
+}
+
+// The padded grid seen by one (NDIM, A) instantiation. Ranges [lo, hi) are the forward plain
+// (interior) cells of each dimension, clamped to the non-halo cells; [alo, ahi) the adjoint plain
+// cells: those of [lo, hi) whose whole stencil sees b = b' = 0 (so tbar = g and d1bar = 0 at
+// every neighbour), which the interface does not promise for pml_interior itself.
+template <int NDIM, class T>
+struct Geometry {
+  int64_t h = 0;
+  int64_t points = 0;
+  std::array<int64_t, 3> n{}, s{}, lo{}, hi{}, alo{}, ahi{};
+  std::array<T, 3> rdx{}, rdx2{};
+  std::array<PmlProfile<T>, 3> prof{};
+
+  Geometry(const ScalarProblem<T>& p, int accuracy) {
+    h = accuracy / 2;
+    points = p.points();
+    for (int d = 0; d < NDIM; ++d) n[d] = p.n[d];
+    s[NDIM - 1] = 1;
+    for (int d = NDIM - 2; d >= 0; --d) s[d] = s[d + 1] * n[d + 1];
+    for (int d = 0; d < NDIM; ++d) {
+      rdx[d] = p.rdx[d];
+      rdx2[d] = p.rdx2[d];
+      prof[d] = {p.a[d], p.b[d], p.dbdx[d]};
+      const int64_t first = h, last = std::max(h, n[d] - h);
+      lo[d] = std::clamp(p.pml_interior[2 * d], first, last);
+      hi[d] = std::clamp(p.pml_interior[2 * d + 1], lo[d], last);
+      auto quiet = [&](int64_t x) {
+        if (prof[d].a[x] != T(0)) return false;
+        for (int64_t k = -h; k <= h; ++k)
+          if (prof[d].b[x + k] != T(0) || prof[d].dbdx[x + k] != T(0)) return false;
+        return true;
+      };
+      alo[d] = lo[d];
+      ahi[d] = hi[d];
+      while (alo[d] < ahi[d] && !quiet(alo[d])) ++alo[d];
+      while (ahi[d] > alo[d] && !quiet(ahi[d] - 1)) --ahi[d];
+    }
+  }
+};
+
+// Work items: (shot, block), block = a row (2D) of the outermost dimension, a tile of `tile` rows
+// of one plane (3D: blocks run through the planes of one tile first, so that a thread's next
+// plane finds the A planes of u it shares with the previous one in L2), or a chunk of the line
+// (1D); and for each item the sources or receivers whose cells lie in it.
+template <int NDIM, class T>
+struct Blocks {
+  int64_t nblocks = 1, chunk = 1, planes = 1, tile = 1;
+
+  Blocks(const Geometry<NDIM, T>& g, int64_t nshots) {
+    const int64_t inner = std::max<int64_t>(0, g.n[0] - 2 * g.h);
+    if constexpr (NDIM == 2) {
+      nblocks = std::max<int64_t>(1, inner);
+    } else if constexpr (NDIM == 3) {
+      // A+1 planes of u and of psi_0 per tile within about a quarter of a 1 MiB L2.
+      planes = std::max<int64_t>(1, inner);
+      const int64_t rows = std::max<int64_t>(1, g.n[1] - 2 * g.h);
+      const int64_t bytes = 256 * 1024;
+      tile =
+          std::clamp<int64_t>(bytes / (2 * (2 * g.h + 1) * g.n[2] * int64_t(sizeof(T))), 4, rows);
+      nblocks = planes * ((rows + tile - 1) / tile);
+    } else {
+      // Enough chunks for every thread to have a few when the shots alone do not suffice.
+      const int64_t threads = omp_get_max_threads();
+      const int64_t per_shot = std::max<int64_t>(1, (4 * threads + nshots - 1) / nshots);
+      chunk = std::max<int64_t>(256, (inner + per_shot - 1) / per_shot);
+      nblocks = std::max<int64_t>(1, (inner + chunk - 1) / chunk);
+    }
+  }
+  int64_t of_cell(const Geometry<NDIM, T>& g, int64_t cell) const {
+    int64_t b = 0;
+    if constexpr (NDIM == 1) b = (cell - g.h) / chunk;
+    if constexpr (NDIM == 2) b = cell / g.s[0] - g.h;
+    if constexpr (NDIM == 3) {
+      const int64_t i0 = std::clamp<int64_t>(cell / g.s[0] - g.h, 0, planes - 1);
+      const int64_t i1 =
+          std::clamp<int64_t>((cell % g.s[0]) / g.s[1] - g.h, 0, g.n[1] - 2 * g.h - 1);
+      b = (i1 / tile) * planes + i0;
+    }
+    return std::clamp<int64_t>(b, 0, nblocks - 1);
+  }
+};
+
+// CSR lists: for work item w = shot * nblocks + block, the points (index within the shot) in
+// start[w] .. start[w+1], in increasing order.
+struct PointLists {
+  std::vector<int64_t> start, index;
+
+  template <int NDIM, class T>
+  PointLists(const Geometry<NDIM, T>& g, const Blocks<NDIM, T>& blocks, int64_t nshots,
+             int64_t npoints, const int64_t* cells)
+      : start(static_cast<std::size_t>(nshots * blocks.nblocks + 1), 0),
+        index(static_cast<std::size_t>(nshots * npoints)) {
+    std::vector<int64_t> item(index.size());
+    for (int64_t shot = 0; shot < nshots; ++shot)
+      for (int64_t k = 0; k < npoints; ++k) {
+        const int64_t w = shot * blocks.nblocks + blocks.of_cell(g, cells[shot * npoints + k]);
+        item[shot * npoints + k] = w;
+        ++start[w + 1];
+      }
+    for (std::size_t w = 1; w < start.size(); ++w) start[w] += start[w - 1];
+    std::vector<int64_t> fill(start.begin(), start.end() - 1);
+    for (int64_t q = 0; q < nshots * npoints; ++q) index[fill[item[q]]++] = q % npoints;
+  }
+};
+
+// Calls f.template operator()<M>() for the runtime mask m < 2^NDIM.
+template <int NDIM, class F>
+inline void with_mask(unsigned m, F&& f) {
+  switch (m) {
+    case 0:
+      f.template operator()<0u>();
+      break;
+    case 1:
+      f.template operator()<1u>();
+      break;
+    case 2:
+      if constexpr (NDIM >= 2) f.template operator()<2u>();
+      break;
+    case 3:
+      if constexpr (NDIM >= 2) f.template operator()<3u>();
+      break;
+    case 4:
+      if constexpr (NDIM >= 3) f.template operator()<4u>();
+      break;
+    case 5:
+      if constexpr (NDIM >= 3) f.template operator()<5u>();
+      break;
+    case 6:
+      if constexpr (NDIM >= 3) f.template operator()<6u>();
+      break;
+    case 7:
+      if constexpr (NDIM >= 3) f.template operator()<7u>();
+      break;
+    default:
+      break;
+  }
+}
+
+// Visits the cells [j0, j1) of the contiguous dimension of one row (outer coordinates x) as up to
+// three segments, each with its mask of the dimensions in whose PML they lie: outer dimensions
+// from x, the last one from [plain_lo, plain_hi). The two PML segments are widened into the plain
+// cells to whole vectors of V elements (no scalar remainder in the expensive loops): there the
+// C-PML formula is exact, as a = b = b' = 0 reduce it to the plain stencil and it writes zeros.
+template <int NDIM, int V, class Segment>
+inline void row_segments(const std::array<int64_t, 3>& x, const std::array<int64_t, 3>& plain_lo,
+                         const std::array<int64_t, 3>& plain_hi, int64_t j0, int64_t j1,
+                         Segment&& segment) {
+  constexpr int L = NDIM - 1;
+  unsigned outer = 0;
+  for (int d = 0; d < L; ++d)
+    if (x[d] < plain_lo[d] || x[d] >= plain_hi[d]) outer |= 1u << d;
+  int64_t a = std::clamp(plain_lo[L], j0, j1), b = std::clamp(plain_hi[L], a, j1);
+  if (a > j0) a = std::min(b, j0 + (a - j0 + V - 1) / V * V);
+  if (b < j1) b = std::max(a, j1 - (j1 - b + V - 1) / V * V);
+  if (j0 < a)
+    with_mask<NDIM>(outer | 1u << L, [&]<unsigned M>() { segment.template operator()<M>(j0, a); });
+  if (a < b) with_mask<NDIM>(outer, [&]<unsigned M>() { segment.template operator()<M>(a, b); });
+  if (b < j1)
+    with_mask<NDIM>(outer | 1u << L, [&]<unsigned M>() { segment.template operator()<M>(b, j1); });
+}
+
+// Calls row(base, x, j0, j1) for every row of block `block`.
+template <int NDIM, class T, class Row>
+inline void block_rows(const Geometry<NDIM, T>& g, const Blocks<NDIM, T>& blocks, int64_t block,
+                       Row&& row) {
+  const int64_t h = g.h;
+  std::array<int64_t, 3> x{};
+  if constexpr (NDIM == 1) {
+    const int64_t j0 = h + block * blocks.chunk, j1 = std::min(g.n[0] - h, j0 + blocks.chunk);
+    if (j0 < j1) row(int64_t(0), x, j0, j1);
+  } else if constexpr (NDIM == 2) {
+    x[0] = h + block;
+    if (x[0] < g.n[0] - h) row(x[0] * g.s[0], x, h, g.n[1] - h);
+  } else {
+    x[0] = h + block % blocks.planes;
+    const int64_t first = h + block / blocks.planes * blocks.tile;
+    const int64_t last = std::min(g.n[1] - h, first + blocks.tile);
+    if (x[0] >= g.n[0] - h) return;
+    for (x[1] = first; x[1] < last; ++x[1]) row(x[0] * g.s[0] + x[1] * g.s[1], x, h, g.n[2] - h);
+  }
+}
+
+// Shots per batch: a batch runs all its time steps before the next one starts, so that its fields
+// stay in cache (2 MiB per thread: Zen 4 has 1 MiB of L2 and 4 MiB of L3 per core; on the 2-core
+// test machine 2D 291x540 runs 1.6 GPts/s with all 10 shots per step, 2.0 in batches of 2).
+// bytes_per_shot: the whole-grid arrays a step touches; bytes_per_pml_cell: the auxiliary arrays,
+// touched only outside the interior range of their dimension.
+template <int NDIM, class T>
+int64_t shots_per_batch(const Geometry<NDIM, T>& g, int64_t nshots, int64_t bytes_per_shot,
+                        int64_t bytes_per_pml_cell) {
+  double bytes = double(bytes_per_shot);
+  for (int d = 0; d < NDIM; ++d)
+    bytes += double(bytes_per_pml_cell) * double(g.points) *
+             (1 - double(g.hi[d] - g.lo[d]) / double(g.n[d]));
+  const double budget = 2.0 * 1024 * 1024 * omp_get_max_threads();
+  return std::clamp<int64_t>(int64_t(budget / bytes), 1, nshots);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Forward
+
+template <class T>
+struct ForwardShot {
+  const T* u;  // u^t
+  T* u_next;   // in: u^{t-1}, out: u^{t+1}
+  const T* v;
+  const T* psi[3];  // psi^t
+  T* psi_next[3];   // psi^{t+1}
+  T* zeta[3];       // in place
+  T* stored;        // this step's slice, or null
+  T dt2;
+};
+
+// flatten: pml_forward must be inlined for the loop to vectorise (GCC would call it otherwise).
+template <int NDIM, int A, unsigned M, class T>
+[[gnu::flatten]] inline void forward_segment(const Geometry<NDIM, T>& g, const ForwardShot<T>& f,
+                                             int64_t base, const std::array<int64_t, 3>& x,
+                                             int64_t j0, int64_t j1) {
+  // Everything the loop reads besides the arrays, in locals (no aliasing with the stores).
+  int64_t st[3], xo[3];
+  T rdx[3], rdx2[3];
+  PmlProfile<T> pr[3];
+  const T* psi[3];
+  T* psi_next[3];
+  T* zeta[3];
+  for (int d = 0; d < 3; ++d) {
+    st[d] = g.s[d];
+    xo[d] = x[d];
+    rdx[d] = g.rdx[d];
+    rdx2[d] = g.rdx2[d];
+    pr[d] = g.prof[d];
+    psi[d] = f.psi[d];
+    psi_next[d] = f.psi_next[d];
+    zeta[d] = f.zeta[d];
+  }
+  const T* __restrict u = f.u;
+  T* __restrict un = f.u_next;
+  const T* __restrict v = f.v;
+  T* __restrict stored = f.stored;
+  const T dt2 = f.dt2;
+  constexpr int L = NDIM - 1;
+  auto term = [&]<int D>(int64_t i, int64_t j) -> T {
+    if constexpr (D >= NDIM) {
+      return T(0);
+    } else {
+      const int64_t xd = D == L ? j : xo[D];
+      if constexpr ((M >> D) & 1u)
+        return pml_forward<A>(u, psi[D], psi_next[D], zeta[D], i, st[D], xd, pr[D], rdx[D],
+                              rdx2[D]);
+      else
+        return diff2<A>(u, i, st[D], rdx2[D]);
+    }
+  };
+#pragma omp simd
+  for (int64_t j = j0; j < j1; ++j) {
+    const int64_t i = base + j;
+    T w = term.template operator()<0>(i, j);
+    if constexpr (NDIM >= 2) w += term.template operator()<1>(i, j);
+    if constexpr (NDIM >= 3) w += term.template operator()<2>(i, j);
+    const T vi = v[i];
+    un[i] = vi * vi * dt2 * w + 2 * u[i] - un[i];
+    if (stored != nullptr) stored[i] = 2 * vi * dt2 * w;  // loop-invariant test
+  }
+}
+
+// Zeroes the halo cells of one [points] array (stored slices: defined everywhere).
+template <int NDIM, class T>
+void zero_halo(const Geometry<NDIM, T>& g, T* a) {
+  const int64_t h = g.h, nl = g.n[NDIM - 1];
+  auto row = [&](T* r, bool halo_row) {
+    if (halo_row) {
+      std::fill(r, r + nl, T(0));
+    } else {
+      std::fill(r, r + std::min(h, nl), T(0));
+      std::fill(r + std::max<int64_t>(0, nl - h), r + nl, T(0));
+    }
+  };
+  if constexpr (NDIM == 1) {
+    row(a, false);
+  } else if constexpr (NDIM == 2) {
+    for (int64_t i0 = 0; i0 < g.n[0]; ++i0) row(a + i0 * g.s[0], i0 < h || i0 >= g.n[0] - h);
+  } else {
+    for (int64_t i0 = 0; i0 < g.n[0]; ++i0)
+      for (int64_t i1 = 0; i1 < g.n[1]; ++i1)
+        row(a + i0 * g.s[0] + i1 * g.s[1],
+            i0 < h || i0 >= g.n[0] - h || i1 < h || i1 >= g.n[1] - h);
+  }
+}
+
+// Prepares the auxiliary fields of dimension d, which alternate between `fields` (the caller's)
+// and `copies` (zeroed internal buffers). In the plain cells [lo, hi) of d they are never written:
+// every step would write zeros there (a = b = 0), so both buffers must hold zeros. The caller's
+// forward state is zero there by the interface; a final-state gradient need not be, so with
+// `zero_plain` those cells are cleared (a read-only scan when they are zero already). With `copy`
+// (an odd number of steps: the first step reads the copy) the other cells are copied.
+template <int NDIM, class T>
+void prepare_aux(const Geometry<NDIM, T>& g, int d, int64_t nshots, std::array<T*, 2> fields,
+                 std::array<T*, 2> copies, bool zero_plain, bool copy) {
+  if (!zero_plain && !copy) return;
+  const int64_t inner = g.s[d], nd = g.n[d];
+  const int64_t outer = nshots * g.points / (inner * nd);
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t xd = 0; xd < nd; ++xd) {
+      const int64_t first = (o * nd + xd) * inner;
+      const bool plain = xd >= g.lo[d] && xd < g.hi[d];
+      for (int k = 0; k < 2; ++k) {
+        if (fields[k] == nullptr) continue;
+        T* from = fields[k] + first;
+        if (plain && zero_plain) {
+          bool nonzero = false;
+          for (int64_t q = 0; q < inner; ++q) nonzero |= from[q] != T(0);
+          if (nonzero) std::fill(from, from + inner, T(0));
+        } else if (!plain && copy) {
+          std::copy(from, from + inner, copies[k] + first);
+        }
+      }
+    }
+}
+
+template <int NDIM, int A, class T>
+void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources, T* receivers,
+             T* stored) {
+  if (p.nt <= 0 || p.nshots <= 0) return;
+  const Geometry<NDIM, T> g(p, A);
+  const Blocks<NDIM, T> blocks(g, p.nshots);
+  const PointLists src(g, blocks, p.nshots, p.nsources, p.source_cells);
+  const PointLists rec(g, blocks, p.nshots, p.nreceivers, p.receiver_cells);
+  const int64_t P = g.points, nshots = p.nshots, nt = p.nt;
+  const int64_t interval = stored != nullptr ? p.store_interval : 0;
+
+  // psi: the caller's array and one more; start in the one that makes step nt land in the caller's.
+  std::array<Buffer<T>, 3> psi_copy;
+  std::array<T*, 3> psi_cur{}, psi_nxt{};
+  for (int d = 0; d < NDIM; ++d) {
+    psi_copy[d] = zeroed<T>(nshots * P);
+    prepare_aux(g, d, nshots, {fields.psi[d], nullptr}, {psi_copy[d].get(), nullptr}, false,
+                nt % 2 == 1);
+    psi_cur[d] = nt % 2 ? psi_copy[d].get() : fields.psi[d];
+    psi_nxt[d] = nt % 2 ? fields.psi[d] : psi_copy[d].get();
+  }
+  if (interval > 0) {
+    const int64_t slices = (nt + interval - 1) / interval * nshots;
+#pragma omp parallel for schedule(static)
+    for (int64_t q = 0; q < slices; ++q) zero_halo(g, stored + q * P);
+  }
+
+  const int64_t batch = shots_per_batch(
+      g, nshots, (2 + (p.v_batched ? 1 : 0) + (interval > 0 ? 1 : 0)) * P * int64_t(sizeof(T)),
+      3 * int64_t(sizeof(T)));
+#pragma omp parallel
+  for (int64_t first = 0; first < nshots; first += batch) {
+    const int64_t last = std::min(nshots, first + batch);
+    T* u = fields.u;
+    T* u_other = fields.u_prev;
+    std::array<T*, 3> psi_a = psi_cur, psi_b = psi_nxt;
+    for (int64_t t = 0; t < nt; ++t) {
+      const bool store = interval > 0 && t % interval == 0;
+#pragma omp for schedule(static)
+      for (int64_t w = first * blocks.nblocks; w < last * blocks.nblocks; ++w) {
+        const int64_t shot = w / blocks.nblocks, block = w % blocks.nblocks, off = shot * P;
+        ForwardShot<T> f{u + off,
+                         u_other + off,
+                         p.v + (p.v_batched ? off : 0),
+                         {},
+                         {},
+                         {},
+                         store ? stored + ((t / interval) * nshots + shot) * P : nullptr,
+                         p.dt2};
+        for (int d = 0; d < NDIM; ++d) {
+          f.psi[d] = psi_a[d] + off;
+          f.psi_next[d] = psi_b[d] + off;
+          f.zeta[d] = fields.zeta[d] + off;
+        }
+        for (int64_t q = rec.start[w]; q < rec.start[w + 1]; ++q) {
+          const int64_t r = rec.index[q];
+          receivers[(t * nshots + shot) * p.nreceivers + r] =
+              f.u[p.receiver_cells[shot * p.nreceivers + r]];
+        }
+        block_rows(g, blocks, block,
+                   [&](int64_t base, const std::array<int64_t, 3>& x, int64_t j0, int64_t j1) {
+                     row_segments<NDIM, kVector<T>>(
+                         x, g.lo, g.hi, j0, j1, [&]<unsigned M>(int64_t a, int64_t b) {
+                           forward_segment<NDIM, A, M>(g, f, base, x, a, b);
+                         });
+                   });
+        for (int64_t q = src.start[w]; q < src.start[w + 1]; ++q) {
+          const int64_t s = src.index[q];
+          f.u_next[p.source_cells[shot * p.nsources + s]] +=
+              sources[(t * nshots + shot) * p.nsources + s];
+        }
+      }
+      std::swap(u, u_other);
+      std::swap(psi_a, psi_b);
+    }
+  }
+  if (nt % 2) {  // u^nt is in the caller's u_prev array
+    T* a = fields.u;
+    T* b = fields.u_prev;
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < nshots * P; ++i) std::swap(a[i], b[i]);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Adjoint
+
+template <class T>
+struct BackwardShot {
+  const T* lambda;  // adjoint of u^{t+1}
+  T* u_bar;         // in: sign * (adjoint of the u^t slot), out: adjoint of u^t
+  const T* v2dt2;
+  const T* psi_bar[3];  // adjoints of psi^{t+1}, zeta^{t+1}
+  const T* zeta_bar[3];
+  T* psi_bar_out[3];  // adjoints of psi^t, zeta^t
+  T* zeta_bar_out[3];
+  const T* stored;  // this step's slice, or null
+  T* grad_v;        // this shot's accumulator, or null
+  T sign;           // +1 at the first adjoint step, -1 afterwards
+  T interval;
+};
+
+// D2 (v^2 dt^2 lambda) along one dimension: the adjoint's plain term, in the order of pml_adjoint.
+template <int A, class T>
+inline T diff2_product(const T* c, const T* f, int64_t i, int64_t s, T rdx2) {
+  T sum = T(d2_coefficient<A>(0)) * (c[i] * f[i]);
+  SCIPROXY_UNROLL
+  for (int k = 1; k <= A / 2; ++k)
+    sum += T(d2_coefficient<A>(k)) * (c[i + k * s] * f[i + k * s] + c[i - k * s] * f[i - k * s]);
+  return sum * rdx2;
+}
+
+template <int NDIM, int A, unsigned M, class T>
+[[gnu::flatten]] inline void backward_segment(const Geometry<NDIM, T>& g, const BackwardShot<T>& f,
+                                              int64_t base, const std::array<int64_t, 3>& x,
+                                              int64_t j0, int64_t j1) {
+  int64_t st[3], xo[3];
+  T rdx[3], rdx2[3];
+  PmlProfile<T> pr[3];
+  AdjointInputs<T> in[3];
+  T* psi_out[3];
+  T* zeta_out[3];
+  for (int d = 0; d < 3; ++d) {
+    st[d] = g.s[d];
+    xo[d] = x[d];
+    rdx[d] = g.rdx[d];
+    rdx2[d] = g.rdx2[d];
+    pr[d] = g.prof[d];
+    in[d] = {f.lambda, f.v2dt2, f.psi_bar[d], f.zeta_bar[d]};
+    psi_out[d] = f.psi_bar_out[d];
+    zeta_out[d] = f.zeta_bar_out[d];
+  }
+  const T* __restrict lambda = f.lambda;
+  const T* __restrict v2dt2 = f.v2dt2;
+  T* __restrict ubar = f.u_bar;
+  const T* __restrict stored = f.stored;
+  T* __restrict grad_v = f.grad_v;
+  const T sign = f.sign, interval = f.interval;
+  constexpr int L = NDIM - 1;
+  auto term = [&]<int D>(int64_t i, int64_t j) -> T {
+    if constexpr (D >= NDIM) {
+      return T(0);
+    } else {
+      const int64_t xd = D == L ? j : xo[D];
+      if constexpr ((M >> D) & 1u)
+        return pml_adjoint<A>(in[D], psi_out[D], zeta_out[D], i, st[D], xd, pr[D], rdx[D], rdx2[D]);
+      else
+        return diff2_product<A>(v2dt2, lambda, i, st[D], rdx2[D]);
+    }
+  };
+#pragma omp simd
+  for (int64_t j = j0; j < j1; ++j) {
+    const int64_t i = base + j;
+    const T li = lambda[i];
+    T ub = 2 * li + sign * ubar[i];
+    ub += term.template operator()<0>(i, j);
+    if constexpr (NDIM >= 2) ub += term.template operator()<1>(i, j);
+    if constexpr (NDIM >= 3) ub += term.template operator()<2>(i, j);
+    ubar[i] = ub;
+    if (grad_v != nullptr) grad_v[i] += li * stored[i] * interval;
+  }
+}
+
+template <int NDIM, int A, class T>
+void backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_receivers,
+              T* grad_sources, const T* stored, T* grad_v) {
+  if (p.nt <= 0 || p.nshots <= 0) return;
+  const Geometry<NDIM, T> g(p, A);
+  const Blocks<NDIM, T> blocks(g, p.nshots);
+  const PointLists src(g, blocks, p.nshots, p.nsources, p.source_cells);
+  const PointLists rec(g, blocks, p.nshots, p.nreceivers, p.receiver_cells);
+  const int64_t P = g.points, nshots = p.nshots, nt = p.nt;
+  const int64_t interval = stored != nullptr && grad_v != nullptr ? p.store_interval : 0;
+  const int64_t nmodels = p.v_batched ? nshots : 1;
+
+  auto v2dt2 = uninitialised<T>(nmodels * P);
+#pragma omp parallel for simd schedule(static)
+  for (int64_t i = 0; i < nmodels * P; ++i) v2dt2[i] = p.v[i] * p.v[i] * p.dt2;
+
+  // One model for several shots: per-shot accumulators, summed in shot order at the end.
+  const bool partial = interval > 0 && !p.v_batched && nshots > 1;
+  auto grad_v_shots = partial ? zeroed<T>(nshots * P) : Buffer<T>();
+
+  std::array<Buffer<T>, 3> psi_copy, zeta_copy;
+  std::array<T*, 3> psi_cur{}, psi_nxt{}, zeta_cur{}, zeta_nxt{};
+  for (int d = 0; d < NDIM; ++d) {
+    psi_copy[d] = zeroed<T>(nshots * P);
+    zeta_copy[d] = zeroed<T>(nshots * P);
+    prepare_aux(g, d, nshots, {fields.psi[d], fields.zeta[d]},
+                {psi_copy[d].get(), zeta_copy[d].get()}, true, nt % 2 == 1);
+    const bool odd = nt % 2;
+    psi_cur[d] = odd ? psi_copy[d].get() : fields.psi[d];
+    psi_nxt[d] = odd ? fields.psi[d] : psi_copy[d].get();
+    zeta_cur[d] = odd ? zeta_copy[d].get() : fields.zeta[d];
+    zeta_nxt[d] = odd ? fields.zeta[d] : zeta_copy[d].get();
+  }
+
+  const int64_t batch = shots_per_batch(
+      g, nshots, (2 + (p.v_batched ? 1 : 0) + (interval > 0 ? 2 : 0)) * P * int64_t(sizeof(T)),
+      4 * int64_t(sizeof(T)));
+#pragma omp parallel
+  for (int64_t first = 0; first < nshots; first += batch) {
+    const int64_t last = std::min(nshots, first + batch);
+    T* lambda = fields.u;
+    T* other = fields.u_prev;  // adjoint of the u^t slot, times sign
+    T sign = 1;
+    std::array<T*, 3> psi_a = psi_cur, psi_b = psi_nxt, zeta_a = zeta_cur, zeta_b = zeta_nxt;
+    for (int64_t t = nt - 1; t >= 0; --t) {
+      const bool store = interval > 0 && t % interval == 0;
+#pragma omp for schedule(static)
+      for (int64_t w = first * blocks.nblocks; w < last * blocks.nblocks; ++w) {
+        const int64_t shot = w / blocks.nblocks, block = w % blocks.nblocks, off = shot * P;
+        BackwardShot<T> f{lambda + off,
+                          other + off,
+                          v2dt2.get() + (p.v_batched ? off : 0),
+                          {},
+                          {},
+                          {},
+                          {},
+                          store ? stored + ((t / interval) * nshots + shot) * P : nullptr,
+                          store ? (partial ? grad_v_shots.get() : grad_v) + off : nullptr,
+                          sign,
+                          T(interval)};
+        for (int d = 0; d < NDIM; ++d) {
+          f.psi_bar[d] = psi_a[d] + off;
+          f.zeta_bar[d] = zeta_a[d] + off;
+          f.psi_bar_out[d] = psi_b[d] + off;
+          f.zeta_bar_out[d] = zeta_b[d] + off;
+        }
+        for (int64_t q = src.start[w]; q < src.start[w + 1]; ++q) {
+          const int64_t s = src.index[q];
+          grad_sources[(t * nshots + shot) * p.nsources + s] =
+              f.lambda[p.source_cells[shot * p.nsources + s]];
+        }
+        block_rows(g, blocks, block,
+                   [&](int64_t base, const std::array<int64_t, 3>& x, int64_t j0, int64_t j1) {
+                     row_segments<NDIM, kVector<T>>(
+                         x, g.alo, g.ahi, j0, j1, [&]<unsigned M>(int64_t a, int64_t b) {
+                           backward_segment<NDIM, A, M>(g, f, base, x, a, b);
+                         });
+                   });
+        for (int64_t q = rec.start[w]; q < rec.start[w + 1]; ++q) {
+          const int64_t r = rec.index[q];
+          f.u_bar[p.receiver_cells[shot * p.nreceivers + r]] +=
+              grad_receivers[(t * nshots + shot) * p.nreceivers + r];
+        }
+      }
+      // The adjoint of u^t is in `other`; the adjoint of the u^{t-1} slot is -lambda^{t+1}.
+      std::swap(lambda, other);
+      sign = -1;
+      std::swap(psi_a, psi_b);
+      std::swap(zeta_a, zeta_b);
+    }
+  }
+  // After the last step the adjoint of u^0 is in fields.u_prev when nt is odd, and the other
+  // array holds minus the adjoint of u^{-1}.
+  T* u = fields.u;
+  T* up = fields.u_prev;
+  if (nt % 2) {
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < nshots * P; ++i) {
+      const T lam = u[i];
+      u[i] = up[i];
+      up[i] = -lam;
+    }
+  } else {
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < nshots * P; ++i) up[i] = -up[i];
+  }
+  if (partial) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < P; ++i) {
+      T sum = grad_v_shots[i];
+      for (int64_t shot = 1; shot < nshots; ++shot) sum += grad_v_shots[shot * P + i];
+      grad_v[i] += sum;
+    }
+  }
+}
+
+// Runtime (ndim, accuracy) to the unrolled instantiation.
+template <class F>
+void dispatch(int ndim, int accuracy, F&& f) {
+  auto by_accuracy = [&]<int NDIM>() {
+    switch (accuracy) {
+      case 2:
+        return f.template operator()<NDIM, 2>();
+      case 4:
+        return f.template operator()<NDIM, 4>();
+      case 6:
+        return f.template operator()<NDIM, 6>();
+      case 8:
+        return f.template operator()<NDIM, 8>();
+      default:
+        throw_invalid_argument("accuracy", "2, 4, 6 or 8", std::to_string(accuracy));
+    }
+  };
+  switch (ndim) {
+    case 1:
+      return by_accuracy.template operator()<1>();
+    case 2:
+      return by_accuracy.template operator()<2>();
+    case 3:
+      return by_accuracy.template operator()<3>();
+    default:
+      throw_invalid_argument("ndim", "1, 2 or 3", std::to_string(ndim));
+  }
+}
+
+}  // namespace
+
+template <class T>
+void scalar_forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources,
+                    T* receivers, T* stored) {
+  dispatch(p.ndim, p.accuracy,
+           [&]<int NDIM, int A>() { forward<NDIM, A>(p, fields, sources, receivers, stored); });
+}
+
+template <class T>
+void scalar_backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_receivers,
+                     T* grad_sources, const T* stored, T* grad_v) {
+  dispatch(p.ndim, p.accuracy, [&]<int NDIM, int A>() {
+    backward<NDIM, A>(p, fields, grad_receivers, grad_sources, stored, grad_v);
+  });
+}
+
+template void scalar_forward<float>(const ScalarProblem<float>&, ScalarFields<float>, const float*,
+                                    float*, float*);
+template void scalar_forward<double>(const ScalarProblem<double>&, ScalarFields<double>,
+                                     const double*, double*, double*);
+template void scalar_backward<float>(const ScalarProblem<float>&, ScalarFields<float>, const float*,
+                                     float*, const float*, float*);
+template void scalar_backward<double>(const ScalarProblem<double>&, ScalarFields<double>,
+                                      const double*, double*, const double*, double*);
+
+}  // namespace sciproxy::wave::kernels::cpu

@@ -1,0 +1,466 @@
+// cpu backend of the scalar propagator against the reference backend, on random problems built
+// by hand on the kernel interface (small padded grids, random C-PML profiles that vanish in the
+// interior box, random fields with zero halos, random v): ndim 1..3, accuracy 2/4/6/8, float and
+// double, shared and batched v, several shots, sources and receivers, store_interval 1 and 3.
+// Compared: the forward outputs (final state, receivers, stored 2 v dt^2 W) and the backward
+// outputs (gradient of the initial state, of the sources, accumulated grad_v).
+// Tolerance: ||cpu - ref|| / ||ref|| <= 1e-5 in float32 (the reference accumulates in double,
+// rounding to float once per step; the cpu backend sums in float: a few ulp per step over <= 9
+// steps), <= 1e-12 in float64 (order of the sums only).
+// Also: 1 thread and 2 threads give bit-identical results; and, independently of the reference,
+// the backward pass is the transpose of the forward one (dot-product test) and grad_v is the
+// derivative of the forward pass (central differences), both in float64.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sciproxy/core/verify.hpp"
+#include "wave/scalar_kernels.hpp"
+
+using namespace sciproxy;
+using namespace sciproxy::wave;
+using namespace sciproxy::wave::kernels;
+using std::int64_t;
+
+namespace {
+
+template <class T>
+double tolerance() {
+  return sizeof(T) == 4 ? 1e-5 : 1e-12;
+}
+
+struct Shape {
+  int ndim = 2;
+  int accuracy = 4;
+  int64_t nshots = 2;
+  bool v_batched = false;
+  int64_t store_interval = 1;
+  int64_t nt = 7;
+  int64_t nsources = 2, nreceivers = 3;
+  int64_t max_model = 10;  // model cells per dimension at most (PML and halo come on top)
+};
+
+// The propagator's state (or its gradient) for all shots: u, u_prev, psi and zeta per dimension.
+template <class T>
+struct State {
+  std::vector<T> u, u_prev;
+  std::array<std::vector<T>, kMaxDims> psi, zeta;
+
+  ScalarFields<T> fields(int ndim) {
+    ScalarFields<T> f;
+    f.u = u.data();
+    f.u_prev = u_prev.data();
+    for (int d = 0; d < ndim; ++d) {
+      f.psi[d] = psi[d].data();
+      f.zeta[d] = zeta[d].data();
+    }
+    return f;
+  }
+  std::vector<std::vector<T>*> arrays(int ndim) {
+    std::vector<std::vector<T>*> all{&u, &u_prev};
+    for (int d = 0; d < ndim; ++d) {
+      all.push_back(&psi[d]);
+      all.push_back(&zeta[d]);
+    }
+    return all;
+  }
+};
+
+template <class T>
+struct ForwardResult {
+  State<T> state;
+  std::vector<T> receivers, stored;
+};
+
+template <class T>
+struct BackwardResult {
+  State<T> state;
+  std::vector<T> grad_sources, grad_v;
+};
+
+template <class T>
+struct RandomProblem {
+  Shape shape;
+  int64_t h = 0, points = 0;
+  ScalarProblem<T> p;
+  std::vector<T> v;
+  std::array<std::vector<T>, kMaxDims> a, b, dbdx;
+  std::vector<int64_t> source_cells, receiver_cells;
+  State<T> initial, grad_final;
+  std::vector<T> sources, grad_receivers, grad_v0;
+
+  RandomProblem(std::mt19937_64& rng, const Shape& s) : shape(s) {
+    auto uniform = [&](double lo, double hi) {
+      return std::uniform_real_distribution<double>(lo, hi)(rng);
+    };
+    auto integer = [&](int64_t lo, int64_t hi) {
+      return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+    };
+    h = s.accuracy / 2;
+    p.ndim = s.ndim;
+    p.accuracy = s.accuracy;
+    p.nshots = s.nshots;
+    p.nt = s.nt;
+    p.store_interval = s.store_interval;
+    p.v_batched = s.v_batched;
+    double dx_min = 1e9;
+    for (int d = 0; d < s.ndim; ++d) {
+      // [halo | PML low | model | PML high | halo]; a PML of width 0 is a side without one.
+      const int64_t wlo = integer(0, 5), whi = integer(0, 5), model = integer(1, s.max_model);
+      p.n[d] = 2 * h + wlo + model + whi;
+      const double dx = uniform(0.8, 1.25);
+      dx_min = std::min(dx_min, dx);
+      p.rdx[d] = T(1 / dx);
+      p.rdx2[d] = T(1 / (dx * dx));
+      // The interior box: the model, shrunk by a random margin (wave.cpp uses 3 h). a vanishes
+      // within h of it (the a psi that interior stencils read are zero); b and b' vanish either
+      // there too or only in the box itself (then the adjoint's stencils see b != 0).
+      const int64_t margin = integer(0, 1) * integer(1, h);
+      const int64_t lo = h + wlo + margin, hi = std::max(lo, p.n[d] - h - whi - margin);
+      p.pml_interior[2 * d] = lo;
+      p.pml_interior[2 * d + 1] = hi;
+      const bool b_wide = integer(0, 1) == 1;
+      for (auto* prof : {&a[d], &b[d], &dbdx[d]})
+        prof->assign(static_cast<std::size_t>(p.n[d]), T(0));
+      for (int64_t x = 0; x < p.n[d]; ++x) {
+        const bool a_zero = x >= lo - h && x < hi + h;
+        const bool b_zero = b_wide ? a_zero : (x >= lo && x < hi);
+        if (!a_zero) a[d][x] = T(uniform(0.2, 0.95));
+        if (!b_zero) {
+          b[d][x] = T(uniform(-0.8, -0.05));
+          dbdx[d][x] = T(uniform(-0.3, 0.3));
+        }
+      }
+      p.a[d] = a[d].data();
+      p.b[d] = b[d].data();
+      p.dbdx[d] = dbdx[d].data();
+    }
+    points = p.points();
+    const double vmax = 1.0;
+    p.dt2 = T(std::pow(0.4 * dx_min / (vmax * std::sqrt(double(s.ndim))), 2));
+    v.resize(static_cast<std::size_t>((s.v_batched ? s.nshots : 1) * points));
+    for (auto& x : v) x = T(uniform(0.5, vmax));
+    p.v = v.data();
+
+    // Sources: distinct non-halo cells per shot; receivers: any non-halo cells (may repeat).
+    std::vector<int64_t> cells;
+    for (int64_t i = 0; i < points; ++i)
+      if (!halo(i)) cells.push_back(i);
+    p.nsources = std::min<int64_t>(s.nsources, static_cast<int64_t>(cells.size()));
+    p.nreceivers = s.nreceivers;
+    for (int64_t shot = 0; shot < s.nshots; ++shot) {
+      std::shuffle(cells.begin(), cells.end(), rng);
+      source_cells.insert(source_cells.end(), cells.begin(), cells.begin() + p.nsources);
+      for (int64_t r = 0; r < p.nreceivers; ++r)
+        receiver_cells.push_back(
+            cells[static_cast<std::size_t>(integer(0, int64_t(cells.size()) - 1))]);
+    }
+    p.source_cells = source_cells.data();
+    p.receiver_cells = receiver_cells.data();
+
+    auto random_vector = [&](int64_t n) {
+      std::vector<T> x(static_cast<std::size_t>(n));
+      for (auto& e : x) e = T(uniform(-1, 1));
+      return x;
+    };
+    sources = random_vector(s.nt * s.nshots * p.nsources);
+    grad_receivers = random_vector(s.nt * s.nshots * p.nreceivers);
+    grad_v0 = random_vector((s.v_batched ? s.nshots : 1) * points);
+    // Initial state: zero halos, psi and zeta zero in the interior box of their dimension (as the
+    // interface requires). Final-state gradient: anything outside the halo.
+    initial = random_state(uniform, true);
+    grad_final = random_state(uniform, false);
+  }
+
+  std::array<int64_t, kMaxDims> coordinates(int64_t i) const {
+    return {i / (p.n[1] * p.n[2]), (i / p.n[2]) % p.n[1], i % p.n[2]};
+  }
+  bool halo(int64_t i) const {
+    const auto x = coordinates(i);
+    for (int d = 0; d < p.ndim; ++d)
+      if (x[d] < h || x[d] >= p.n[d] - h) return true;
+    return false;
+  }
+
+  template <class U>
+  State<T> random_state(U& uniform, bool respect_interior) const {
+    State<T> st;
+    const int64_t size = p.nshots * points;
+    auto field = [&](int dim) {
+      std::vector<T> f(static_cast<std::size_t>(size), T(0));
+      for (int64_t q = 0; q < size; ++q) {
+        const int64_t i = q % points;
+        if (halo(i)) continue;
+        if (dim >= 0 && respect_interior) {
+          const int64_t x = coordinates(i)[dim];
+          if (x >= p.pml_interior[2 * dim] && x < p.pml_interior[2 * dim + 1]) continue;
+        }
+        f[q] = T(uniform(-1, 1));
+      }
+      return f;
+    };
+    st.u = field(-1);
+    st.u_prev = field(-1);
+    for (int d = 0; d < p.ndim; ++d) {
+      st.psi[d] = field(d);
+      st.zeta[d] = field(d);
+    }
+    return st;
+  }
+
+  int64_t nstored() const {
+    return p.store_interval > 0 ? (p.nt + p.store_interval - 1) / p.store_interval : 0;
+  }
+};
+
+template <class T>
+using ForwardKernel = void (*)(const ScalarProblem<T>&, ScalarFields<T>, const T*, T*, T*);
+template <class T>
+using BackwardKernel = void (*)(const ScalarProblem<T>&, ScalarFields<T>, const T*, T*, const T*,
+                                T*);
+
+template <class T>
+ForwardResult<T> run_forward(ForwardKernel<T> kernel, const RandomProblem<T>& rp,
+                             const ScalarProblem<T>& p, State<T> state) {
+  ForwardResult<T> r;
+  r.state = std::move(state);
+  r.receivers.assign(static_cast<std::size_t>(p.nt * p.nshots * p.nreceivers), T(0));
+  r.stored.assign(static_cast<std::size_t>(rp.nstored() * p.nshots * rp.points), T(0));
+  kernel(p, r.state.fields(p.ndim), rp.sources.data(), r.receivers.data(),
+         r.stored.empty() ? nullptr : r.stored.data());
+  return r;
+}
+
+template <class T>
+BackwardResult<T> run_backward(BackwardKernel<T> kernel, const RandomProblem<T>& rp,
+                               const ScalarProblem<T>& p, const std::vector<T>& stored) {
+  BackwardResult<T> r;
+  r.state = rp.grad_final;
+  r.grad_sources.assign(static_cast<std::size_t>(p.nt * p.nshots * p.nsources), T(0));
+  r.grad_v = rp.grad_v0;  // non-zero: grad_v is accumulated
+  kernel(p, r.state.fields(p.ndim), rp.grad_receivers.data(), r.grad_sources.data(),
+         stored.empty() ? nullptr : stored.data(), stored.empty() ? nullptr : r.grad_v.data());
+  return r;
+}
+
+template <class T>
+::testing::AssertionResult close(const std::vector<T>& got, const std::vector<T>& want,
+                                 const std::string& what) {
+  const auto c = compare<T, T>(std::span<const T>(got), std::span<const T>(want), {tolerance<T>()});
+  if (c.pass) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << what << ": " << c.summary();
+}
+
+template <class T>
+void compare_with_reference(const RandomProblem<T>& rp, const std::string& label) {
+  const auto& p = rp.p;
+  const auto want = run_forward<T>(reference::scalar_forward<T>, rp, p, rp.initial);
+  const auto got = run_forward<T>(cpu::scalar_forward<T>, rp, p, rp.initial);
+  auto want_state = want.state, got_state = got.state;
+  const char* names[] = {"u", "u_prev", "psi0", "zeta0", "psi1", "zeta1", "psi2", "zeta2"};
+  {
+    const auto w = want_state.arrays(p.ndim), g = got_state.arrays(p.ndim);
+    for (std::size_t k = 0; k < w.size(); ++k)
+      EXPECT_TRUE(close(*g[k], *w[k], label + " forward " + names[k]));
+  }
+  EXPECT_TRUE(close(got.receivers, want.receivers, label + " receivers"));
+  EXPECT_TRUE(close(got.stored, want.stored, label + " stored"));
+
+  // The backward passes read the same stored fields (the reference's), so that they are compared
+  // alone.
+  const auto bwant = run_backward<T>(reference::scalar_backward<T>, rp, p, want.stored);
+  const auto bgot = run_backward<T>(cpu::scalar_backward<T>, rp, p, want.stored);
+  auto bw_state = bwant.state, bg_state = bgot.state;
+  {
+    const auto w = bw_state.arrays(p.ndim), g = bg_state.arrays(p.ndim);
+    for (std::size_t k = 0; k < w.size(); ++k)
+      EXPECT_TRUE(close(*g[k], *w[k], label + " backward " + names[k]));
+  }
+  EXPECT_TRUE(close(bgot.grad_sources, bwant.grad_sources, label + " grad_sources"));
+  EXPECT_TRUE(close(bgot.grad_v, bwant.grad_v, label + " grad_v"));
+}
+
+template <class T>
+void sweep(std::uint64_t seed, int ndim) {
+  std::mt19937_64 rng(seed);
+  // Two random problems per (accuracy, shared/batched v, store interval).
+  for (int trial = 0; trial < 32; ++trial) {
+    Shape s;
+    s.ndim = ndim;
+    s.accuracy = 2 + 2 * (trial % 4);
+    s.v_batched = (trial / 4) % 2 == 1;
+    s.store_interval = (trial / 8) % 2 == 0 ? 1 : 3;
+    s.nshots = 1 + trial % 3;
+    s.nt = 6 + (trial / 3) % 4;  // odd and even step counts (buffer parity)
+    s.max_model = ndim == 1 ? 40 : ndim == 2 ? 12 : 6;
+    const RandomProblem<T> rp(rng, s);
+    compare_with_reference(rp, "ndim " + std::to_string(ndim) + " accuracy " +
+                                   std::to_string(s.accuracy) +
+                                   (s.v_batched ? " batched" : " shared") + " interval " +
+                                   std::to_string(s.store_interval) + " nshots " +
+                                   std::to_string(s.nshots) + " nt " + std::to_string(s.nt));
+  }
+}
+
+double dot(const std::vector<double>& x, const std::vector<double>& y, double* magnitude) {
+  double sum = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    sum += x[i] * y[i];
+    *magnitude += std::abs(x[i] * y[i]);
+  }
+  return sum;
+}
+
+}  // namespace
+
+TEST(ScalarCpu, MatchesReference1D) {
+  sweep<float>(11, 1);
+  sweep<double>(12, 1);
+}
+
+TEST(ScalarCpu, MatchesReference2D) {
+  sweep<float>(21, 2);
+  sweep<double>(22, 2);
+}
+
+TEST(ScalarCpu, MatchesReference3D) {
+  sweep<float>(31, 3);
+  sweep<double>(32, 3);
+}
+
+TEST(ScalarCpu, NoStorageAndNoSourcesOrReceivers) {
+  std::mt19937_64 rng(41);
+  for (int ndim : {1, 2, 3}) {
+    Shape s;
+    s.ndim = ndim;
+    s.accuracy = 8;
+    s.store_interval = 0;
+    s.nsources = 0;
+    s.nreceivers = 0;
+    s.nt = 5;
+    s.max_model = ndim == 3 ? 6 : 12;
+    compare_with_reference(RandomProblem<double>(rng, s),
+                           "no storage ndim " + std::to_string(ndim));
+  }
+}
+
+TEST(ScalarCpu, OneThreadEqualsTwoThreadsBitForBit) {
+  std::mt19937_64 rng(51);
+  const int saved = omp_get_max_threads();
+  for (int ndim : {1, 2, 3}) {
+    Shape s;
+    s.ndim = ndim;
+    s.accuracy = 8;
+    s.nshots = 3;
+    s.store_interval = 2;
+    s.nt = 9;
+    s.max_model = ndim == 1 ? 2000 : ndim == 2 ? 40 : 12;  // 1D: several chunks per shot
+    const RandomProblem<float> rp(rng, s);
+    omp_set_num_threads(1);
+    const auto f1 = run_forward<float>(cpu::scalar_forward<float>, rp, rp.p, rp.initial);
+    const auto b1 = run_backward<float>(cpu::scalar_backward<float>, rp, rp.p, f1.stored);
+    omp_set_num_threads(2);
+    const auto f2 = run_forward<float>(cpu::scalar_forward<float>, rp, rp.p, rp.initial);
+    const auto b2 = run_backward<float>(cpu::scalar_backward<float>, rp, rp.p, f2.stored);
+    EXPECT_EQ(f1.state.u, f2.state.u);
+    EXPECT_EQ(f1.state.u_prev, f2.state.u_prev);
+    for (int d = 0; d < ndim; ++d) {
+      EXPECT_EQ(f1.state.psi[d], f2.state.psi[d]);
+      EXPECT_EQ(f1.state.zeta[d], f2.state.zeta[d]);
+      EXPECT_EQ(b1.state.psi[d], b2.state.psi[d]);
+      EXPECT_EQ(b1.state.zeta[d], b2.state.zeta[d]);
+    }
+    EXPECT_EQ(f1.receivers, f2.receivers);
+    EXPECT_EQ(f1.stored, f2.stored);
+    EXPECT_EQ(b1.state.u, b2.state.u);
+    EXPECT_EQ(b1.state.u_prev, b2.state.u_prev);
+    EXPECT_EQ(b1.grad_sources, b2.grad_sources);
+    EXPECT_EQ(b1.grad_v, b2.grad_v);
+  }
+  omp_set_num_threads(saved);
+}
+
+// <F x, y> = <x, F^T y> with x = (initial state, sources), y = (final-state gradient, receiver
+// gradient): the backward pass is the exact transpose, whatever the reference does.
+TEST(ScalarCpu, BackwardIsTheTransposeOfForward) {
+  std::mt19937_64 rng(61);
+  for (int ndim : {1, 2, 3})
+    for (int accuracy : {2, 8}) {
+      Shape s;
+      s.ndim = ndim;
+      s.accuracy = accuracy;
+      s.nshots = 2;
+      s.nt = 7;
+      s.store_interval = 0;
+      s.max_model = ndim == 3 ? 6 : 12;
+      const RandomProblem<double> rp(rng, s);
+      const auto f = run_forward<double>(cpu::scalar_forward<double>, rp, rp.p, rp.initial);
+      const auto b = run_backward<double>(cpu::scalar_backward<double>, rp, rp.p, {});
+      double magnitude = 0, forward_side = dot(f.receivers, rp.grad_receivers, &magnitude);
+      auto fs = f.state, gf = rp.grad_final, x0 = rp.initial, bs = b.state;
+      const auto fo = fs.arrays(ndim), yo = gf.arrays(ndim), xi = x0.arrays(ndim),
+                 bi = bs.arrays(ndim);
+      for (std::size_t k = 0; k < fo.size(); ++k) forward_side += dot(*fo[k], *yo[k], &magnitude);
+      double backward_side = dot(b.grad_sources, rp.sources, &magnitude);
+      for (std::size_t k = 0; k < xi.size(); ++k) backward_side += dot(*xi[k], *bi[k], &magnitude);
+      EXPECT_LE(std::abs(forward_side - backward_side), 1e-13 * magnitude)
+          << "ndim " << ndim << " accuracy " << accuracy << ": " << forward_side << " vs "
+          << backward_side;
+    }
+}
+
+// d/dv <F(x; v), y> along a random direction: central differences against <grad_v, dv>
+// (store_interval 1, so the stored fields are exact), shared and batched v.
+TEST(ScalarCpu, VelocityGradientIsTheDerivative) {
+  std::mt19937_64 rng(71);
+  for (int ndim : {1, 2, 3})
+    for (bool batched : {false, true}) {
+      Shape s;
+      s.ndim = ndim;
+      s.accuracy = 4;
+      s.nshots = 3;
+      s.nt = 6;
+      s.v_batched = batched;
+      s.store_interval = 1;
+      s.max_model = ndim == 3 ? 6 : 12;
+      const RandomProblem<double> rp(rng, s);
+      auto loss = [&](const std::vector<double>& v) {
+        ScalarProblem<double> p = rp.p;
+        p.v = v.data();
+        auto f = run_forward<double>(cpu::scalar_forward<double>, rp, p, rp.initial);
+        double m = 0, l = dot(f.receivers, rp.grad_receivers, &m);
+        auto gf = rp.grad_final;
+        const auto fo = f.state.arrays(ndim), yo = gf.arrays(ndim);
+        for (std::size_t k = 0; k < fo.size(); ++k) l += dot(*fo[k], *yo[k], &m);
+        return l;
+      };
+      const auto f = run_forward<double>(cpu::scalar_forward<double>, rp, rp.p, rp.initial);
+      auto b = run_backward<double>(cpu::scalar_backward<double>, rp, rp.p, f.stored);
+      std::vector<double> dv(rp.v.size());
+      std::uniform_real_distribution<double> uni(-1, 1);
+      for (auto& e : dv) e = uni(rng);
+      double m = 0, analytic = 0;
+      for (std::size_t i = 0; i < dv.size(); ++i) {
+        analytic += (b.grad_v[i] - rp.grad_v0[i]) * dv[i];
+        m += std::abs((b.grad_v[i] - rp.grad_v0[i]) * dv[i]);
+      }
+      const double eps = 1e-4;
+      std::vector<double> plus = rp.v, minus = rp.v;
+      for (std::size_t i = 0; i < dv.size(); ++i) {
+        plus[i] += eps * dv[i];
+        minus[i] -= eps * dv[i];
+      }
+      const double numeric = (loss(plus) - loss(minus)) / (2 * eps);
+      EXPECT_LE(std::abs(numeric - analytic), 1e-6 * m)
+          << "ndim " << ndim << (batched ? " batched" : " shared") << ": " << numeric << " vs "
+          << analytic;
+    }
+}
