@@ -111,11 +111,6 @@ void warn_if_busy(const Roofline& r, std::ostream& out) {
                        r.load_average, cpus);
 }
 
-double physical_memory_bytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page_size = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page_size > 0 ? double(pages) * double(page_size) : 0.0;
-}
 
 std::string format_bytes(double bytes) {
   if (bytes >= 1024.0 * 1024 * 1024)

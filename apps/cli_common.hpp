@@ -63,7 +63,6 @@ std::optional<Roofline> roofline_for(const Device& device, int threads, Roofline
 // Warns on `out` when the roofline was measured on a busy machine.
 void warn_if_busy(const Roofline& r, std::ostream& out);
 
-double physical_memory_bytes();
 
 std::string format_bytes(double bytes);
 std::string format_count(double n);  // 1.8e+08 style for large counts, plain for small ones

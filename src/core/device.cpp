@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 #include <omp.h>
+#include <unistd.h>
 
 #include <charconv>
 
@@ -60,6 +61,12 @@ Device select_device(std::string_view spec) {
 }
 
 int max_threads() { return omp_get_max_threads(); }
+
+double physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page_size > 0 ? double(pages) * double(page_size) : 0.0;
+}
 
 ThreadCount::ThreadCount(int threads) : previous_(omp_get_max_threads()) {
   if (threads > 0) omp_set_num_threads(threads);

@@ -670,6 +670,18 @@ class GradientStore {
       chunk_steps_ = std::max<std::int64_t>(s.nt_inner, 1);
       return;
     }
+    if (!disk_) {
+      // Refuse up front what would end in std::bad_alloc or in swapping, and say what helps.
+      const double needed = static_cast<double>(nstored_) * nshots_ * shot_record_bytes_;
+      const double memory = physical_memory_bytes();
+      if (memory > 0 && needed > 0.8 * memory)
+        throw_invalid_argument(
+            "storage", "what the gradient stores to fit in memory (0.8 of this host's "
+            + fmt::format("{:.1f} GiB); use StorageMode::disk, storage compression, or a larger "
+                          "model_gradient_sampling_interval", memory / (1 << 30)),
+            fmt::format("{:.1f} GiB for {} stored steps x {} shots x {} cells", needed / (1 << 30),
+                        nstored_, nshots_, points_));
+    }
     if (!compress_ && !disk_) {
       chunk_stored_ = nstored_;
       buffer_.resize(static_cast<std::size_t>(nstored_ * record));

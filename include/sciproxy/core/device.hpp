@@ -43,6 +43,8 @@ std::string cuda_unavailable_reason();              // why cuda_device_count() i
 
 int max_threads();  // OpenMP threads a parallel region gets by default
 
+double physical_memory_bytes();  // of this host; 0 when unknown
+
 // Sets the OpenMP thread count for the lifetime of the object (nparallel arguments), then restores it.
 class ThreadCount {
  public:
