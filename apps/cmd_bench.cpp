@@ -102,6 +102,42 @@ std::vector<Device> bench_devices(const std::vector<std::string>& names) {
   return devices;
 }
 
+// The checks every sweep makes before it measures anything: dtypes, device names (malformed
+// ones are usage errors even when that device is skipped), output paths, and python3 with
+// matplotlib when a plot is asked for, so a sweep never fails after minutes of measuring.
+struct SweepChecks {
+  std::vector<Dtype> dtypes;
+  std::string plot_script;  // empty without --plot
+};
+
+SweepChecks check_sweep_options(const std::vector<std::string>& dtype_names,
+                                const std::vector<std::string>& device_names,
+                                const std::string& json_path, const std::string& plot_path) {
+  SweepChecks checks;
+  for (const auto& d : dtype_names) checks.dtypes.push_back(parse_dtype(d));
+  if (checks.dtypes.empty()) throw UsageError("--dtype: expected at least one of float32, float64");
+  for (const auto& d : device_names) {
+    try {
+      if (d != "auto") (void)parse_device(d);
+    } catch (const InvalidArgument&) {
+      throw UsageError(fmt::format(
+          "--device: expected a list of auto, reference, cpu, cuda, cuda:N; got \"{}\"", d));
+    }
+  }
+  if (!json_path.empty()) check_output_path(json_path, "--json");
+  if (!plot_path.empty()) {
+    check_output_path(plot_path, "--plot");
+    checks.plot_script = locate_plot_script();
+    if (run_program({"python3", "--version"}, true) != 0)
+      throw RuntimeError("--plot needs python3, which was not found on PATH");
+    if (run_program({"python3", "-c", "import matplotlib"}, true) != 0)
+      throw RuntimeError(
+          "--plot needs matplotlib for python3 (pip install matplotlib, or apt install "
+          "python3-matplotlib)");
+  }
+  return checks;
+}
+
 int run_bench(const BenchOptions& opt) {
   if (opt.ntraces < 1)
     throw UsageError(fmt::format("--ntraces: expected at least 1, got {}", opt.ntraces));
@@ -113,32 +149,8 @@ int run_bench(const BenchOptions& opt) {
   check_threads(opt.threads);
   check_repetitions(opt.reps);
   const auto sizes = sweep_sizes(opt.sizes);
-  std::vector<Dtype> dtypes;
-  for (const auto& d : opt.dtypes) dtypes.push_back(parse_dtype(d));
-  if (dtypes.empty()) throw UsageError("--dtype: expected at least one of float32, float64");
-  for (const auto& d : opt.devices) {  // malformed names are usage errors even when skipped
-    try {
-      if (d != "auto") (void)parse_device(d);
-    } catch (const InvalidArgument&) {
-      throw UsageError(
-          fmt::format("--device: expected a list of auto, reference, cpu, cuda, cuda:N; "
-                      "got \"{}\"",
-                      d));
-    }
-  }
-  if (!opt.json_path.empty()) check_output_path(opt.json_path, "--json");
-  std::string script;
-  if (!opt.plot_path.empty()) {
-    check_output_path(opt.plot_path, "--plot");
-    script = locate_plot_script();
-    // Fail before the sweep, not after minutes of measuring.
-    if (run_program({"python3", "--version"}, true) != 0)
-      throw RuntimeError("--plot needs python3, which was not found on PATH");
-    if (run_program({"python3", "-c", "import matplotlib"}, true) != 0)
-      throw RuntimeError(
-          "--plot needs matplotlib for python3 (pip install matplotlib, or apt install "
-          "python3-matplotlib)");
-  }
+  const auto [dtypes, script] =
+      check_sweep_options(opt.dtypes, opt.devices, opt.json_path, opt.plot_path);
 
   const std::vector<Device> devices = bench_devices(opt.devices);
   RunOptions run;
@@ -381,31 +393,8 @@ int run_bench_scalar(const BenchScalarOptions& opt) {
   check_threads(opt.threads);
   check_repetitions(opt.reps);
   const auto sizes = scalar_sweep_sizes(opt.sizes, opt.ndim);
-  std::vector<Dtype> dtypes;
-  for (const auto& d : opt.dtypes) dtypes.push_back(parse_dtype(d));
-  if (dtypes.empty()) throw UsageError("--dtype: expected at least one of float32, float64");
-  for (const auto& d : opt.devices) {
-    try {
-      if (d != "auto") (void)parse_device(d);
-    } catch (const InvalidArgument&) {
-      throw UsageError(
-          fmt::format("--device: expected a list of auto, reference, cpu, cuda, cuda:N; "
-                      "got \"{}\"",
-                      d));
-    }
-  }
-  if (!opt.json_path.empty()) check_output_path(opt.json_path, "--json");
-  std::string script;
-  if (!opt.plot_path.empty()) {
-    check_output_path(opt.plot_path, "--plot");
-    script = locate_plot_script();
-    if (run_program({"python3", "--version"}, true) != 0)
-      throw RuntimeError("--plot needs python3, which was not found on PATH");
-    if (run_program({"python3", "-c", "import matplotlib"}, true) != 0)
-      throw RuntimeError(
-          "--plot needs matplotlib for python3 (pip install matplotlib, or apt install "
-          "python3-matplotlib)");
-  }
+  const auto [dtypes, script] =
+      check_sweep_options(opt.dtypes, opt.devices, opt.json_path, opt.plot_path);
   auto spec_for = [&](Dtype dtype, std::int64_t n) {
     ScalarSpec s;
     s.ndim = opt.ndim;
