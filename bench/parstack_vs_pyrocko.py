@@ -21,16 +21,15 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import platform
 import socket
 import statistics
-import subprocess
 import sys
-import time
 
 import numpy as np
+
+from benchlib import cpu_model, git_commit, rel_l2, timed, write_json_atomically
 
 SIZES = {
     "a": dict(ntraces=30, nshifts=10000, nsamples=6000, shifts=(-100, 100),
@@ -63,37 +62,10 @@ def multiply_adds(arrays, offsets, shifts, weights) -> int:
     return int(overlap[weights != 0].sum())
 
 
-def rel_l2(out, ref) -> float:
-    out = np.asarray(out, dtype=np.float64).ravel()
-    ref = np.asarray(ref, dtype=np.float64).ravel()
-    if out.shape != ref.shape or not np.isfinite(out).all():
-        return float("inf")
-    norm = np.linalg.norm(ref)
-    diff = np.linalg.norm(out - ref)
-    return float(diff / norm) if norm > 0 else float(diff)
 
 
-def cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
-def git_commit() -> str:
-    here = os.path.dirname(os.path.abspath(__file__))
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True,
-                                text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
-                               capture_output=True, text=True).stdout.strip()
-        return commit + ("-dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def environment(args, sciproxy, pyrocko) -> dict:
@@ -117,10 +89,6 @@ def environment(args, sciproxy, pyrocko) -> dict:
     }
 
 
-def timed(call):
-    t0 = time.perf_counter()
-    out = call()
-    return time.perf_counter() - t0, out
 
 
 def stats(seconds, macs):
@@ -189,12 +157,6 @@ def print_row(r):
     sys.stdout.flush()
 
 
-def write_json_atomically(path, data):
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(data, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, path)
 
 
 def main(argv=None):
