@@ -3,15 +3,19 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
 #include <functional>
-#include <iosfwd>
+#include <iostream>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "sciproxy/core/bench.hpp"
 #include "sciproxy/core/device.hpp"
+#include "sciproxy/core/error.hpp"
 #include "sciproxy/core/metrics.hpp"
 
 namespace sciproxy::app {
@@ -73,5 +77,22 @@ int run_program(const std::vector<std::string>& argv, bool quiet = false);
 
 // Folder holding the running executable ("" when unknown).
 std::string executable_dir();
+
+// The end of a kernel command: writes the run's JSON with the environment when asked, then
+// fails the command (exit 1) when the verification against the reference failed.
+template <class Run>
+int finish_run(const Run& out, const std::string& json_path, int threads) {
+  if (!json_path.empty()) {
+    nlohmann::json j = out.to_json();
+    j["environment"] = environment_record(threads);
+    write_file_atomically(json_path, j.dump(2) + "\n");
+    fmt::print("Wrote {}\n", json_path);
+  }
+  std::cout.flush();
+  if (!out.passed())
+    throw RuntimeError(fmt::format("verification against the reference failed: {}",
+                                   out.report.verification->summary()));
+  return 0;
+}
 
 }  // namespace sciproxy::app

@@ -115,17 +115,7 @@ int run_scalar_command(const ScalarCliOptions& opt) {
     for (const auto& [name, c] : out.checks) fmt::print("  {}: {}\n", name, c.summary());
   }
 
-  if (!opt.json_path.empty()) {
-    nlohmann::json j = out.to_json();
-    j["environment"] = environment_record(threads);
-    write_file_atomically(opt.json_path, j.dump(2) + "\n");
-    fmt::print("Wrote {}\n", opt.json_path);
-  }
-  std::cout.flush();
-  if (!out.passed())
-    throw RuntimeError(fmt::format("verification against the reference failed: {}",
-                                   out.report.verification->summary()));
-  return 0;
+  return finish_run(out, opt.json_path, threads);
 }
 
 }  // namespace
