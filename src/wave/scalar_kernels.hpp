@@ -42,6 +42,8 @@ struct ScalarProblem {
   std::array<const T*, kMaxDims> a = {}, b = {}, dbdx = {};
   // Per dimension, the cells [pml_interior[2d], pml_interior[2d+1]) where a, b, b', psi and zeta,
   // and the a*psi of every stencil neighbour, are all zero: there W is the plain Laplacian.
+  // The adjoint also reads b and b' at the neighbours, so its plain range is this box narrowed
+  // by accuracy/2 per side (the backends narrow it themselves).
   std::array<std::int64_t, 2 * kMaxDims> pml_interior = {0, 1, 0, 1, 0, 1};
   std::int64_t nsources = 0, nreceivers = 0;       // per shot
   const std::int64_t* source_cells = nullptr;       // [nshots, nsources] flat padded index
