@@ -138,6 +138,30 @@ SweepChecks check_sweep_options(const std::vector<std::string>& dtype_names,
   return checks;
 }
 
+// Writes the sweep's JSON (to a temporary file when only a plot is asked for) and its plot.
+void write_sweep_outputs(const nlohmann::json& doc, const std::string& json_option,
+                         const std::string& plot_path, const std::string& script,
+                         const std::string& name) {
+  std::string json_path = json_option;
+  const bool temporary = json_path.empty() && !plot_path.empty();
+  if (temporary)
+    json_path = (std::filesystem::temp_directory_path() /
+                 fmt::format("sciproxy-{}-{}.json", name, getpid()))
+                    .string();
+  if (!json_path.empty()) {
+    write_file_atomically(json_path, doc.dump(2) + "\n");
+    if (!temporary) fmt::print("Wrote {}\n", json_path);
+  }
+  if (!plot_path.empty()) {
+    std::fflush(stdout);
+    const int rc = run_program({"python3", script, json_path, plot_path});
+    if (temporary) std::filesystem::remove(json_path);
+    if (rc != 0)
+      throw RuntimeError(fmt::format("--plot: {} failed with exit status {}", script, rc));
+    fmt::print("Wrote {}\n", plot_path);
+  }
+}
+
 int run_bench(const BenchOptions& opt) {
   if (opt.ntraces < 1)
     throw UsageError(fmt::format("--ntraces: expected at least 1, got {}", opt.ntraces));
@@ -255,26 +279,7 @@ int run_bench(const BenchOptions& opt) {
                         {"environment", environment_record(threads)},
                         {"results", results}};
 
-  std::string json_path = opt.json_path;
-  bool temporary = false;
-  if (json_path.empty() && !opt.plot_path.empty()) {
-    json_path =
-        (std::filesystem::temp_directory_path() / fmt::format("sciproxy-bench-{}.json", getpid()))
-            .string();
-    temporary = true;
-  }
-  if (!json_path.empty()) {
-    write_file_atomically(json_path, doc.dump(2) + "\n");
-    if (!temporary) fmt::print("Wrote {}\n", json_path);
-  }
-  if (!opt.plot_path.empty()) {
-    std::fflush(stdout);
-    const int rc = run_program({"python3", script, json_path, opt.plot_path});
-    if (temporary) std::filesystem::remove(json_path);
-    if (rc != 0)
-      throw RuntimeError(fmt::format("--plot: {} failed with exit status {}", script, rc));
-    fmt::print("Wrote {}\n", opt.plot_path);
-  }
+  write_sweep_outputs(doc, opt.json_path, opt.plot_path, script, "bench");
   return 0;
 }
 
@@ -497,26 +502,7 @@ int run_bench_scalar(const BenchScalarOptions& opt) {
                         {"environment", environment_record(threads)},
                         {"results", results}};
 
-  std::string json_path = opt.json_path;
-  bool temporary = false;
-  if (json_path.empty() && !opt.plot_path.empty()) {
-    json_path = (std::filesystem::temp_directory_path() /
-                 fmt::format("sciproxy-bench-scalar-{}.json", getpid()))
-                    .string();
-    temporary = true;
-  }
-  if (!json_path.empty()) {
-    write_file_atomically(json_path, doc.dump(2) + "\n");
-    if (!temporary) fmt::print("Wrote {}\n", json_path);
-  }
-  if (!opt.plot_path.empty()) {
-    std::fflush(stdout);
-    const int rc = run_program({"python3", script, json_path, opt.plot_path});
-    if (temporary) std::filesystem::remove(json_path);
-    if (rc != 0)
-      throw RuntimeError(fmt::format("--plot: {} failed with exit status {}", script, rc));
-    fmt::print("Wrote {}\n", opt.plot_path);
-  }
+  write_sweep_outputs(doc, opt.json_path, opt.plot_path, script, "bench-scalar");
   return 0;
 }
 
