@@ -1,0 +1,60 @@
+// Arithmetic shared by both TTI operators (the workshop's one-field demo and the coupled P/M
+// system of Bube et al. 2016) and by every backend (SCIPROXY_HD: host and device).
+//
+// Staggered first derivatives of order A = 4, 8, 12, 16 (radius M = A/2), coefficients c_k from
+// the Taylor conditions sum_k c_k (2k-1)^(2j+1) / 2^(2j) = delta_j0 (Fornberg 1988); A = 8 gives
+// WaveFD's 1225/1024, -245/3072, 49/5120, -5/7168. On a grid of spacing h:
+//   D+ f[i] = sum_{k=1..M} c_k (f[i+k] - f[i-k+1]) / h     (at i + 1/2; offsets -(M-1) .. +M)
+//   D- g[i] = sum_{k=1..M} c_k (g[i+k-1] - g[i-k]) / h     (at i;       offsets -M .. M-1)
+// D- = -(D+)^T on a grid whose fields vanish in a halo of M cells, so D- . (C D+) is symmetric
+// (negative semi-definite for C symmetric positive semi-definite): the operators are
+// self-adjoint, and their adjoint is the same stencil.
+#pragma once
+
+#include "sciproxy/core/hd.hpp"
+
+namespace sciproxy::wave::tti {
+
+// Coefficient c_k (k = 1 .. A/2) of the staggered first derivative of order A.
+template <int A>
+SCIPROXY_HD constexpr double staggered_coefficient(int k) {
+  static_assert(A == 4 || A == 8 || A == 12 || A == 16, "space order must be 4, 8, 12 or 16");
+  if constexpr (A == 4) {
+    constexpr double c[] = {9.0 / 8, -1.0 / 24};
+    return c[k - 1];
+  } else if constexpr (A == 8) {
+    constexpr double c[] = {1225.0 / 1024, -245.0 / 3072, 49.0 / 5120, -5.0 / 7168};
+    return c[k - 1];
+  } else if constexpr (A == 12) {
+    constexpr double c[] = {160083.0 / 131072,  -12705.0 / 131072, 22869.0 / 1310720,
+                            -5445.0 / 1835008,  847.0 / 2359296,   -63.0 / 2883584};
+    return c[k - 1];
+  } else {
+    constexpr double c[] = {41409225.0 / 33554432, -3578575.0 / 33554432, 3864861.0 / 167772160,
+                            -1254825.0 / 234881024, 325325.0 / 301989888,  -61425.0 / 369098752,
+                            7425.0 / 436207616,     -143.0 / 167772160};
+    return c[k - 1];
+  }
+}
+
+// D+ along a line through f with stride s (in elements); rh = 1 / h.
+template <int A, class T>
+SCIPROXY_HD T staggered_forward(const T* f, long s, T rh) {
+  T sum = 0;
+  SCIPROXY_UNROLL
+  for (int k = 1; k <= A / 2; ++k)
+    sum += T(staggered_coefficient<A>(k)) * (f[k * s] - f[(1 - k) * s]);
+  return sum * rh;
+}
+
+// D- along a line through g with stride s.
+template <int A, class T>
+SCIPROXY_HD T staggered_backward(const T* g, long s, T rh) {
+  T sum = 0;
+  SCIPROXY_UNROLL
+  for (int k = 1; k <= A / 2; ++k)
+    sum += T(staggered_coefficient<A>(k)) * (g[(k - 1) * s] - g[-k * s]);
+  return sum * rh;
+}
+
+}  // namespace sciproxy::wave::tti
