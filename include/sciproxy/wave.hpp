@@ -10,11 +10,12 @@
 // downsampled in the frequency domain. See docs/kernels/scalar-wave.md.
 //
 // Arrays are row-major (C order), the last dimension contiguous; locations are cell indices
-// [shot, source or receiver, dim] into the model (not the padded grid).
+// [shot, source or receiver, dim] into the model (not the padded grid), or kIgnoreLocation.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -26,6 +27,10 @@
 namespace sciproxy::wave {
 
 constexpr int kMaxDims = 3;
+
+// A source or receiver whose coordinates are all this value is ignored: it injects nothing and
+// records zeros (Deepwave's IGNORE_LOCATION), so shots may have different numbers of each.
+constexpr std::int64_t kIgnoreLocation = -(std::int64_t(1) << 31);
 
 // What the backward pass keeps of the forward one: 2 v dt^2 L u^t at every stored step.
 enum class StorageMode {
@@ -44,6 +49,9 @@ struct ScalarOptions {
   // many cells per side (Deepwave's survey_pad; -1: to the edge of the model on that side).
   // All -1 (the default): the whole model.
   std::array<std::int64_t, 2 * kMaxDims> survey_pad = {-1, -1, -1, -1, -1, -1};
+  // With an initial state (and survey_pad all -1), the window is the state's padded shape less
+  // PML and halo, starting at this model cell (Deepwave's origin; none: the first cell).
+  std::optional<std::array<std::int64_t, kMaxDims>> origin;
   double max_vel = 0;    // m/s for the PML profiles and the CFL limit; 0: max |v|
   // Store what the gradient needs every this many inner steps. 1 (the default) gives the exact
   // gradient; Deepwave stores every step_ratio * interval inner steps, an approximation when

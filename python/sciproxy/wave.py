@@ -34,7 +34,12 @@ import numpy as np
 
 from . import _sciproxy
 
-__all__ = ["scalar", "scalar_gradient", "scalar_run", "cfl", "ScalarRun", "state_names"]
+__all__ = ["scalar", "scalar_gradient", "scalar_run", "cfl", "ScalarRun", "state_names",
+           "IGNORE_LOCATION"]
+
+# A source or receiver whose coordinates are all this value is ignored: it injects nothing and
+# records zeros, so shots may have different numbers of each (Deepwave's IGNORE_LOCATION).
+IGNORE_LOCATION = -(1 << 31)
 
 _DIM_NAMES = ("z", "y", "x")
 _STORAGE_MODES = ("device", "cpu", "disk", "none")
@@ -300,8 +305,15 @@ def _prepare(v, grid_spacing, dt, source_amplitudes, source_locations, receiver_
     pml_freq = _real("pml_freq", pml_freq, nonnegative=True)
     max_vel = 0.0 if max_vel is None else abs(_real("max_vel", max_vel))
     if origin is not None:
-        raise ValueError(f"origin: expected None (initial wavefields positioned within a "
-                         f"survey_pad window are not supported), got {_describe(origin)}")
+        try:
+            items = list(origin)
+        except TypeError:
+            raise TypeError(f"origin: expected one cell index per dimension, "
+                            f"got {_describe(origin)}") from None
+        if len(items) != ndim:
+            raise ValueError(f"origin: expected {ndim} cell indices (one per dimension), "
+                             f"got {len(items)}")
+        origin = [_integer(f"origin[{i}]", x, 0) for i, x in enumerate(items)]
     if storage_mode not in _STORAGE_MODES:
         raise ValueError(f"storage_mode: expected one of {', '.join(map(repr, _STORAGE_MODES))}, "
                          f"got {storage_mode!r}")
@@ -311,6 +323,7 @@ def _prepare(v, grid_spacing, dt, source_amplitudes, source_locations, receiver_
         "accuracy": accuracy,
         "pml_width": pml,
         "survey_pad": pad,
+        "origin": origin,
         "pml_freq": pml_freq,
         "max_vel": max_vel,
         "model_gradient_sampling_interval": _integer(
@@ -473,7 +486,8 @@ def scalar(v, grid_spacing, dt, source_amplitudes=None, source_locations=None,
     dt : seconds per sample of the source and receiver traces. A dt above the CFL limit is
         resampled: the propagator takes step_ratio inner steps per dt.
     source_amplitudes : [n_shots, n_sources, nt]; source_locations : int [n_shots, n_sources,
-        ndim] cell indices; receiver_locations : int [n_shots, n_receivers, ndim].
+        ndim] cell indices; receiver_locations : int [n_shots, n_receivers, ndim]. A location
+        whose coordinates are all IGNORE_LOCATION is ignored (injects nothing, records zeros).
     accuracy : 2, 4, 6 or 8 (spatial order of the stencils).
     pml_width : int or one per side (dim0 low, dim0 high, dim1 low, ...), cells.
     pml_freq : Hz; None: 25 Hz with a warning (as Deepwave).
@@ -482,7 +496,9 @@ def scalar(v, grid_spacing, dt, source_amplitudes=None, source_locations=None,
         only the cells spanned by the sources and receivers, widened by this many cells.
     wavefield_0, wavefield_m1, psi*_m1, zeta*_m1 : initial state, each [n_shots,
         *padded_shape] as a previous call returned it (the ones not given are zero).
-    origin : None only.
+    origin : with an initial state and no survey_pad, the model cell where the state's window
+        begins (one index per dimension; None: the first cell). The window spans the state's
+        padded shape less the PML and the halo (as Deepwave).
     nt : number of samples when there are no source amplitudes.
     model_gradient_sampling_interval, freq_taper_frac, time_pad_frac, time_taper,
     storage_mode ('device', 'cpu', 'disk', 'none'), storage_path, storage_compression :

@@ -96,6 +96,12 @@ wv::ScalarOptions options_of(const nb::dict& d) {
   const auto pad = nb::cast<std::vector<std::int64_t>>(d["survey_pad"]);
   for (std::size_t i = 0; i < o.pml_width.size() && i < pml.size(); ++i) o.pml_width[i] = pml[i];
   for (std::size_t i = 0; i < o.survey_pad.size() && i < pad.size(); ++i) o.survey_pad[i] = pad[i];
+  if (!d["origin"].is_none()) {
+    const auto origin = nb::cast<std::vector<std::int64_t>>(d["origin"]);
+    o.origin.emplace();
+    o.origin->fill(0);
+    for (std::size_t i = 0; i < o.origin->size() && i < origin.size(); ++i) (*o.origin)[i] = origin[i];
+  }
   o.pml_freq = nb::cast<double>(d["pml_freq"]);
   o.max_vel = nb::cast<double>(d["max_vel"]);
   o.model_gradient_sampling_interval = nb::cast<std::int64_t>(d["model_gradient_sampling_interval"]);

@@ -113,6 +113,16 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // Argument checks
 
+// A location whose coordinates are all kIgnoreLocation.
+bool is_ignored(const std::int64_t* x, int ndim) {
+  return std::all_of(x, x + ndim, [](std::int64_t c) { return c == kIgnoreLocation; });
+}
+
+// Where ignored sources and receivers point on the padded grid: the first halo cell, which every
+// wavefield keeps at zero, so they record zeros; their source amplitudes and receiver gradients
+// are zeroed here, so nothing is ever injected there.
+constexpr std::int64_t kIgnoredCell = 0;
+
 template <class T>
 std::int64_t check_input(const ScalarInput<T>& in, const ScalarOptions& opt) {
   const Grid& g = in.grid;
@@ -178,6 +188,7 @@ std::int64_t check_input(const ScalarInput<T>& in, const ScalarOptions& opt) {
     for (std::int64_t s = 0; s < in.nshots; ++s)
       for (std::int64_t k = 0; k < count; ++k) {
         const std::int64_t* x = loc.data() + (s * count + k) * g.ndim;
+        if (is_ignored(x, g.ndim)) continue;
         for (int d = 0; d < g.ndim; ++d)
           if (x[d] < 0 || x[d] >= g.shape[d])
             throw_invalid_argument(
@@ -189,11 +200,10 @@ std::int64_t check_input(const ScalarInput<T>& in, const ScalarOptions& opt) {
   check_locations(in.source_locations, in.nsources, "source_locations", "source");
   check_locations(in.receiver_locations, in.nreceivers, "receiver_locations", "receiver");
   for (std::int64_t s = 0; s < in.nshots; ++s) {
-    std::vector<std::pair<std::vector<std::int64_t>, std::int64_t>> cells_of(
-        static_cast<std::size_t>(in.nsources));
+    std::vector<std::pair<std::vector<std::int64_t>, std::int64_t>> cells_of;
     for (std::int64_t k = 0; k < in.nsources; ++k) {
       const std::int64_t* x = in.source_locations.data() + (s * in.nsources + k) * g.ndim;
-      cells_of[k] = {std::vector<std::int64_t>(x, x + g.ndim), k};
+      if (!is_ignored(x, g.ndim)) cells_of.push_back({std::vector<std::int64_t>(x, x + g.ndim), k});
     }
     std::sort(cells_of.begin(), cells_of.end());
     for (std::size_t k = 1; k < cells_of.size(); ++k)
@@ -210,6 +220,16 @@ std::int64_t check_input(const ScalarInput<T>& in, const ScalarOptions& opt) {
     require(opt.survey_pad[i] >= -1, fmt::format("survey_pad[{}]", i),
             "a number of cells >= 0, or -1 for the edge of the model",
             std::to_string(opt.survey_pad[i]));
+  }
+  if (opt.origin) {
+    for (int d = 0; d < g.ndim; ++d)
+      require((*opt.origin)[d] >= 0 && (*opt.origin)[d] < g.shape[d], fmt::format("origin[{}]", d),
+              fmt::format("a model cell index in [0, {})", g.shape[d]),
+              std::to_string((*opt.origin)[d]));
+    for (int i = 0; i < 2 * g.ndim; ++i)
+      require(opt.survey_pad[i] == -1, "origin",
+              "no origin when survey_pad is given (the window comes from one or the other)",
+              fmt::format("an origin together with survey_pad[{}] = {}", i, opt.survey_pad[i]));
   }
   require(std::isfinite(opt.pml_freq) && opt.pml_freq >= 0, "pml_freq",
           "a finite frequency >= 0 in Hz", fmt::format("{}", opt.pml_freq));
@@ -267,6 +287,7 @@ struct Setup {
           f((i0 * n[1] + i1) * n[2] + i2, Shape{i0, i1, i2});
   }
   std::int64_t padded_cell(const std::int64_t* loc) const {
+    if (is_ignored(loc, ndim)) return kIgnoredCell;
     std::int64_t c = 0;
     for (int d = 0; d < kMaxDims; ++d)
       c = c * n[d] + (d < ndim ? loc[d] - begin[d] + offset[d] : 0);
@@ -274,10 +295,65 @@ struct Setup {
   }
 };
 
+template <class T>
+bool has_fields(const ScalarState<T>* st, int ndim) {
+  if (!st) return false;
+  bool any = !st->wavefield.empty() || !st->previous_wavefield.empty();
+  for (int d = 0; d < ndim; ++d) any = any || !st->psi[d].empty() || !st->zeta[d].empty();
+  return any;
+}
+
+// Deepwave's rule for continuing a run: without survey_pad, an initial state fixes the window.
+// It starts at opt.origin (default the first model cell) and spans the state's padded shape less
+// the PML and the halo; every source and receiver must lie inside it.
+template <class T>
+void window_from_state(Setup<T>& s, const ScalarInput<T>& in, const ScalarOptions& opt,
+                       const ScalarState<T>* initial) {
+  const bool from_state = has_fields(initial, s.ndim) &&
+                          std::all_of(opt.survey_pad.begin(), opt.survey_pad.begin() + 2 * s.ndim,
+                                      [](std::int64_t p) { return p == -1; });
+  if (!from_state) {
+    require(!opt.origin, "origin",
+            "an origin only together with an initial state (it places that state's window)",
+            "an origin without an initial wavefield");
+    return;
+  }
+  for (int d = 0; d < s.ndim; ++d) {
+    const std::int64_t first = opt.origin ? (*opt.origin)[d] : 0;
+    const std::int64_t extent =
+        initial->padded_shape[d] - 2 * s.halo - s.pml_width[2 * d] - s.pml_width[2 * d + 1];
+    require(extent >= 1 && first + extent <= s.model_shape[d], "initial.padded_shape",
+            fmt::format("in dimension {}, a window of at least one cell inside the model once "
+                        "the PML ({} + {}) and halo (2 x {}) are taken off, from origin {} to at "
+                        "most the model's {} cells",
+                        d, s.pml_width[2 * d], s.pml_width[2 * d + 1], s.halo, first,
+                        s.model_shape[d]),
+            fmt::format("{} cells (a window of {})", initial->padded_shape[d], extent));
+    s.begin[d] = first;
+    s.end[d] = first + extent;
+  }
+  auto check_inside = [&](std::span<const std::int64_t> loc, const char* name) {
+    for (std::size_t i = 0; i < loc.size(); i += static_cast<std::size_t>(s.ndim)) {
+      if (is_ignored(loc.data() + i, s.ndim)) continue;
+      for (int d = 0; d < s.ndim; ++d)
+        if (loc[i + d] < s.begin[d] || loc[i + d] >= s.end[d])
+          throw_invalid_argument(
+              name,
+              fmt::format("locations inside the initial state's window, cells [{}, {}) of "
+                          "dimension {} (set by origin and the state's shape)",
+                          s.begin[d], s.end[d], d),
+              fmt::format("{} in dimension {} (entry {})", loc[i + d], d,
+                          i / static_cast<std::size_t>(s.ndim)));
+    }
+  };
+  check_inside(in.source_locations, "source_locations");
+  check_inside(in.receiver_locations, "receiver_locations");
+}
+
 // Fills s in place: s.problem points into s's own arrays.
 template <class T>
 void make_setup(Setup<T>& s, const ScalarInput<T>& in, const ScalarOptions& opt,
-                std::int64_t store_interval) {
+                std::int64_t store_interval, const ScalarState<T>* initial) {
   s.nt = check_input(in, opt);
   const Grid& g = in.grid;
   s.ndim = g.ndim;
@@ -321,20 +397,22 @@ void make_setup(Setup<T>& s, const ScalarInput<T>& in, const ScalarOptions& opt,
   for (int d = 0; d < s.ndim; ++d) {
     std::int64_t lo = g.shape[d], hi = -1;
     auto span = [&](std::span<const std::int64_t> loc) {
-      for (std::size_t i = static_cast<std::size_t>(d); i < loc.size();
-           i += static_cast<std::size_t>(s.ndim)) {
-        lo = std::min(lo, loc[i]);
-        hi = std::max(hi, loc[i]);
+      for (std::size_t i = 0; i < loc.size(); i += static_cast<std::size_t>(s.ndim)) {
+        if (is_ignored(loc.data() + i, s.ndim)) continue;
+        lo = std::min(lo, loc[i + d]);
+        hi = std::max(hi, loc[i + d]);
       }
     };
     span(in.source_locations);
     span(in.receiver_locations);
     const std::int64_t pad_lo = opt.survey_pad[2 * d], pad_hi = opt.survey_pad[2 * d + 1];
-    s.begin[d] =
-        pad_lo < 0 || !any_location ? 0 : std::clamp(lo - pad_lo, std::int64_t(0), g.shape[d]);
-    s.end[d] = pad_hi < 0 || !any_location
-                   ? g.shape[d]
-                   : std::clamp(hi + pad_hi + 1, std::int64_t(0), g.shape[d]);
+    const bool located = any_location && hi >= 0;  // some location not ignored
+    s.begin[d] = pad_lo < 0 || !located ? 0 : std::clamp(lo - pad_lo, std::int64_t(0), g.shape[d]);
+    s.end[d] = pad_hi < 0 || !located ? g.shape[d]
+                                      : std::clamp(hi + pad_hi + 1, std::int64_t(0), g.shape[d]);
+  }
+  window_from_state(s, in, opt, initial);
+  for (int d = 0; d < s.ndim; ++d) {
     s.offset[d] = s.halo + s.pml_width[2 * d];
     s.n[d] = (s.end[d] - s.begin[d]) + 2 * s.halo + s.pml_width[2 * d] + s.pml_width[2 * d + 1];
   }
@@ -428,11 +506,7 @@ ScalarState<T> make_state(const Setup<T>& s, const ScalarState<T>* given, const 
       dst.assign(size, T(0));
     }
   };
-  bool any = false;
-  if (given) {
-    any = !given->wavefield.empty() || !given->previous_wavefield.empty();
-    for (int d = 0; d < s.ndim; ++d) any = any || !given->psi[d].empty() || !given->zeta[d].empty();
-  }
+  const bool any = has_fields(given, s.ndim);
   if (any) {
     Shape expected = s.n, got = given->padded_shape;
     for (int d = s.ndim; d < kMaxDims; ++d) got[d] = expected[d] = 1;
@@ -493,7 +567,7 @@ std::vector<T> scaled_sources(const Setup<T>& s, std::span<const T> amplitudes,
   for (std::int64_t tr = 0; tr < ntr; ++tr) {
     const double vs =
         s.v[s.model_of(tr / std::max<std::int64_t>(s.nsources, 1)) * s.points + s.source_cells[tr]];
-    const double scale = -vs * vs * dt2;
+    const double scale = s.source_cells[tr] == kIgnoredCell ? 0.0 : -vs * vs * dt2;
     for (std::int64_t t = 0; t < s.nt_inner; ++t)
       out[t * ntr + tr] = static_cast<T>(scale * inner[tr * s.nt_inner + t]);
   }
@@ -521,7 +595,8 @@ std::vector<T> receivers_in_adjoint(const Setup<T>& s, std::span<const T> grad) 
   if (grad.empty()) return tm;
   detail::downsample_adjoint(grad.data(), ntr, s.nt, s.resampling, traces.data());
   for (std::int64_t t = 0; t < s.nt_inner; ++t)
-    for (std::int64_t tr = 0; tr < ntr; ++tr) tm[t * ntr + tr] = traces[tr * s.nt_inner + t];
+    for (std::int64_t tr = 0; tr < ntr; ++tr)
+      if (s.receiver_cells[tr] != kIgnoredCell) tm[t * ntr + tr] = traces[tr * s.nt_inner + t];
   return tm;
 }
 
@@ -825,7 +900,7 @@ ScalarOutput<T> scalar(const Device& device, const ScalarInput<T>& in, const Sca
   ScalarOutput<T> out;
   {
     auto r = Timers::region(timers, "setup");
-    make_setup(s, in, opt, 0);
+    make_setup(s, in, opt, 0, initial);
     out.state = make_state(s, initial, "initial");
   }
   std::vector<T> sources;
@@ -865,7 +940,7 @@ ScalarGradient<T> scalar_gradient(const Device& device, const ScalarInput<T>& in
   ScalarState<T> adjoint;
   {
     auto r = Timers::region(timers, "setup");
-    make_setup(s, in, opt, store_interval);
+    make_setup(s, in, opt, store_interval, initial);
     const std::int64_t nrec = s.nshots * s.nreceivers * s.nt;
     require(grad_receiver_amplitudes.empty() ||
                 static_cast<std::int64_t>(grad_receiver_amplitudes.size()) == nrec,
@@ -943,6 +1018,7 @@ ScalarGradient<T> scalar_gradient(const Device& device, const ScalarInput<T>& in
     const double dt2 = s.inner_dt * s.inner_dt;
     std::vector<T> grad_inner(static_cast<std::size_t>(ntr * s.nt_inner));
     for (std::int64_t tr = 0; tr < ntr; ++tr) {
+      if (s.source_cells[tr] == kIgnoredCell) continue;  // gradient zero: it injects nothing
       const std::int64_t m = s.model_of(tr / std::max<std::int64_t>(s.nsources, 1));
       const double vs = s.v[m * s.points + s.source_cells[tr]];
       double dv = 0;

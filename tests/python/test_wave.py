@@ -212,7 +212,7 @@ def call(**changes):
         (dict(pml_freq=-25.0), ValueError, "pml_freq"),
         (dict(survey_pad=[1, 2]), ValueError, "survey_pad"),
         (dict(nt=7), ValueError, "nt"),
-        (dict(origin=[0, 0]), ValueError, "origin"),
+        (dict(origin=[0, 0]), ValueError, "origin"),  # no initial state to place
         (dict(storage_mode="tape"), ValueError, "storage_mode"),
         (dict(time_taper="yes"), TypeError, "time_taper"),
         (dict(model_gradient_sampling_interval=0), ValueError, "model_gradient_sampling_interval"),
@@ -361,3 +361,56 @@ def test_torch_wrapper_gradcheck_through_state():
         return torch.cat([first[-1], second[-1]], dim=-1)
 
     assert torch.autograd.gradcheck(f, (v, amps), eps=1e-6, atol=1e-8, rtol=1e-5)
+
+
+# --- windows: origin, and ignored locations ----------------------------------------------------
+
+
+def test_origin_places_a_continued_window_like_deepwave():
+    p = problem(2, nshots=1, nt=40, dt=0.0006)
+    p["source_locations"] = np.array([[[10, 12]]])
+    p["receiver_locations"] = np.array([[[12, 15], [14, 20]]])
+    whole = sw.scalar(**p, survey_pad=3, device="cpu")
+    half = 20
+    first = sw.scalar(**dict(p, source_amplitudes=p["source_amplitudes"][..., :half]), survey_pad=3,
+                      device="cpu")
+    # The window of survey_pad=3 starts at cell (10 - 3, 12 - 3); a state from it needs that origin.
+    state = dict(zip(sw.state_names(2), first[:-1]))
+    second = sw.scalar(**dict(p, source_amplitudes=p["source_amplitudes"][..., half:]), **state,
+                       origin=[7, 9], device="cpu")
+    assert rel_l2(np.concatenate([first[-1], second[-1]], axis=-1), whole[-1]) < 1e-12
+    # Without origin the window would start at cell 0 and miss the receivers.
+    with raises(ValueError, "receiver_locations"):
+        sw.scalar(**dict(p, source_amplitudes=p["source_amplitudes"][..., half:]), **state,
+                  device="cpu")
+    with raises(ValueError, "origin"):  # with survey_pad: one or the other
+        sw.scalar(**p, **state, origin=[7, 9], survey_pad=3, device="cpu")
+    with raises(ValueError, "origin[1]"):
+        sw.scalar(**p, **state, origin=[7, 99], device="cpu")
+    with raises(ValueError, "origin"):
+        sw.scalar(**p, **state, origin=[7], device="cpu")
+    with raises(ValueError, "wavefield_0"):  # the window would run past the model
+        sw.scalar(**p, **state, origin=[15, 9], device="cpu")
+
+
+def test_ignored_locations_inject_nothing_and_record_zeros():
+    ignore = sw.IGNORE_LOCATION
+    p = problem(2, nshots=2, nt=30)
+    p["source_locations"] = np.array([[[2, 4], [ignore, ignore]], [[2, 10], [5, 7]]])
+    p["source_amplitudes"] = np.random.default_rng(1).standard_normal((2, 2, 30))
+    p["receiver_locations"][0, 3] = ignore
+    out = sw.scalar(**p, device="cpu")
+    assert np.all(out[-1][0, 3] == 0)
+    alone = sw.scalar(**dict(p, source_amplitudes=p["source_amplitudes"][:1, :1],
+                             source_locations=p["source_locations"][:1, :1],
+                             receiver_locations=p["receiver_locations"][:1, :3]), device="cpu")
+    assert rel_l2(out[-1][0, :3], alone[-1][0]) < 1e-13
+    grad_v, grad_sources = sw.scalar_gradient(
+        **p, grad_receiver_amplitudes=np.ones((2, 4, 30)), device="cpu")
+    assert np.all(grad_sources[0, 1] == 0) and np.any(grad_sources[0, 0] != 0)
+    ref_v, _ = sw.scalar_gradient(**p, grad_receiver_amplitudes=np.ones((2, 4, 30)),
+                                  device="reference")
+    assert rel_l2(grad_v, ref_v) < 1e-12
+    with raises(ValueError, "source_locations"):  # all coordinates or none
+        sw.scalar(**dict(p, source_locations=np.array([[[2, 4], [ignore, 3]], [[2, 10], [5, 7]]])),
+                  device="cpu")
