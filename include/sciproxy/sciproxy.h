@@ -107,6 +107,109 @@ sciproxy_status sciproxy_scalar_gradient_f64(
     double max_vel, const char* device, const double* grad_receiver_amplitudes, double* grad_v,
     double* grad_source_amplitudes);
 
+/* scalar_born: Born (linearised) modelling, Deepwave's scalar_born; arguments as for scalar, plus
+ * scatter [nmodels, *shape] m/s (the velocity perturbation) and nbg_receivers background receivers
+ * at bg_receiver_locations [nshots, nbg_receivers, ndim] (NULL when 0). Writes the scattered data
+ * receiver_amplitudes [nshots, nreceivers, nt] (the derivative of scalar's data in the direction
+ * scatter) and bg_receiver_amplitudes [nshots, nbg_receivers, nt] (the background field).
+ * scalar_born_gradient: given grad_receiver_amplitudes (and optionally, else NULL,
+ * grad_bg_receiver_amplitudes), writes grad_scatter [nmodels, *shape] (the migration image; the
+ * scatter may be NULL: it does not enter it) and, when not NULL, grad_source_amplitudes
+ * [nshots, nsources, nt]. */
+sciproxy_status sciproxy_scalar_born_f32(
+    int ndim, const int64_t* shape, const double* spacing, const float* v, const float* scatter,
+    int64_t nmodels, double dt, int64_t nt, int64_t nshots, int64_t nsources, int64_t nreceivers,
+    int64_t nbg_receivers, const float* source_amplitudes, const int64_t* source_locations,
+    const int64_t* receiver_locations, const int64_t* bg_receiver_locations, int accuracy,
+    const int64_t* pml_width, double pml_freq, double max_vel, const char* device,
+    float* receiver_amplitudes, float* bg_receiver_amplitudes);
+sciproxy_status sciproxy_scalar_born_gradient_f32(
+    int ndim, const int64_t* shape, const double* spacing, const float* v, const float* scatter,
+    int64_t nmodels, double dt, int64_t nt, int64_t nshots, int64_t nsources, int64_t nreceivers,
+    int64_t nbg_receivers, const float* source_amplitudes, const int64_t* source_locations,
+    const int64_t* receiver_locations, const int64_t* bg_receiver_locations, int accuracy,
+    const int64_t* pml_width, double pml_freq, double max_vel, const char* device,
+    const float* grad_receiver_amplitudes, const float* grad_bg_receiver_amplitudes, float* grad_scatter,
+    float* grad_source_amplitudes);
+sciproxy_status sciproxy_scalar_born_f64(
+    int ndim, const int64_t* shape, const double* spacing, const double* v, const double* scatter,
+    int64_t nmodels, double dt, int64_t nt, int64_t nshots, int64_t nsources, int64_t nreceivers,
+    int64_t nbg_receivers, const double* source_amplitudes, const int64_t* source_locations,
+    const int64_t* receiver_locations, const int64_t* bg_receiver_locations, int accuracy,
+    const int64_t* pml_width, double pml_freq, double max_vel, const char* device,
+    double* receiver_amplitudes, double* bg_receiver_amplitudes);
+sciproxy_status sciproxy_scalar_born_gradient_f64(
+    int ndim, const int64_t* shape, const double* spacing, const double* v, const double* scatter,
+    int64_t nmodels, double dt, int64_t nt, int64_t nshots, int64_t nsources, int64_t nreceivers,
+    int64_t nbg_receivers, const double* source_amplitudes, const int64_t* source_locations,
+    const int64_t* receiver_locations, const int64_t* bg_receiver_locations, int accuracy,
+    const int64_t* pml_width, double pml_freq, double max_vel, const char* device,
+    const double* grad_receiver_amplitudes, const double* grad_bg_receiver_amplitudes, double* grad_scatter,
+    double* grad_source_amplitudes);
+
+/* tti: the coupled P/M self-adjoint TTI propagator with variable density, Q sponge and optional
+ * free surface (Bube et al. 2016); see include/sciproxy/tti.hpp for the equations. Arrays are
+ * row-major, axis 2 fastest; the model arrays are [shape[0] * shape[1] * shape[2]] cells, and
+ * every one but vp may be NULL (b = 1, epsilon = delta = theta = phi = 0, f = default_f).
+ * Angles in radians. Locations are cell indices into the model: source_locations
+ * [nshots, nsources, 3], receiver_locations [nshots, nreceivers, 3]. options: NULL for
+ * sciproxy_tti_default_options(). A dt beyond the stability limit is an error.
+ * Forward: source_amplitudes [nshots, nsources, nt] in, receiver_amplitudes
+ * [nshots, nreceivers, nt] out (P at the receivers). Adjoint: receiver_data
+ * [nshots, nreceivers, nt] in, source_amplitudes [nshots, nsources, nt] out: the exact adjoint of
+ * the forward map from source amplitudes to receiver amplitudes (RTM / FWI). */
+typedef struct sciproxy_tti_options {
+  int space_order;          /* 4, 8, 12 or 16 (default 8) */
+  int64_t sponge_width[6];  /* cells per side {axis0 low, axis0 high, axis1 low, ...} (60) */
+  double q_min;             /* Q at the outer edge of the sponge (0.1) */
+  double q_interior;        /* Q in the model (100) */
+  double freq_q;            /* Hz (5); 0: no attenuation */
+  double default_f;         /* f where the f array is NULL (0.85) */
+  int free_surface;         /* non-zero: free surface at the first cell of axis 0 (0) */
+  int nparallel;            /* OpenMP threads for the cpu backend; <= 0: all */
+} sciproxy_tti_options;
+
+typedef struct sciproxy_tti_model_f64 {
+  int64_t shape[3];
+  double spacing[3]; /* metres */
+  const double *vp, *buoyancy, *epsilon, *delta, *theta, *phi, *f;
+} sciproxy_tti_model_f64;
+
+typedef struct sciproxy_tti_model_f32 {
+  int64_t shape[3];
+  double spacing[3]; /* metres */
+  const float *vp, *buoyancy, *epsilon, *delta, *theta, *phi, *f;
+} sciproxy_tti_model_f32;
+
+sciproxy_tti_options sciproxy_tti_default_options(void);
+
+sciproxy_status sciproxy_tti_f64(const sciproxy_tti_model_f64* model,
+                                 const sciproxy_tti_options* options, double dt, int64_t nt,
+                                 int64_t nshots, int64_t nsources, int64_t nreceivers,
+                                 const double* source_amplitudes, const int64_t* source_locations,
+                                 const int64_t* receiver_locations, const char* device,
+                                 double* receiver_amplitudes);
+sciproxy_status sciproxy_tti_f32(const sciproxy_tti_model_f32* model,
+                                 const sciproxy_tti_options* options, double dt, int64_t nt,
+                                 int64_t nshots, int64_t nsources, int64_t nreceivers,
+                                 const float* source_amplitudes, const int64_t* source_locations,
+                                 const int64_t* receiver_locations, const char* device,
+                                 float* receiver_amplitudes);
+sciproxy_status sciproxy_tti_adjoint_f64(const sciproxy_tti_model_f64* model,
+                                         const sciproxy_tti_options* options, double dt,
+                                         int64_t nt, int64_t nshots, int64_t nsources,
+                                         int64_t nreceivers, const double* receiver_data,
+                                         const int64_t* source_locations,
+                                         const int64_t* receiver_locations, const char* device,
+                                         double* source_amplitudes);
+sciproxy_status sciproxy_tti_adjoint_f32(const sciproxy_tti_model_f32* model,
+                                         const sciproxy_tti_options* options, double dt,
+                                         int64_t nt, int64_t nshots, int64_t nsources,
+                                         int64_t nreceivers, const float* receiver_data,
+                                         const int64_t* source_locations,
+                                         const int64_t* receiver_locations, const char* device,
+                                         float* source_amplitudes);
+
 #ifdef __cplusplus
 }
 #endif

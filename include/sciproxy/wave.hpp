@@ -141,4 +141,64 @@ ScalarGradient<T> scalar_gradient(const Device& device, const ScalarInput<T>& in
                                   const ScalarState<T>* grad_final = nullptr,
                                   Timers* timers = nullptr);
 
+// ---------------------------------------------------------------------------------------------
+// Born (linearised) modelling, Deepwave's scalar_born. The scattered field u_sc is the exact
+// derivative of the forward wavefield in the direction `scatter` of v (the PML profiles, max_vel
+// and the step ratio held at their values for v):
+//   u_sc^{t+1} = v^2 dt^2 L u_sc^t + 2 u_sc^t - u_sc^{t-1} + 2 v scatter dt^2 L u^t
+//                - 2 v scatter dt^2 f^t (at the source cells),
+// so the Born receiver data is J scatter with J the Jacobian of scalar()'s receiver data with
+// respect to v, and its adjoint (the migration image) is scalar_gradient's grad_v.
+
+template <class T>
+struct ScalarBornInput {
+  // v, the grid, the sources, and in receiver_locations the receivers of the scattered field.
+  ScalarInput<T> background;
+  std::span<const T> scatter;  // [nmodels, *shape] m/s, as v; may be empty (zero) for gradients
+  std::int64_t nbg_receivers = 0;                         // per shot
+  std::span<const std::int64_t> bg_receiver_locations;    // [nshots, nbg_receivers, ndim]
+};
+
+template <class T>
+struct ScalarBornOutput {
+  ScalarState<T> state;                    // background field after the last step
+  ScalarState<T> scattered_state;          // scattered field after the last step
+  std::vector<T> bg_receiver_amplitudes;   // [nshots, nbg_receivers, nt]
+  std::vector<T> receiver_amplitudes;      // scattered: [nshots, nreceivers, nt]
+  std::int64_t step_ratio = 1;
+  double inner_dt = 0;
+  WorkModel work;
+};
+
+template <class T>
+struct ScalarBornGradient {
+  // J^T grad_receiver_amplitudes: the gradient with respect to scatter (the migration image),
+  // [nmodels, *shape]. Exact with the default options (model_gradient_sampling_interval 1, no
+  // storage compression).
+  std::vector<T> scatter;
+  // Gradient of <grad_receiver_amplitudes, Born data> + <grad_bg_receiver_amplitudes, background
+  // data> with respect to the source amplitudes, [nshots, nsources, nt]; empty unless asked for.
+  std::vector<T> source_amplitudes;
+  ScalarOutput<T> forward;  // the background forward pass (receivers: those of the scattered field)
+};
+
+// Born forward modelling. `initial` / `initial_scattered` (optional) are the states to start from.
+template <class T>
+ScalarBornOutput<T> scalar_born(const Device& device, const ScalarBornInput<T>& in,
+                                const ScalarOptions& opt, const ScalarState<T>* initial = nullptr,
+                                const ScalarState<T>* initial_scattered = nullptr,
+                                Timers* timers = nullptr);
+
+// Adjoint of scalar_born: the migration image (scalar_gradient's machinery) and, with
+// `source_gradient`, the gradient with respect to the source amplitudes (one more adjoint pass of
+// the coupled background and scattered fields). grad_bg_receiver_amplitudes may be empty (zero).
+template <class T>
+ScalarBornGradient<T> scalar_born_gradient(const Device& device, const ScalarBornInput<T>& in,
+                                           const ScalarOptions& opt,
+                                           std::span<const T> grad_receiver_amplitudes,
+                                           std::span<const T> grad_bg_receiver_amplitudes = {},
+                                           bool source_gradient = true,
+                                           const ScalarState<T>* initial = nullptr,
+                                           Timers* timers = nullptr);
+
 }  // namespace sciproxy::wave

@@ -613,3 +613,125 @@ def cfl(grid_spacing, dt, max_vel):
     inner_dt, step_ratio = _sciproxy.scalar_cfl(len(spacing), spacing, _real("dt", dt, positive=True),
                                                 abs(_real("max_vel", max_vel)))
     return float(inner_dt), int(step_ratio)
+
+
+# ---------------------------------------------------------------------------------------------
+# Born (linearised) modelling, deepwave.scalar_born
+
+
+def _born_arrays(v, scatter, bg_receiver_locations, args, dtype, required):
+    """scatter of v's shape (None: zeros when not required) and int64 background receivers."""
+    ndim, nshots = args[2], args[7]
+    v_arr = args[0]
+    if scatter is None:
+        if required:
+            raise ValueError(f"scatter: expected an array of v's shape {v_arr.shape}, got None")
+        scatter = np.zeros(v_arr.shape, dtype)
+    else:
+        scatter = _as_array("scatter", scatter)
+        if scatter.dtype.kind not in "biuf":
+            raise TypeError(f"scatter: expected real numbers, got {_describe(scatter)}")
+        if scatter.size != v_arr.size or (scatter.shape != np.shape(v) and
+                                          scatter.shape != v_arr.shape):
+            raise ValueError(f"scatter: expected v's shape {np.shape(v)}, got {_describe(scatter)}")
+        with np.errstate(over="ignore", invalid="ignore"):
+            scatter = np.ascontiguousarray(scatter, dtype=dtype).reshape(v_arr.shape)
+    if bg_receiver_locations is None:
+        bg = np.zeros((nshots, 0, ndim), np.int64)
+    else:
+        bg = _as_array("bg_receiver_locations", bg_receiver_locations)
+        if bg.dtype.kind not in "iu":
+            raise TypeError(f"bg_receiver_locations: expected integer (int64) cell indices, "
+                            f"got {_describe(bg)}")
+        if bg.ndim != 3 or bg.shape[0] != nshots or bg.shape[2] != ndim:
+            raise ValueError(f"bg_receiver_locations: expected shape [n_shots={nshots}, "
+                             f"n_receivers, ndim={ndim}], got {_describe(bg)}")
+        bg = np.ascontiguousarray(bg, dtype=np.int64)
+    return scatter, bg
+
+
+def scalar_born(v, scatter, grid_spacing, dt, source_amplitudes=None, source_locations=None,
+                receiver_locations=None, bg_receiver_locations=None, accuracy=4, pml_width=20,
+                pml_freq=None, max_vel=None, survey_pad=None, wavefield_0=None, wavefield_m1=None,
+                wavefield_sc_0=None, wavefield_sc_m1=None, origin=None, nt=None,
+                model_gradient_sampling_interval=1, freq_taper_frac=0.0, time_pad_frac=0.0,
+                time_taper=False, device="auto", nparallel=None):
+    """Born modelling, like ``deepwave.scalar_born`` (numpy arrays in and out).
+
+    ``scatter`` (v's shape, m/s) is the velocity perturbation; the scattered field is the exact
+    derivative of ``scalar``'s wavefield in that direction (PML profiles, max_vel and the step
+    ratio held at their values for v). ``receiver_locations`` record the scattered field,
+    ``bg_receiver_locations`` (optional) the background. Other arguments as ``scalar``.
+
+    Returns (wavefield_0, wavefield_m1, *psi_m1, *zeta_m1, wavefield_sc_0, wavefield_sc_m1,
+    *psi_sc_m1, *zeta_sc_m1, bg_receiver_amplitudes, receiver_amplitudes): Deepwave 0.0.27's
+    order (0.1's PropagatorOutput groups the PML fields into one auxiliary_state); the data are
+    [n_shots, n_receivers, nt] (background data empty without bg_receiver_locations).
+    """
+    state = dict(wavefield_0=wavefield_0, wavefield_m1=wavefield_m1)
+    args, initial, dev, dtype = _prepare(
+        v, grid_spacing, dt, source_amplitudes, source_locations, receiver_locations, accuracy,
+        pml_width, pml_freq, max_vel, survey_pad, state, origin, nt,
+        model_gradient_sampling_interval, freq_taper_frac, time_pad_frac, time_taper, "device",
+        ".", False, device, nparallel, 3)
+    ndim, nshots = args[2], args[7]
+    scatter, bg = _born_arrays(v, scatter, bg_receiver_locations, args, dtype, True)
+    sc_state = {"wavefield_0": None if wavefield_sc_0 is None else _as_array("wavefield_sc_0",
+                                                                              wavefield_sc_0),
+                "wavefield_m1": None if wavefield_sc_m1 is None else _as_array(
+                    "wavefield_sc_m1", wavefield_sc_m1)}
+    initial_sc = _state_tuple(sc_state, state_names(ndim), ndim, nshots, dtype, "scattered ")
+    out = _kernel("scalar_born", dtype, ndim)(*args, scatter, bg, int(bg.shape[1]), initial,
+                                               initial_sc, dev)
+    b, s = out["background"], out["scattered"]
+    return (b["wavefield_0"], b["wavefield_m1"], *b["psi"], *b["zeta"], s["wavefield_0"],
+            s["wavefield_m1"], *s["psi"], *s["zeta"], out["bg_receiver_amplitudes"],
+            out["receiver_amplitudes"])
+
+
+def scalar_born_gradient(v, scatter, grid_spacing, dt, source_amplitudes=None,
+                         source_locations=None, receiver_locations=None,
+                         bg_receiver_locations=None, accuracy=4, pml_width=20, pml_freq=None,
+                         max_vel=None, survey_pad=None, nt=None,
+                         model_gradient_sampling_interval=1, freq_taper_frac=0.0,
+                         time_pad_frac=0.0, time_taper=False, storage_mode="device",
+                         storage_path=".", storage_compression=False, device="auto",
+                         nparallel=None, *, grad_receiver_amplitudes,
+                         grad_bg_receiver_amplitudes=None, source_gradient=True):
+    """The adjoint of ``scalar_born``: returns (grad_scatter, grad_source_amplitudes).
+
+    grad_scatter (v's shape) is the migration image J^T grad_receiver_amplitudes, exactly
+    ``scalar_gradient``'s grad_v for that data gradient (``scatter`` does not enter it and may be
+    None). grad_source_amplitudes: the gradient of <grad_receiver_amplitudes, Born data> +
+    <grad_bg_receiver_amplitudes, background data> with respect to the source amplitudes (one
+    more adjoint pass of the coupled fields; None with ``source_gradient=False`` or no sources).
+    """
+    args, initial, dev, dtype = _prepare(
+        v, grid_spacing, dt, source_amplitudes, source_locations, receiver_locations, accuracy,
+        pml_width, pml_freq, max_vel, survey_pad, {}, None, nt, model_gradient_sampling_interval,
+        freq_taper_frac, time_pad_frac, time_taper, storage_mode, storage_path,
+        storage_compression, device, nparallel, 3)
+    ndim, nt_, nshots, nreceivers = args[2], args[6], args[7], args[9]
+    scatter, bg = _born_arrays(v, scatter, bg_receiver_locations, args, dtype, False)
+
+    def trace_gradient(name, value, count):
+        g = _as_array(name, value)
+        if g.dtype.kind not in "biuf":
+            raise TypeError(f"{name}: expected real numbers, got {_describe(g)}")
+        if g.shape != (nshots, count, nt_):
+            raise ValueError(f"{name}: expected shape ({nshots}, {count}, {nt_}), "
+                             f"got {_describe(g)}")
+        return np.ascontiguousarray(g, dtype=dtype)
+
+    grad_r = trace_gradient("grad_receiver_amplitudes", grad_receiver_amplitudes, nreceivers)
+    grad_bg = None
+    if grad_bg_receiver_amplitudes is not None:
+        grad_bg = trace_gradient("grad_bg_receiver_amplitudes", grad_bg_receiver_amplitudes,
+                                 int(bg.shape[1]))
+    want_source = _bool("source_gradient", source_gradient) and source_amplitudes is not None
+    out = _kernel("scalar_born_gradient", dtype, ndim)(
+        *args, scatter, bg, int(bg.shape[1]), initial, grad_r, grad_bg, want_source, dev)
+    return out["grad_scatter"].reshape(np.shape(v)), out["grad_source_amplitudes"]
+
+
+__all__ += ["scalar_born", "scalar_born_gradient"]

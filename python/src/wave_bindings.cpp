@@ -306,6 +306,100 @@ nb::dict scalar_gradient(nb::handle v, std::int64_t nmodels, int ndim,
   return d;
 }
 
+// scalar_born_<dtype>(<scalar's arguments up to options>, scatter, bg_receiver_locations,
+//                     initial, initial_scattered, device); nbg receivers from the locations' shape.
+template <class T>
+nb::dict scalar_born(nb::handle v, std::int64_t nmodels, int ndim, const std::vector<std::int64_t>& shape,
+                     const std::vector<double>& spacing, double dt, std::int64_t nt, std::int64_t nshots,
+                     std::int64_t nsources, std::int64_t nreceivers, nb::handle amplitudes,
+                     nb::handle source_locations, nb::handle receiver_locations, nb::dict options,
+                     nb::handle scatter, nb::handle bg_receiver_locations, std::int64_t nbg_receivers,
+                     nb::handle initial, nb::handle initial_scattered, const std::string& device_spec) {
+  const Inputs<T> x = inputs_of<T>(v, nmodels, ndim, shape, spacing, dt, nt, nshots, nsources,
+                                   nreceivers, amplitudes, source_locations, receiver_locations);
+  const Array<T> sc = array_of<T>(scatter, "scatter");
+  const Locations bg = locations_of(bg_receiver_locations, "bg_receiver_locations");
+  wv::ScalarBornInput<T> in;
+  in.background = x.in;
+  in.scatter = span_of(sc);
+  in.nbg_receivers = nbg_receivers;
+  in.bg_receiver_locations = {bg.data(), bg.size()};
+  const wv::ScalarOptions opt = options_of(options);
+  wv::ScalarState<T> state, state_sc;
+  const bool has_initial = state_of<T>(initial, ndim, state, "");
+  const bool has_initial_sc = state_of<T>(initial_scattered, ndim, state_sc, "");
+  const sciproxy::Device device = sciproxy::select_device(device_spec);
+  sciproxy::Timers timers;
+  wv::ScalarBornOutput<T> out;
+  {
+    nb::gil_scoped_release release;
+    out = wv::scalar_born<T>(device, in, opt, has_initial ? &state : nullptr,
+                             has_initial_sc ? &state_sc : nullptr, &timers);
+  }
+  nb::dict d;
+  d["background"] = state_to_python(std::move(out.state), ndim, nshots);
+  d["scattered"] = state_to_python(std::move(out.scattered_state), ndim, nshots);
+  d["bg_receiver_amplitudes"] =
+      to_numpy(std::move(out.bg_receiver_amplitudes), {nshots, nbg_receivers, nt});
+  d["receiver_amplitudes"] = to_numpy(std::move(out.receiver_amplitudes), {nshots, nreceivers, nt});
+  d["step_ratio"] = out.step_ratio;
+  d["inner_dt"] = out.inner_dt;
+  d["work"] = work_to_python(out.work);
+  d["timers"] = timers_to_python(timers);
+  d["device"] = device.name();
+  return d;
+}
+
+// scalar_born_gradient_<dtype>(..., scatter, bg_receiver_locations, nbg, initial,
+//                              grad_receiver_amplitudes, grad_bg_receiver_amplitudes or None,
+//                              source_gradient, device)
+template <class T>
+nb::dict scalar_born_gradient(nb::handle v, std::int64_t nmodels, int ndim,
+                              const std::vector<std::int64_t>& shape, const std::vector<double>& spacing,
+                              double dt, std::int64_t nt, std::int64_t nshots, std::int64_t nsources,
+                              std::int64_t nreceivers, nb::handle amplitudes, nb::handle source_locations,
+                              nb::handle receiver_locations, nb::dict options, nb::handle scatter,
+                              nb::handle bg_receiver_locations, std::int64_t nbg_receivers,
+                              nb::handle initial, nb::handle grad_receivers, nb::handle grad_bg,
+                              bool source_gradient, const std::string& device_spec) {
+  const Inputs<T> x = inputs_of<T>(v, nmodels, ndim, shape, spacing, dt, nt, nshots, nsources,
+                                   nreceivers, amplitudes, source_locations, receiver_locations);
+  const Array<T> sc = array_of<T>(scatter, "scatter");
+  const Locations bg = locations_of(bg_receiver_locations, "bg_receiver_locations");
+  const Array<T> grad_r = array_of<T>(grad_receivers, "grad_receiver_amplitudes");
+  Array<T> grad_b;
+  if (!grad_bg.is_none()) grad_b = array_of<T>(grad_bg, "grad_bg_receiver_amplitudes");
+  wv::ScalarBornInput<T> in;
+  in.background = x.in;
+  in.scatter = span_of(sc);
+  in.nbg_receivers = nbg_receivers;
+  in.bg_receiver_locations = {bg.data(), bg.size()};
+  const wv::ScalarOptions opt = options_of(options);
+  wv::ScalarState<T> state;
+  const bool has_initial = state_of<T>(initial, ndim, state, "");
+  const sciproxy::Device device = sciproxy::select_device(device_spec);
+  sciproxy::Timers timers;
+  wv::ScalarBornGradient<T> g;
+  {
+    nb::gil_scoped_release release;
+    g = wv::scalar_born_gradient<T>(device, in, opt, span_of(grad_r),
+                                    grad_bg.is_none() ? std::span<const T>() : span_of(grad_b),
+                                    source_gradient, has_initial ? &state : nullptr, &timers);
+  }
+  std::vector<std::int64_t> vshape{nmodels};
+  vshape.insert(vshape.end(), shape.begin(), shape.end());
+  nb::dict d;
+  d["grad_scatter"] = to_numpy(std::move(g.scatter), vshape);
+  if (source_gradient && g.source_amplitudes.empty())
+    g.source_amplitudes.assign(static_cast<std::size_t>(nshots * nsources * nt), T(0));
+  d["grad_source_amplitudes"] =
+      source_gradient ? to_numpy(std::move(g.source_amplitudes), {nshots, nsources, nt})
+                      : nb::object(nb::none());
+  d["timers"] = timers_to_python(timers);
+  d["device"] = device.name();
+  return d;
+}
+
 nb::tuple cfl(int ndim, const std::vector<double>& spacing, double dt, double max_vel) {
   sciproxy::require(ndim >= 1 && ndim <= wv::kMaxDims, "ndim", "1, 2 or 3", std::to_string(ndim));
   sciproxy::require(spacing.size() == static_cast<std::size_t>(ndim), "grid_spacing",
@@ -335,6 +429,10 @@ void register_wave(nb::module_& m) {
         "shape"_a, "spacing"_a, "dt"_a, "nt"_a, "nshots"_a, "nsources"_a, "nreceivers"_a,
         "source_amplitudes"_a, "source_locations"_a, "receiver_locations"_a, "options"_a,
         "initial"_a.none(), "grad_receiver_amplitudes"_a, "grad_final"_a.none(), "device"_a);
+  m.def("scalar_born_float32", &scalar_born<float>, "v"_a, "nmodels"_a, "ndim"_a, "shape"_a, "spacing"_a, "dt"_a, "nt"_a, "nshots"_a, "nsources"_a, "nreceivers"_a, "source_amplitudes"_a, "source_locations"_a, "receiver_locations"_a, "options"_a, "scatter"_a, "bg_receiver_locations"_a, "nbg_receivers"_a, "initial"_a.none(), "initial_scattered"_a.none(), "device"_a);
+  m.def("scalar_born_float64", &scalar_born<double>, "v"_a, "nmodels"_a, "ndim"_a, "shape"_a, "spacing"_a, "dt"_a, "nt"_a, "nshots"_a, "nsources"_a, "nreceivers"_a, "source_amplitudes"_a, "source_locations"_a, "receiver_locations"_a, "options"_a, "scatter"_a, "bg_receiver_locations"_a, "nbg_receivers"_a, "initial"_a.none(), "initial_scattered"_a.none(), "device"_a);
+  m.def("scalar_born_gradient_float32", &scalar_born_gradient<float>, "v"_a, "nmodels"_a, "ndim"_a, "shape"_a, "spacing"_a, "dt"_a, "nt"_a, "nshots"_a, "nsources"_a, "nreceivers"_a, "source_amplitudes"_a, "source_locations"_a, "receiver_locations"_a, "options"_a, "scatter"_a, "bg_receiver_locations"_a, "nbg_receivers"_a, "initial"_a.none(), "grad_receiver_amplitudes"_a, "grad_bg_receiver_amplitudes"_a.none(), "source_gradient"_a, "device"_a);
+  m.def("scalar_born_gradient_float64", &scalar_born_gradient<double>, "v"_a, "nmodels"_a, "ndim"_a, "shape"_a, "spacing"_a, "dt"_a, "nt"_a, "nshots"_a, "nsources"_a, "nreceivers"_a, "source_amplitudes"_a, "source_locations"_a, "receiver_locations"_a, "options"_a, "scatter"_a, "bg_receiver_locations"_a, "nbg_receivers"_a, "initial"_a.none(), "grad_receiver_amplitudes"_a, "grad_bg_receiver_amplitudes"_a.none(), "source_gradient"_a, "device"_a);
   m.def("scalar_cfl", &cfl, "ndim"_a, "spacing"_a, "dt"_a, "max_vel"_a,
         "(inner_dt, step_ratio) of Deepwave's CFL rule.");
 }

@@ -147,6 +147,88 @@ sciproxy_status gradient_impl(int ndim, const int64_t* shape, const double* spac
   });
 }
 
+
+// Born: the shared arguments plus the scatter and the background receivers.
+template <class T>
+wv::ScalarBornInput<T> make_born_input(const wv::ScalarInput<T>& in, const T* scatter,
+                                       int64_t nbg_receivers, const int64_t* bg_receiver_locations) {
+  sciproxy::require(nbg_receivers >= 0, "nbg_receivers", "0 or more", std::to_string(nbg_receivers));
+  wv::ScalarBornInput<T> b;
+  b.background = in;
+  b.scatter = input_span(scatter, static_cast<std::int64_t>(in.v.size()), "scatter");
+  b.nbg_receivers = nbg_receivers;
+  b.bg_receiver_locations = input_span(
+      bg_receiver_locations,
+      checked_product(checked_product(in.nshots, nbg_receivers, "nbg_receivers"), in.grid.ndim,
+                      "bg_receiver_locations"),
+      "bg_receiver_locations");
+  return b;
+}
+
+template <class T>
+sciproxy_status born_impl(int ndim, const int64_t* shape, const double* spacing, const T* v,
+                          const T* scatter, int64_t nmodels, double dt, int64_t nt, int64_t nshots,
+                          int64_t nsources, int64_t nreceivers, int64_t nbg_receivers,
+                          const T* amplitudes, const int64_t* source_locations,
+                          const int64_t* receiver_locations, const int64_t* bg_receiver_locations,
+                          int accuracy, const int64_t* pml_width, double pml_freq, double max_vel,
+                          const char* device, T* receiver_amplitudes, T* bg_receiver_amplitudes) {
+  return guarded([&] {
+    require_pointer(device, "device");
+    const wv::ScalarInput<T> in =
+        make_input<T>(ndim, shape, spacing, v, nmodels, dt, nt, nshots, nsources, nreceivers,
+                      amplitudes, source_locations, receiver_locations);
+    require_pointer(scatter, "scatter");
+    const auto born = make_born_input(in, scatter, nbg_receivers, bg_receiver_locations);
+    if (nreceivers > 0) require_pointer(receiver_amplitudes, "receiver_amplitudes");
+    if (nbg_receivers > 0) require_pointer(bg_receiver_amplitudes, "bg_receiver_amplitudes");
+    const auto opt = make_options(ndim, accuracy, pml_width, pml_freq, max_vel);
+    const auto out = wv::scalar_born<T>(sciproxy::select_device(device), born, opt);
+    copy_out(out.receiver_amplitudes, receiver_amplitudes, "receiver_amplitudes");
+    copy_out(out.bg_receiver_amplitudes, bg_receiver_amplitudes, "bg_receiver_amplitudes");
+  });
+}
+
+template <class T>
+sciproxy_status born_gradient_impl(
+    int ndim, const int64_t* shape, const double* spacing, const T* v, const T* scatter,
+    int64_t nmodels, double dt, int64_t nt, int64_t nshots, int64_t nsources, int64_t nreceivers,
+    int64_t nbg_receivers, const T* amplitudes, const int64_t* source_locations,
+    const int64_t* receiver_locations, const int64_t* bg_receiver_locations, int accuracy,
+    const int64_t* pml_width, double pml_freq, double max_vel, const char* device,
+    const T* grad_receivers, const T* grad_bg_receivers, T* grad_scatter,
+    T* grad_source_amplitudes) {
+  return guarded([&] {
+    require_pointer(device, "device");
+    require_pointer(grad_scatter, "grad_scatter");
+    const wv::ScalarInput<T> in =
+        make_input<T>(ndim, shape, spacing, v, nmodels, dt, nt, nshots, nsources, nreceivers,
+                      amplitudes, source_locations, receiver_locations);
+    // The scatter matters only for the source gradient (NULL: zero).
+    const auto born = make_born_input(in, scatter, nbg_receivers, bg_receiver_locations);
+    const auto grad_r = input_span(
+        grad_receivers,
+        checked_product(checked_product(nshots, nreceivers, "nreceivers"), nt, "grad_receiver_amplitudes"),
+        "grad_receiver_amplitudes");
+    std::span<const T> grad_bg;
+    if (grad_bg_receivers)
+      grad_bg = input_span(grad_bg_receivers,
+                           checked_product(checked_product(nshots, nbg_receivers, "nbg_receivers"), nt,
+                                           "grad_bg_receiver_amplitudes"),
+                           "grad_bg_receiver_amplitudes");
+    const auto opt = make_options(ndim, accuracy, pml_width, pml_freq, max_vel);
+    const auto g = wv::scalar_born_gradient<T>(sciproxy::select_device(device), born, opt, grad_r,
+                                               grad_bg, grad_source_amplitudes != nullptr);
+    copy_out(g.scatter, grad_scatter, "grad_scatter");
+    if (grad_source_amplitudes) {
+      if (g.source_amplitudes.empty())  // no sources or no steps: the gradient is zero
+        std::fill_n(grad_source_amplitudes, nshots * nsources * nt, T(0));
+      else
+        copy_out(g.source_amplitudes, grad_source_amplitudes, "grad_source_amplitudes");
+    }
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -201,5 +283,37 @@ sciproxy_status sciproxy_scalar_gradient_f64(
                        pml_width, pml_freq, max_vel, device, grad_receiver_amplitudes, grad_v,
                        grad_source_amplitudes);
 }
+
+#define SCIPROXY_BORN_C(T, S)                                                                      \
+  sciproxy_status sciproxy_scalar_born_##S(                                                        \
+      int ndim, const int64_t* shape, const double* spacing, const T* v, const T* scatter,         \
+      int64_t nmodels, double dt, int64_t nt, int64_t nshots, int64_t nsources,                    \
+      int64_t nreceivers, int64_t nbg_receivers, const T* source_amplitudes,                       \
+      const int64_t* source_locations, const int64_t* receiver_locations,                          \
+      const int64_t* bg_receiver_locations, int accuracy, const int64_t* pml_width,                \
+      double pml_freq, double max_vel, const char* device, T* receiver_amplitudes,                 \
+      T* bg_receiver_amplitudes) {                                                                 \
+    return born_impl(ndim, shape, spacing, v, scatter, nmodels, dt, nt, nshots, nsources,          \
+                     nreceivers, nbg_receivers, source_amplitudes, source_locations,               \
+                     receiver_locations, bg_receiver_locations, accuracy, pml_width, pml_freq,     \
+                     max_vel, device, receiver_amplitudes, bg_receiver_amplitudes);                \
+  }                                                                                                \
+  sciproxy_status sciproxy_scalar_born_gradient_##S(                                               \
+      int ndim, const int64_t* shape, const double* spacing, const T* v, const T* scatter,         \
+      int64_t nmodels, double dt, int64_t nt, int64_t nshots, int64_t nsources,                    \
+      int64_t nreceivers, int64_t nbg_receivers, const T* source_amplitudes,                       \
+      const int64_t* source_locations, const int64_t* receiver_locations,                          \
+      const int64_t* bg_receiver_locations, int accuracy, const int64_t* pml_width,                \
+      double pml_freq, double max_vel, const char* device, const T* grad_receiver_amplitudes,      \
+      const T* grad_bg_receiver_amplitudes, T* grad_scatter, T* grad_source_amplitudes) {          \
+    return born_gradient_impl(ndim, shape, spacing, v, scatter, nmodels, dt, nt, nshots, nsources, \
+                              nreceivers, nbg_receivers, source_amplitudes, source_locations,      \
+                              receiver_locations, bg_receiver_locations, accuracy, pml_width,      \
+                              pml_freq, max_vel, device, grad_receiver_amplitudes,                 \
+                              grad_bg_receiver_amplitudes, grad_scatter, grad_source_amplitudes);  \
+  }
+SCIPROXY_BORN_C(float, f32)
+SCIPROXY_BORN_C(double, f64)
+#undef SCIPROXY_BORN_C
 
 }  // extern "C"

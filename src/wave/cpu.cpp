@@ -281,11 +281,23 @@ struct ForwardShot {
   T dt2;
 };
 
+// Born: the scattered field of the same shot and the scatter (see scalar_kernels.hpp).
+template <class T>
+struct BornShot {
+  const T* u;  // u_sc^t
+  T* u_next;   // in: u_sc^{t-1}, out: u_sc^{t+1}
+  const T* scatter;
+  const T* psi[3];
+  T* psi_next[3];
+  T* zeta[3];
+};
+
 // flatten: pml_forward must be inlined for the loop to vectorise (GCC would call it otherwise).
-template <int NDIM, int A, unsigned M, class T>
+template <int NDIM, int A, unsigned M, bool BORN, class T>
 [[gnu::flatten]] inline void forward_segment(const Geometry<NDIM, T>& g, const ForwardShot<T>& f,
-                                             int64_t base, const std::array<int64_t, 3>& x,
-                                             int64_t j0, int64_t j1) {
+                                             const BornShot<T>* fs, int64_t base,
+                                             const std::array<int64_t, 3>& x, int64_t j0,
+                                             int64_t j1) {
   // Everything the loop reads besides the arrays, in locals (no aliasing with the stores).
   int64_t st[3], xo[3];
   T rdx[3], rdx2[3];
@@ -293,6 +305,9 @@ template <int NDIM, int A, unsigned M, class T>
   const T* psi[3];
   T* psi_next[3];
   T* zeta[3];
+  const T* psis[3] = {};
+  T* psis_next[3] = {};
+  T* zetas[3] = {};
   for (int d = 0; d < 3; ++d) {
     st[d] = g.s[d];
     xo[d] = x[d];
@@ -302,34 +317,49 @@ template <int NDIM, int A, unsigned M, class T>
     psi[d] = f.psi[d];
     psi_next[d] = f.psi_next[d];
     zeta[d] = f.zeta[d];
+    if constexpr (BORN) {
+      psis[d] = fs->psi[d];
+      psis_next[d] = fs->psi_next[d];
+      zetas[d] = fs->zeta[d];
+    }
   }
   const T* __restrict u = f.u;
   T* __restrict un = f.u_next;
   const T* __restrict v = f.v;
   T* __restrict stored = f.stored;
+  const T* __restrict us = BORN ? fs->u : nullptr;
+  T* __restrict usn = BORN ? fs->u_next : nullptr;
+  const T* __restrict scatter = BORN ? fs->scatter : nullptr;
   const T dt2 = f.dt2;
   constexpr int L = NDIM - 1;
-  auto term = [&]<int D>(int64_t i, int64_t j) -> T {
+  // W's term of dimension D for the field uu with auxiliaries ps, psn, ze.
+  auto term = [&]<int D>(int64_t i, int64_t j, const T* uu, const T* const* ps, T* const* psn,
+                         T* const* ze) -> T {
     if constexpr (D >= NDIM) {
       return T(0);
     } else {
       const int64_t xd = D == L ? j : xo[D];
       if constexpr ((M >> D) & 1u)
-        return pml_forward<A>(u, psi[D], psi_next[D], zeta[D], i, st[D], xd, pr[D], rdx[D],
-                              rdx2[D]);
+        return pml_forward<A>(uu, ps[D], psn[D], ze[D], i, st[D], xd, pr[D], rdx[D], rdx2[D]);
       else
-        return diff2<A>(u, i, st[D], rdx2[D]);
+        return diff2<A>(uu, i, st[D], rdx2[D]);
     }
   };
 #pragma omp simd
   for (int64_t j = j0; j < j1; ++j) {
     const int64_t i = base + j;
-    T w = term.template operator()<0>(i, j);
-    if constexpr (NDIM >= 2) w += term.template operator()<1>(i, j);
-    if constexpr (NDIM >= 3) w += term.template operator()<2>(i, j);
+    T w = term.template operator()<0>(i, j, u, psi, psi_next, zeta);
+    if constexpr (NDIM >= 2) w += term.template operator()<1>(i, j, u, psi, psi_next, zeta);
+    if constexpr (NDIM >= 3) w += term.template operator()<2>(i, j, u, psi, psi_next, zeta);
     const T vi = v[i];
     un[i] = vi * vi * dt2 * w + 2 * u[i] - un[i];
     if (stored != nullptr) stored[i] = 2 * vi * dt2 * w;  // loop-invariant test
+    if constexpr (BORN) {
+      T ws = term.template operator()<0>(i, j, us, psis, psis_next, zetas);
+      if constexpr (NDIM >= 2) ws += term.template operator()<1>(i, j, us, psis, psis_next, zetas);
+      if constexpr (NDIM >= 3) ws += term.template operator()<2>(i, j, us, psis, psis_next, zetas);
+      usn[i] = vi * vi * dt2 * ws + 2 * us[i] - usn[i] + 2 * vi * scatter[i] * dt2 * w;
+    }
   }
 }
 
@@ -388,27 +418,41 @@ void prepare_aux(const Geometry<NDIM, T>& g, int d, int64_t nshots, std::array<T
     }
 }
 
-template <int NDIM, int A, class T>
+// Born: what the forward driver adds (scattered fields, their sources, background receivers).
+template <class T>
+struct BornArgs {
+  ScalarFields<T> sc;
+  const T* sc_sources;    // sources of the scattered field, or receiver-data gradients (adjoint)
+  T* bg_receivers;        // forward: background receivers; adjoint: grad of the scattered sources
+  const T* grad_bg;       // adjoint: gradient of the background receiver data
+};
+
+template <int NDIM, int A, bool BORN, class T>
 void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources, T* receivers,
-             T* stored) {
+             T* stored, const BornArgs<T>* born) {
   if (p.nt <= 0 || p.nshots <= 0) return;
   const Geometry<NDIM, T> g(p, A);
   const Blocks<NDIM, T> blocks(g, p.nshots);
   const PointLists src(g, blocks, p.nshots, p.nsources, p.source_cells);
   const PointLists rec(g, blocks, p.nshots, p.nreceivers, p.receiver_cells);
+  const PointLists bgrec(g, blocks, p.nshots, BORN ? p.nbg_receivers : 0, p.bg_receiver_cells);
   const int64_t P = g.points, nshots = p.nshots, nt = p.nt;
   const int64_t interval = stored != nullptr ? p.store_interval : 0;
+  constexpr int nfields = BORN ? 2 : 1;
+  // Field sets: 0 the background (or only) field, 1 the scattered one.
+  std::array<ScalarFields<T>, 2> set{fields, BORN ? born->sc : fields};
 
   // psi: the caller's array and one more; start in the one that makes step nt land in the caller's.
-  std::array<Buffer<T>, 3> psi_copy;
-  std::array<T*, 3> psi_cur{}, psi_nxt{};
-  for (int d = 0; d < NDIM; ++d) {
-    psi_copy[d] = zeroed<T>(nshots * P);
-    prepare_aux(g, d, nshots, {fields.psi[d], nullptr}, {psi_copy[d].get(), nullptr}, false,
-                nt % 2 == 1);
-    psi_cur[d] = nt % 2 ? psi_copy[d].get() : fields.psi[d];
-    psi_nxt[d] = nt % 2 ? fields.psi[d] : psi_copy[d].get();
-  }
+  std::array<std::array<Buffer<T>, 3>, 2> psi_copy;
+  std::array<std::array<T*, 3>, 2> psi_cur{}, psi_nxt{};
+  for (int k = 0; k < nfields; ++k)
+    for (int d = 0; d < NDIM; ++d) {
+      psi_copy[k][d] = zeroed<T>(nshots * P);
+      prepare_aux(g, d, nshots, {set[k].psi[d], nullptr}, {psi_copy[k][d].get(), nullptr}, false,
+                  nt % 2 == 1);
+      psi_cur[k][d] = nt % 2 ? psi_copy[k][d].get() : set[k].psi[d];
+      psi_nxt[k][d] = nt % 2 ? set[k].psi[d] : psi_copy[k][d].get();
+    }
   if (interval > 0) {
     const int64_t slices = (nt + interval - 1) / interval * nshots;
 #pragma omp parallel for schedule(static)
@@ -416,48 +460,66 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
   }
 
   const int64_t batch = shots_per_batch(
-      g, nshots, (2 + (p.v_batched ? 1 : 0) + (interval > 0 ? 1 : 0)) * P * int64_t(sizeof(T)),
-      3 * int64_t(sizeof(T)));
+      g, nshots,
+      (2 * nfields + (p.v_batched ? nfields : 0) + (interval > 0 ? 1 : 0)) * P * int64_t(sizeof(T)),
+      3 * nfields * int64_t(sizeof(T)));
 #pragma omp parallel
   for (int64_t first = 0; first < nshots; first += batch) {
     const int64_t last = std::min(nshots, first + batch);
-    T* u = fields.u;
-    T* u_other = fields.u_prev;
-    std::array<T*, 3> psi_a = psi_cur, psi_b = psi_nxt;
+    std::array<T*, 2> u{set[0].u, set[1].u}, u_other{set[0].u_prev, set[1].u_prev};
+    auto psi_a = psi_cur, psi_b = psi_nxt;
     for (int64_t t = 0; t < nt; ++t) {
       const bool store = interval > 0 && t % interval == 0;
 #pragma omp for schedule(static)
       for (int64_t w = first * blocks.nblocks; w < last * blocks.nblocks; ++w) {
         const int64_t shot = w / blocks.nblocks, block = w % blocks.nblocks, off = shot * P;
-        ForwardShot<T> f{u + off,
-                         u_other + off,
+        ForwardShot<T> f{u[0] + off,
+                         u_other[0] + off,
                          p.v + (p.v_batched ? off : 0),
                          {},
                          {},
                          {},
                          store ? stored + ((t / interval) * nshots + shot) * P : nullptr,
                          p.dt2};
+        BornShot<T> fs{};
         for (int d = 0; d < NDIM; ++d) {
-          f.psi[d] = psi_a[d] + off;
-          f.psi_next[d] = psi_b[d] + off;
-          f.zeta[d] = fields.zeta[d] + off;
+          f.psi[d] = psi_a[0][d] + off;
+          f.psi_next[d] = psi_b[0][d] + off;
+          f.zeta[d] = set[0].zeta[d] + off;
         }
+        if constexpr (BORN) {
+          fs.u = u[1] + off;
+          fs.u_next = u_other[1] + off;
+          fs.scatter = p.scatter + (p.v_batched ? off : 0);
+          for (int d = 0; d < NDIM; ++d) {
+            fs.psi[d] = psi_a[1][d] + off;
+            fs.psi_next[d] = psi_b[1][d] + off;
+            fs.zeta[d] = set[1].zeta[d] + off;
+          }
+          for (int64_t q = bgrec.start[w]; q < bgrec.start[w + 1]; ++q) {
+            const int64_t r = bgrec.index[q];
+            born->bg_receivers[(t * nshots + shot) * p.nbg_receivers + r] =
+                f.u[p.bg_receiver_cells[shot * p.nbg_receivers + r]];
+          }
+        }
+        const T* recorded = BORN ? fs.u : f.u;  // Born: the receivers record u_sc
         for (int64_t q = rec.start[w]; q < rec.start[w + 1]; ++q) {
           const int64_t r = rec.index[q];
           receivers[(t * nshots + shot) * p.nreceivers + r] =
-              f.u[p.receiver_cells[shot * p.nreceivers + r]];
+              recorded[p.receiver_cells[shot * p.nreceivers + r]];
         }
         block_rows(g, blocks, block,
                    [&](int64_t base, const std::array<int64_t, 3>& x, int64_t j0, int64_t j1) {
                      row_segments<NDIM, kVector<T>>(
                          x, g.lo, g.hi, j0, j1, [&]<unsigned M>(int64_t a, int64_t b) {
-                           forward_segment<NDIM, A, M>(g, f, base, x, a, b);
+                           forward_segment<NDIM, A, M, BORN>(g, f, &fs, base, x, a, b);
                          });
                    });
         for (int64_t q = src.start[w]; q < src.start[w + 1]; ++q) {
           const int64_t s = src.index[q];
-          f.u_next[p.source_cells[shot * p.nsources + s]] +=
-              sources[(t * nshots + shot) * p.nsources + s];
+          const int64_t cell = p.source_cells[shot * p.nsources + s];
+          f.u_next[cell] += sources[(t * nshots + shot) * p.nsources + s];
+          if constexpr (BORN) fs.u_next[cell] += born->sc_sources[(t * nshots + shot) * p.nsources + s];
         }
       }
       std::swap(u, u_other);
@@ -465,10 +527,12 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
     }
   }
   if (nt % 2) {  // u^nt is in the caller's u_prev array
-    T* a = fields.u;
-    T* b = fields.u_prev;
+    for (int k = 0; k < nfields; ++k) {
+      T* a = set[k].u;
+      T* b = set[k].u_prev;
 #pragma omp parallel for simd schedule(static)
-    for (int64_t i = 0; i < nshots * P; ++i) std::swap(a[i], b[i]);
+      for (int64_t i = 0; i < nshots * P; ++i) std::swap(a[i], b[i]);
+    }
   }
 }
 
@@ -500,10 +564,22 @@ inline T diff2_product(const T* c, const T* f, int64_t i, int64_t s, T rdx2) {
   return sum * rdx2;
 }
 
-template <int NDIM, int A, unsigned M, class T>
+// D2 g along one dimension with g = adjoint_g<BORN> (the Born background adjoint's plain term).
+template <int A, bool BORN, class T>
+inline T diff2_g(const AdjointInputs<T>& in, int64_t i, int64_t s, T rdx2) {
+  T sum = T(d2_coefficient<A>(0)) * adjoint_g<BORN>(in, i);
+  SCIPROXY_UNROLL
+  for (int k = 1; k <= A / 2; ++k)
+    sum += T(d2_coefficient<A>(k)) * (adjoint_g<BORN>(in, i + k * s) + adjoint_g<BORN>(in, i - k * s));
+  return sum * rdx2;
+}
+
+// One adjoint field over a segment. COUPLED: the Born background adjoint (g with the coupling).
+template <int NDIM, int A, unsigned M, bool COUPLED, class T>
 [[gnu::flatten]] inline void backward_segment(const Geometry<NDIM, T>& g, const BackwardShot<T>& f,
-                                              int64_t base, const std::array<int64_t, 3>& x,
-                                              int64_t j0, int64_t j1) {
+                                              const T* coupling, const T* lambda_sc, int64_t base,
+                                              const std::array<int64_t, 3>& x, int64_t j0,
+                                              int64_t j1) {
   int64_t st[3], xo[3];
   T rdx[3], rdx2[3];
   PmlProfile<T> pr[3];
@@ -516,7 +592,7 @@ template <int NDIM, int A, unsigned M, class T>
     rdx[d] = g.rdx[d];
     rdx2[d] = g.rdx2[d];
     pr[d] = g.prof[d];
-    in[d] = {f.lambda, f.v2dt2, f.psi_bar[d], f.zeta_bar[d]};
+    in[d] = {f.lambda, f.v2dt2, f.psi_bar[d], f.zeta_bar[d], coupling, lambda_sc};
     psi_out[d] = f.psi_bar_out[d];
     zeta_out[d] = f.zeta_bar_out[d];
   }
@@ -533,7 +609,10 @@ template <int NDIM, int A, unsigned M, class T>
     } else {
       const int64_t xd = D == L ? j : xo[D];
       if constexpr ((M >> D) & 1u)
-        return pml_adjoint<A>(in[D], psi_out[D], zeta_out[D], i, st[D], xd, pr[D], rdx[D], rdx2[D]);
+        return pml_adjoint<A, COUPLED>(in[D], psi_out[D], zeta_out[D], i, st[D], xd, pr[D], rdx[D],
+                                       rdx2[D]);
+      else if constexpr (COUPLED)
+        return diff2_g<A, true>(in[D], i, st[D], rdx2[D]);
       else
         return diff2_product<A>(v2dt2, lambda, i, st[D], rdx2[D]);
     }
@@ -551,89 +630,121 @@ template <int NDIM, int A, unsigned M, class T>
   }
 }
 
-template <int NDIM, int A, class T>
+// The adjoint driver. BORN: two adjoint fields, set 0 the background (coupled to set 1 through
+// g) and set 1 the scattered one; no model gradient (stored and grad_v null).
+template <int NDIM, int A, bool BORN, class T>
 void backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_receivers,
-              T* grad_sources, const T* stored, T* grad_v) {
+              T* grad_sources, const T* stored, T* grad_v, const BornArgs<T>* born) {
   if (p.nt <= 0 || p.nshots <= 0) return;
   const Geometry<NDIM, T> g(p, A);
   const Blocks<NDIM, T> blocks(g, p.nshots);
   const PointLists src(g, blocks, p.nshots, p.nsources, p.source_cells);
   const PointLists rec(g, blocks, p.nshots, p.nreceivers, p.receiver_cells);
+  const PointLists bgrec(g, blocks, p.nshots, BORN ? p.nbg_receivers : 0, p.bg_receiver_cells);
   const int64_t P = g.points, nshots = p.nshots, nt = p.nt;
-  const int64_t interval = stored != nullptr && grad_v != nullptr ? p.store_interval : 0;
+  const int64_t interval = !BORN && stored != nullptr && grad_v != nullptr ? p.store_interval : 0;
   const int64_t nmodels = p.v_batched ? nshots : 1;
+  constexpr int nfields = BORN ? 2 : 1;
+  std::array<ScalarFields<T>, 2> set{fields, BORN ? born->sc : fields};
 
   auto v2dt2 = uninitialised<T>(nmodels * P);
 #pragma omp parallel for simd schedule(static)
   for (int64_t i = 0; i < nmodels * P; ++i) v2dt2[i] = p.v[i] * p.v[i] * p.dt2;
+  Buffer<T> coupling;  // 2 v scatter dt^2
+  if constexpr (BORN) {
+    coupling = zeroed<T>(nmodels * P);
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < nmodels * P; ++i) coupling[i] = 2 * p.v[i] * p.scatter[i] * p.dt2;
+  }
 
   // One model for several shots: per-shot accumulators, summed in shot order at the end.
   const bool partial = interval > 0 && !p.v_batched && nshots > 1;
   auto grad_v_shots = partial ? zeroed<T>(nshots * P) : Buffer<T>();
 
-  std::array<Buffer<T>, 3> psi_copy, zeta_copy;
-  std::array<T*, 3> psi_cur{}, psi_nxt{}, zeta_cur{}, zeta_nxt{};
-  for (int d = 0; d < NDIM; ++d) {
-    psi_copy[d] = zeroed<T>(nshots * P);
-    zeta_copy[d] = zeroed<T>(nshots * P);
-    prepare_aux(g, d, nshots, {fields.psi[d], fields.zeta[d]},
-                {psi_copy[d].get(), zeta_copy[d].get()}, true, nt % 2 == 1);
-    const bool odd = nt % 2;
-    psi_cur[d] = odd ? psi_copy[d].get() : fields.psi[d];
-    psi_nxt[d] = odd ? fields.psi[d] : psi_copy[d].get();
-    zeta_cur[d] = odd ? zeta_copy[d].get() : fields.zeta[d];
-    zeta_nxt[d] = odd ? fields.zeta[d] : zeta_copy[d].get();
-  }
+  std::array<std::array<Buffer<T>, 3>, 2> psi_copy, zeta_copy;
+  std::array<std::array<T*, 3>, 2> psi_cur{}, psi_nxt{}, zeta_cur{}, zeta_nxt{};
+  for (int k = 0; k < nfields; ++k)
+    for (int d = 0; d < NDIM; ++d) {
+      psi_copy[k][d] = zeroed<T>(nshots * P);
+      zeta_copy[k][d] = zeroed<T>(nshots * P);
+      prepare_aux(g, d, nshots, {set[k].psi[d], set[k].zeta[d]},
+                  {psi_copy[k][d].get(), zeta_copy[k][d].get()}, true, nt % 2 == 1);
+      const bool odd = nt % 2;
+      psi_cur[k][d] = odd ? psi_copy[k][d].get() : set[k].psi[d];
+      psi_nxt[k][d] = odd ? set[k].psi[d] : psi_copy[k][d].get();
+      zeta_cur[k][d] = odd ? zeta_copy[k][d].get() : set[k].zeta[d];
+      zeta_nxt[k][d] = odd ? set[k].zeta[d] : zeta_copy[k][d].get();
+    }
 
   const int64_t batch = shots_per_batch(
-      g, nshots, (2 + (p.v_batched ? 1 : 0) + (interval > 0 ? 2 : 0)) * P * int64_t(sizeof(T)),
-      4 * int64_t(sizeof(T)));
+      g, nshots,
+      (2 * nfields + (p.v_batched ? 1 + nfields - 1 : 0) + (interval > 0 ? 2 : 0)) * P *
+          int64_t(sizeof(T)),
+      4 * nfields * int64_t(sizeof(T)));
 #pragma omp parallel
   for (int64_t first = 0; first < nshots; first += batch) {
     const int64_t last = std::min(nshots, first + batch);
-    T* lambda = fields.u;
-    T* other = fields.u_prev;  // adjoint of the u^t slot, times sign
+    std::array<T*, 2> lambda{set[0].u, set[1].u};
+    std::array<T*, 2> other{set[0].u_prev, set[1].u_prev};  // adjoint of the u^t slot, times sign
     T sign = 1;
-    std::array<T*, 3> psi_a = psi_cur, psi_b = psi_nxt, zeta_a = zeta_cur, zeta_b = zeta_nxt;
+    auto psi_a = psi_cur, psi_b = psi_nxt, zeta_a = zeta_cur, zeta_b = zeta_nxt;
     for (int64_t t = nt - 1; t >= 0; --t) {
       const bool store = interval > 0 && t % interval == 0;
 #pragma omp for schedule(static)
       for (int64_t w = first * blocks.nblocks; w < last * blocks.nblocks; ++w) {
         const int64_t shot = w / blocks.nblocks, block = w % blocks.nblocks, off = shot * P;
-        BackwardShot<T> f{lambda + off,
-                          other + off,
-                          v2dt2.get() + (p.v_batched ? off : 0),
-                          {},
-                          {},
-                          {},
-                          {},
-                          store ? stored + ((t / interval) * nshots + shot) * P : nullptr,
-                          store ? (partial ? grad_v_shots.get() : grad_v) + off : nullptr,
-                          sign,
-                          T(interval)};
-        for (int d = 0; d < NDIM; ++d) {
-          f.psi_bar[d] = psi_a[d] + off;
-          f.zeta_bar[d] = zeta_a[d] + off;
-          f.psi_bar_out[d] = psi_b[d] + off;
-          f.zeta_bar_out[d] = zeta_b[d] + off;
+        std::array<BackwardShot<T>, 2> f{};
+        for (int k = 0; k < nfields; ++k) {
+          f[k] = BackwardShot<T>{lambda[k] + off,
+                                 other[k] + off,
+                                 v2dt2.get() + (p.v_batched ? off : 0),
+                                 {},
+                                 {},
+                                 {},
+                                 {},
+                                 store ? stored + ((t / interval) * nshots + shot) * P : nullptr,
+                                 store ? (partial ? grad_v_shots.get() : grad_v) + off : nullptr,
+                                 sign,
+                                 T(interval)};
+          for (int d = 0; d < NDIM; ++d) {
+            f[k].psi_bar[d] = psi_a[k][d] + off;
+            f[k].zeta_bar[d] = zeta_a[k][d] + off;
+            f[k].psi_bar_out[d] = psi_b[k][d] + off;
+            f[k].zeta_bar_out[d] = zeta_b[k][d] + off;
+          }
         }
         for (int64_t q = src.start[w]; q < src.start[w + 1]; ++q) {
           const int64_t s = src.index[q];
-          grad_sources[(t * nshots + shot) * p.nsources + s] =
-              f.lambda[p.source_cells[shot * p.nsources + s]];
+          const int64_t cell = p.source_cells[shot * p.nsources + s];
+          grad_sources[(t * nshots + shot) * p.nsources + s] = f[0].lambda[cell];
+          if constexpr (BORN)
+            born->bg_receivers[(t * nshots + shot) * p.nsources + s] = f[1].lambda[cell];
         }
+        const T* cpl = BORN ? coupling.get() + (p.v_batched ? off : 0) : nullptr;
         block_rows(g, blocks, block,
                    [&](int64_t base, const std::array<int64_t, 3>& x, int64_t j0, int64_t j1) {
                      row_segments<NDIM, kVector<T>>(
                          x, g.alo, g.ahi, j0, j1, [&]<unsigned M>(int64_t a, int64_t b) {
-                           backward_segment<NDIM, A, M>(g, f, base, x, a, b);
+                           backward_segment<NDIM, A, M, BORN, T>(g, f[0], cpl, f[1].lambda, base, x,
+                                                              a, b);
+                           if constexpr (BORN)
+                             backward_segment<NDIM, A, M, false, T>(g, f[1], nullptr, nullptr, base,
+                                                                 x, a, b);
                          });
                    });
+        // Born: the scattered receivers' data gradient drives set 1, the background's set 0.
+        T* rec_field = BORN ? f[1].u_bar : f[0].u_bar;
         for (int64_t q = rec.start[w]; q < rec.start[w + 1]; ++q) {
           const int64_t r = rec.index[q];
-          f.u_bar[p.receiver_cells[shot * p.nreceivers + r]] +=
+          rec_field[p.receiver_cells[shot * p.nreceivers + r]] +=
               grad_receivers[(t * nshots + shot) * p.nreceivers + r];
         }
+        if constexpr (BORN)
+          for (int64_t q = bgrec.start[w]; q < bgrec.start[w + 1]; ++q) {
+            const int64_t r = bgrec.index[q];
+            f[0].u_bar[p.bg_receiver_cells[shot * p.nbg_receivers + r]] +=
+                born->grad_bg[(t * nshots + shot) * p.nbg_receivers + r];
+          }
       }
       // The adjoint of u^t is in `other`; the adjoint of the u^{t-1} slot is -lambda^{t+1}.
       std::swap(lambda, other);
@@ -644,18 +755,20 @@ void backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_r
   }
   // After the last step the adjoint of u^0 is in fields.u_prev when nt is odd, and the other
   // array holds minus the adjoint of u^{-1}.
-  T* u = fields.u;
-  T* up = fields.u_prev;
-  if (nt % 2) {
+  for (int k = 0; k < nfields; ++k) {
+    T* u = set[k].u;
+    T* up = set[k].u_prev;
+    if (nt % 2) {
 #pragma omp parallel for simd schedule(static)
-    for (int64_t i = 0; i < nshots * P; ++i) {
-      const T lam = u[i];
-      u[i] = up[i];
-      up[i] = -lam;
+      for (int64_t i = 0; i < nshots * P; ++i) {
+        const T lam = u[i];
+        u[i] = up[i];
+        up[i] = -lam;
+      }
+    } else {
+#pragma omp parallel for simd schedule(static)
+      for (int64_t i = 0; i < nshots * P; ++i) up[i] = -up[i];
     }
-  } else {
-#pragma omp parallel for simd schedule(static)
-    for (int64_t i = 0; i < nshots * P; ++i) up[i] = -up[i];
   }
   if (partial) {
 #pragma omp parallel for schedule(static)
@@ -702,14 +815,37 @@ template <class T>
 void scalar_forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources,
                     T* receivers, T* stored) {
   dispatch(p.ndim, p.accuracy,
-           [&]<int NDIM, int A>() { forward<NDIM, A>(p, fields, sources, receivers, stored); });
+           [&]<int NDIM, int A>() {
+             forward<NDIM, A, false, T>(p, fields, sources, receivers, stored, nullptr);
+           });
 }
 
 template <class T>
 void scalar_backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_receivers,
                      T* grad_sources, const T* stored, T* grad_v) {
   dispatch(p.ndim, p.accuracy, [&]<int NDIM, int A>() {
-    backward<NDIM, A>(p, fields, grad_receivers, grad_sources, stored, grad_v);
+    backward<NDIM, A, false, T>(p, fields, grad_receivers, grad_sources, stored, grad_v, nullptr);
+  });
+}
+
+template <class T>
+void scalar_born_forward(const ScalarProblem<T>& p, ScalarFields<T> bg, ScalarFields<T> sc,
+                         const T* sources, const T* scattered_sources, T* receivers,
+                         T* bg_receivers) {
+  const BornArgs<T> born{sc, scattered_sources, bg_receivers, nullptr};
+  dispatch(p.ndim, p.accuracy, [&]<int NDIM, int A>() {
+    forward<NDIM, A, true>(p, bg, sources, receivers, static_cast<T*>(nullptr), &born);
+  });
+}
+
+template <class T>
+void scalar_born_backward(const ScalarProblem<T>& p, ScalarFields<T> bg, ScalarFields<T> sc,
+                          const T* grad_receivers, const T* grad_bg_receivers, T* grad_sources,
+                          T* grad_scattered_sources) {
+  const BornArgs<T> born{sc, nullptr, grad_scattered_sources, grad_bg_receivers};
+  dispatch(p.ndim, p.accuracy, [&]<int NDIM, int A>() {
+    backward<NDIM, A, true>(p, bg, grad_receivers, grad_sources, static_cast<const T*>(nullptr),
+                            static_cast<T*>(nullptr), &born);
   });
 }
 
@@ -721,5 +857,13 @@ template void scalar_backward<float>(const ScalarProblem<float>&, ScalarFields<f
                                      float*, const float*, float*);
 template void scalar_backward<double>(const ScalarProblem<double>&, ScalarFields<double>,
                                       const double*, double*, const double*, double*);
+#define SCIPROXY_INSTANTIATE_BORN(T)                                                              \
+  template void scalar_born_forward<T>(const ScalarProblem<T>&, ScalarFields<T>, ScalarFields<T>, \
+                                       const T*, const T*, T*, T*);                               \
+  template void scalar_born_backward<T>(const ScalarProblem<T>&, ScalarFields<T>, ScalarFields<T>, \
+                                        const T*, const T*, T*, T*);
+SCIPROXY_INSTANTIATE_BORN(float)
+SCIPROXY_INSTANTIATE_BORN(double)
+#undef SCIPROXY_INSTANTIATE_BORN
 
 }  // namespace sciproxy::wave::kernels::cpu

@@ -1000,6 +1000,30 @@ void scalar_backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T*
   run.record_timers(timers);
 }
 
+// Born modelling has no CUDA kernels yet: the entry points exist (so that CUDA builds link) and
+// say so; scalar_born and scalar_born_gradient run on the reference and cpu backends.
+template <class T>
+void scalar_born_forward(const ScalarProblem<T>&, ScalarFields<T>, ScalarFields<T>, const T*, const T*, T*, T*,
+                         int, Timers*) {
+  throw NotCompiled("scalar_born: the cuda backend has no Born kernels yet; use device 'cpu'");
+}
+
+template <class T>
+void scalar_born_backward(const ScalarProblem<T>&, ScalarFields<T>, ScalarFields<T>, const T*, const T*, T*, T*,
+                          int, Timers*) {
+  throw NotCompiled("scalar_born_gradient: the cuda backend has no Born kernels yet; use device 'cpu'");
+}
+
+template void scalar_born_forward<float>(const ScalarProblem<float>&, ScalarFields<float>, ScalarFields<float>,
+                                         const float*, const float*, float*, float*, int, Timers*);
+template void scalar_born_forward<double>(const ScalarProblem<double>&, ScalarFields<double>, ScalarFields<double>,
+                                          const double*, const double*, double*, double*, int, Timers*);
+template void scalar_born_backward<float>(const ScalarProblem<float>&, ScalarFields<float>, ScalarFields<float>,
+                                          const float*, const float*, float*, float*, int, Timers*);
+template void scalar_born_backward<double>(const ScalarProblem<double>&, ScalarFields<double>,
+                                           ScalarFields<double>, const double*, const double*, double*, double*,
+                                           int, Timers*);
+
 template void scalar_forward<float>(const ScalarProblem<float>&, ScalarFields<float>, const float*, float*, float*,
                                     int, Timers*);
 template void scalar_forward<double>(const ScalarProblem<double>&, ScalarFields<double>, const double*, double*,

@@ -22,6 +22,27 @@ void scalar_backward(const ScalarProblem<T>&, ScalarFields<T>, const T*, T*, con
   not_compiled();
 }
 
+template <class T>
+void scalar_born_forward(const ScalarProblem<T>&, ScalarFields<T>, ScalarFields<T>, const T*, const T*, T*, T*,
+                         int, Timers*) {
+  not_compiled();
+}
+
+template <class T>
+void scalar_born_backward(const ScalarProblem<T>&, ScalarFields<T>, ScalarFields<T>, const T*, const T*, T*, T*,
+                          int, Timers*) {
+  not_compiled();
+}
+
+#define SCIPROXY_INSTANTIATE_BORN(T)                                                                              \
+  template void scalar_born_forward<T>(const ScalarProblem<T>&, ScalarFields<T>, ScalarFields<T>, const T*,       \
+                                       const T*, T*, T*, int, Timers*);                                           \
+  template void scalar_born_backward<T>(const ScalarProblem<T>&, ScalarFields<T>, ScalarFields<T>, const T*,      \
+                                        const T*, T*, T*, int, Timers*);
+SCIPROXY_INSTANTIATE_BORN(float)
+SCIPROXY_INSTANTIATE_BORN(double)
+#undef SCIPROXY_INSTANTIATE_BORN
+
 template void scalar_forward<float>(const ScalarProblem<float>&, ScalarFields<float>, const float*, float*,
                                     float*, int, Timers*);
 template void scalar_forward<double>(const ScalarProblem<double>&, ScalarFields<double>, const double*,

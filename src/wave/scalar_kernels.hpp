@@ -16,6 +16,18 @@
 //   receivers^t = u^t[receiver]  (before the step)
 // where a = b = b' = 0 outside the PML, so that W is the plain Laplacian there. psi and zeta are
 // only non-zero within pml_interior of the edges; backends may skip them in the interior box.
+//
+// Born (linearised) modelling steps a background field u and a scattered field u_sc together;
+// u_sc is the exact derivative of u in the direction `scatter` of v (the PML profiles, max_vel
+// and the step ratio held fixed), so its auxiliaries follow the same linear updates:
+//   u_sc^{t+1} = v^2 dt^2 W(u_sc; psi_sc, zeta_sc) + 2 u_sc^t - u_sc^{t-1} + 2 v scatter dt^2 W(u),
+//   then u_sc^{t+1}[source] += scaled_scattered_source^t   (-2 v scatter dt^2 f: the derivative
+//   of the background's -v^2 dt^2 f);   receivers^t = u_sc^t[receiver],  bg^t = u^t[bg receiver].
+// Its adjoint (with respect to the sources and the states): the scattered adjoint lambda_sc is the
+// plain adjoint; the background adjoint lambda is the plain adjoint with
+// g = v^2 dt^2 lambda + 2 v scatter dt^2 lambda_sc in place of v^2 dt^2 lambda (the coupling term
+// feeds W(u), whose transpose the adjoint applies to g). The velocity gradient of the Born data
+// (the migration image, with respect to scatter) is scalar_backward's grad_v driven by lambda_sc.
 #pragma once
 
 #include <array>
@@ -52,6 +64,11 @@ struct ScalarProblem {
   // Store 2 v dt^2 W (= d u^{t+1} / d v) at inner steps t with t % store_interval == 0
   // (store_interval 0: store nothing).
   std::int64_t store_interval = 0;
+  // Born only: the padded scatter, laid out as v (v_batched applies), and the cells of the
+  // receivers of the background field, [nshots, nbg_receivers].
+  const T* scatter = nullptr;
+  std::int64_t nbg_receivers = 0;
+  const std::int64_t* bg_receiver_cells = nullptr;
 };
 
 // Wavefields of all shots, each [nshots, points]; psi and zeta of the first ndim dimensions.
@@ -77,6 +94,21 @@ void scalar_forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* 
 template <class T>
 void scalar_backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_receivers,
                      T* grad_sources, const T* stored, T* grad_v);
+// Born: background `bg` and scattered `sc` fields stepped together (see the top). sources,
+// scattered_sources: [nt, nshots, nsources], already scaled (-v^2 dt^2 f, -2 v scatter dt^2 f);
+// receivers: [nt, nshots, nreceivers] of u_sc; bg_receivers: [nt, nshots, nbg_receivers] of u.
+template <class T>
+void scalar_born_forward(const ScalarProblem<T>& p, ScalarFields<T> bg, ScalarFields<T> sc,
+                         const T* sources, const T* scattered_sources, T* receivers, T* bg_receivers);
+// The exact adjoint of scalar_born_forward with respect to the sources and the states (bg, sc:
+// in the gradients with respect to the final states, out those with respect to the initial ones).
+// grad_receivers: [nt, nshots, nreceivers], grad_bg_receivers: [nt, nshots, nbg_receivers] in;
+// grad_sources, grad_scattered_sources: [nt, nshots, nsources] out (with respect to the scaled
+// background and scattered sources: lambda and lambda_sc at the source cells).
+template <class T>
+void scalar_born_backward(const ScalarProblem<T>& p, ScalarFields<T> bg, ScalarFields<T> sc,
+                          const T* grad_receivers, const T* grad_bg_receivers, T* grad_sources,
+                          T* grad_scattered_sources);
 }  // namespace reference
 
 namespace cpu {
@@ -86,6 +118,13 @@ void scalar_forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* 
 template <class T>
 void scalar_backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_receivers,
                      T* grad_sources, const T* stored, T* grad_v);
+template <class T>
+void scalar_born_forward(const ScalarProblem<T>& p, ScalarFields<T> bg, ScalarFields<T> sc,
+                         const T* sources, const T* scattered_sources, T* receivers, T* bg_receivers);
+template <class T>
+void scalar_born_backward(const ScalarProblem<T>& p, ScalarFields<T> bg, ScalarFields<T> sc,
+                          const T* grad_receivers, const T* grad_bg_receivers, T* grad_sources,
+                          T* grad_scattered_sources);
 }  // namespace cpu
 
 namespace cuda {
@@ -97,6 +136,14 @@ void scalar_forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* 
 template <class T>
 void scalar_backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_receivers,
                      T* grad_sources, const T* stored, T* grad_v, int device_index, Timers* timers);
+template <class T>
+void scalar_born_forward(const ScalarProblem<T>& p, ScalarFields<T> bg, ScalarFields<T> sc,
+                         const T* sources, const T* scattered_sources, T* receivers, T* bg_receivers,
+                         int device_index, Timers* timers);
+template <class T>
+void scalar_born_backward(const ScalarProblem<T>& p, ScalarFields<T> bg, ScalarFields<T> sc,
+                          const T* grad_receivers, const T* grad_bg_receivers, T* grad_sources,
+                          T* grad_scattered_sources, int device_index, Timers* timers);
 }  // namespace cuda
 
 }  // namespace sciproxy::wave::kernels

@@ -11,6 +11,8 @@
 //             ubar += D2((1+b) tbar) - D1(d1bar)      (D2 is symmetric, D1 antisymmetric)
 //             psibar = a (psibar' - D1 tbar),   zetabar = a (g + zetabar')
 // In the interior (a = b = b' = 0) these reduce to W += D2 u and ubar += D2 g.
+// Born (scalar_kernels.hpp): the scattered field uses the same terms; the background adjoint uses
+// g = v^2 dt^2 lambda + 2 v scatter dt^2 lambda_sc (adjoint_g<true>).
 #pragma once
 
 #include <cstdint>
@@ -97,35 +99,48 @@ struct AdjointInputs {
   const T* v2dt2;      // v^2 dt^2 (of this shot's model)
   const T* psi_bar;    // adjoint of psi^{t+1} of this dimension
   const T* zeta_bar;   // adjoint of zeta^{t+1} of this dimension
+  // Born background adjoint (BORN = true) only: g = v^2 dt^2 lambda + coupling * lambda_sc, with
+  // coupling = 2 v scatter dt^2 and lambda_sc the adjoint of u_sc^{t+1} (scalar_kernels.hpp).
+  const T* coupling = nullptr;
+  const T* lambda_sc = nullptr;
 };
 
+// g at cell j: the adjoint of W there, times what multiplies W in the step(s).
+template <bool BORN, class T>
+SCIPROXY_HD T adjoint_g(const AdjointInputs<T>& in, std::int64_t j) {
+  if constexpr (BORN)
+    return in.v2dt2[j] * in.lambda[j] + in.coupling[j] * in.lambda_sc[j];
+  else
+    return in.v2dt2[j] * in.lambda[j];
+}
+
 // tbar = (1+b) g + b zetabar' at cell j (coordinate xj).
-template <class T>
+template <bool BORN = false, class T>
 SCIPROXY_HD T pml_tbar(const AdjointInputs<T>& in, PmlProfile<T> p, std::int64_t j, std::int64_t xj) {
-  return (1 + p.b[xj]) * in.v2dt2[j] * in.lambda[j] + p.b[xj] * in.zeta_bar[j];
+  return (1 + p.b[xj]) * adjoint_g<BORN>(in, j) + p.b[xj] * in.zeta_bar[j];
 }
 
 // Adjoint C-PML term of one dimension at cell i: returns its contribution to the adjoint of u^t
 // and writes the adjoints of psi^t and zeta^t at i (into other buffers than in.psi_bar and
 // in.zeta_bar, which the neighbours still read).
-template <int A, class T>
+template <int A, bool BORN = false, class T>
 SCIPROXY_HD T pml_adjoint(const AdjointInputs<T>& in, T* psi_bar_out, T* zeta_bar_out, std::int64_t i,
                           std::int64_t s, std::int64_t x, PmlProfile<T> p, T rdx, T rdx2) {
   auto d1bar = [&](std::int64_t j, std::int64_t xj) {
-    return p.dbdx[xj] * pml_tbar(in, p, j, xj) + p.b[xj] * in.psi_bar[j];
+    return p.dbdx[xj] * pml_tbar<BORN>(in, p, j, xj) + p.b[xj] * in.psi_bar[j];
   };
-  T second = T(d2_coefficient<A>(0)) * (1 + p.b[x]) * pml_tbar(in, p, i, x);
+  T second = T(d2_coefficient<A>(0)) * (1 + p.b[x]) * pml_tbar<BORN>(in, p, i, x);
   T first = 0, dtbar = 0;
 SCIPROXY_UNROLL
   for (int k = 1; k <= A / 2; ++k) {
     const std::int64_t up = i + k * s, down = i - k * s;
-    const T t_up = pml_tbar(in, p, up, x + k), t_down = pml_tbar(in, p, down, x - k);
+    const T t_up = pml_tbar<BORN>(in, p, up, x + k), t_down = pml_tbar<BORN>(in, p, down, x - k);
     second += T(d2_coefficient<A>(k)) * ((1 + p.b[x + k]) * t_up + (1 + p.b[x - k]) * t_down);
     first += T(d1_coefficient<A>(k)) * (d1bar(up, x + k) - d1bar(down, x - k));
     dtbar += T(d1_coefficient<A>(k)) * (t_up - t_down);
   }
   psi_bar_out[i] = p.a[x] * (in.psi_bar[i] - dtbar * rdx);
-  zeta_bar_out[i] = p.a[x] * (in.v2dt2[i] * in.lambda[i] + in.zeta_bar[i]);
+  zeta_bar_out[i] = p.a[x] * (adjoint_g<BORN>(in, i) + in.zeta_bar[i]);
   return second * rdx2 - first * rdx;
 }
 
