@@ -12,6 +12,10 @@
 #include "sciproxy/core/version.hpp"
 #include "sciproxy/core/error.hpp"
 
+namespace sciproxy::app {
+Command add_tti_command(CLI::App& root);  // cmd_tti.cpp
+}  // namespace sciproxy::app
+
 namespace {
 
 // Exit statuses: 0 success, 1 run-time failure (including a failed verification), 2 bad usage.
@@ -58,6 +62,7 @@ int main(int argc, char** argv) {
     commands.push_back(app::add_roofline_command(root));
     commands.push_back(app::add_parstack_command(root));
     commands.push_back(app::add_scalar_command(root));
+    commands.push_back(app::add_tti_command(root));
     commands.push_back(app::add_bench_command(root));
     commands.push_back(app::add_bench_scalar_command(root));  // under `bench`: after it exists
     commands.push_back(app::add_demo_command(root));

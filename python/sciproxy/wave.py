@@ -735,3 +735,11 @@ def scalar_born_gradient(v, scatter, grid_spacing, dt, source_amplitudes=None,
 
 
 __all__ += ["scalar_born", "scalar_born_gradient"]
+
+
+# The TTI propagator has its own module; sciproxy.wave is where users of the wave family look.
+from .tti import tti, tti_adjoint, tti_max_dt  # noqa: E402
+from .tti_demo import ricker, tti_demo, tti_demo_dt_limit, tti_demo_flops  # noqa: E402
+
+__all__ += ["tti", "tti_adjoint", "tti_max_dt", "tti_demo", "tti_demo_dt_limit", "tti_demo_flops",
+            "ricker"]

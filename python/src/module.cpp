@@ -254,6 +254,8 @@ nb::dict info() {
 }  // namespace
 
 void register_wave(nb::module_& m);  // wave_bindings.cpp
+void register_tti_demo(nb::module_& m);  // tti_demo_bindings.cpp
+void register_tti(nb::module_& m);   // tti_bindings.cpp
 
 NB_MODULE(_sciproxy, m) {
   m.doc() = "sciproxy C++ kernels (use the sciproxy package, not this module, directly)";
@@ -287,4 +289,6 @@ NB_MODULE(_sciproxy, m) {
         "Allocation and transfer counters of the persistent parstack plan of one CUDA device.");
   m.def("release_plans", &release_plans, "Frees the device buffers kept between parstack calls.");
   register_wave(m);
+  register_tti_demo(m);
+  register_tti(m);
 }

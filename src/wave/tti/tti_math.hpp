@@ -57,4 +57,21 @@ SCIPROXY_HD T staggered_backward(const T* g, long s, T rh) {
   return sum * rh;
 }
 
+// Fluxes of the coupled P/M system of Bube et al. (2016) at one point (tti_kernels.hpp), from the
+// staggered gradients gp = D+ P and gm = D+ M and the precomputed coefficients:
+//   fp = e gp + n (a (n.gp) + c (n.gm)),   fm = g gm + n (c (n.gp) + mm (n.gm)).
+template <class T>
+SCIPROXY_HD void coupled_fluxes(const T (&gp)[3], const T (&gm)[3], T e, T g, T a, T c, T mm,
+                                const T (&n)[3], T (&fp)[3], T (&fm)[3]) {
+  const T n_gp = n[0] * gp[0] + n[1] * gp[1] + n[2] * gp[2];
+  const T n_gm = n[0] * gm[0] + n[1] * gm[1] + n[2] * gm[2];
+  const T along_p = a * n_gp + c * n_gm;
+  const T along_m = c * n_gp + mm * n_gm;
+  SCIPROXY_UNROLL
+  for (int d = 0; d < 3; ++d) {
+    fp[d] = e * gp[d] + n[d] * along_p;
+    fm[d] = g * gm[d] + n[d] * along_m;
+  }
+}
+
 }  // namespace sciproxy::wave::tti

@@ -1,0 +1,120 @@
+// wave: the one-field TTI operator of Devito's 2022 workshop demo (`TTISelfAdjointForward`,
+// `python run.py -d 412 423 476 -nt 200`), a simplification of the self-adjoint pseudo-acoustic
+// TTI system of Bube, Washbourne, Ergas and Nemeth (2016). See docs/kernels/tti.md, "The
+// workshop operator".
+//
+// One field u on an NX x NY x NZ grid (x, y, z; z vertical and contiguous in memory, Devito's
+// layout). Per step, with D+ / D- the staggered first derivatives of space order A (4, 8, 12, 16;
+// src/wave/tti/tti_math.hpp) and g = (D+x u, D+y u, D+z u):
+//   flux pass:       F = b(1+2eps) [e1 (e1.g) + e2 (e2.g)] + n [b(1 - f eta^2) (n.g) + b f eta sqrt(1-eta^2)]
+//                    e1 = (cos th sin ph, cos th cos ph, -sin th), e2 = (cos ph, -sin ph, 0),
+//                    n  = (sin th sin ph, sin th cos ph, cos th)
+//   divergence pass: u+ = (2 - d) u + (d - 1) u- + dt^2 (vp^2 / b) (D-x Fx + D-y Fy + D-z Fz)
+//   injection:       u+ += dt^2 (vp^2 / b) s(t) at the 8 corners around the source, trilinear weights
+// The fields are zero outside the grid (a halo of A/2 cells) and the fluxes are kept on the grid
+// only (zero outside), Devito's convention: no boundary condition, the spatial operator is
+// symmetric (e1, e2, n are orthonormal, so its linear part is D- . C D+ with C symmetric), and
+// with eps = eta = 0 it is the variable-density Laplacian D- . (b D+ u). The workshop wrote the
+// update without dt^2 (folded into its dummy constants); here dt is explicit so that the
+// stability limit can be checked.
+//
+// Arrays are row-major [NX, NY, NZ] (z fastest). A material may be given as one value (constant)
+// or as one value per grid point.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sciproxy/core/device.hpp"
+#include "sciproxy/core/metrics.hpp"
+#include "sciproxy/core/timers.hpp"
+
+namespace sciproxy::wave {
+
+// two_pass: the demo's form (a flux pass writes three flux arrays, a divergence pass reads them).
+// fused: one pass per step that keeps the fluxes of a block on chip (cache on cpu, registers and
+// shared memory on cuda). Same arithmetic per point; the reference always runs two passes.
+enum class TtiDemoForm { two_pass, fused };
+const char* tti_demo_form_name(TtiDemoForm form);  // "two-pass", "fused"
+TtiDemoForm parse_tti_demo_form(const std::string& name);  // throws InvalidArgument
+
+template <class T>
+struct TtiDemoMaterial {
+  // Each of size 1 (constant) or NX * NY * NZ.
+  std::span<const T> vp;       // m/s, > 0
+  std::span<const T> b;        // buoyancy 1 / rho, > 0
+  std::span<const T> epsilon;  // Thomsen epsilon, 1 + 2 eps > 0
+  std::span<const T> eta;      // eta-hat in [0, 1] with f eta^2 <= 1
+  std::span<const T> f;        // 1 - vs^2 / vp^2, in [0, 1]
+  std::span<const T> theta;    // tilt, radians
+  std::span<const T> phi;      // azimuth, radians
+  std::span<const T> damping;  // d in [0, 1]
+};
+
+template <class T>
+struct TtiDemoInput {
+  std::array<std::int64_t, 3> shape = {0, 0, 0};  // NX, NY, NZ grid points
+  std::array<double, 3> spacing = {10, 10, 10};   // metres
+  double dt = 0;                                  // seconds
+  std::int64_t nt = 0;                            // time steps
+  TtiDemoMaterial<T> material;
+  // The source: position in metres (grid point (i, j, k) lies at (i, j, k) * spacing), anywhere
+  // in the grid's box; amplitudes, one per step (s(t) injected after step t).
+  std::array<double, 3> source_position = {0, 0, 0};
+  std::span<const T> source_amplitudes;  // [nt]
+  // Optional initial state u^0, u^{-1} ([NX, NY, NZ] each; empty: zero).
+  std::span<const T> initial_u, initial_u_prev;
+};
+
+struct TtiDemoOptions {
+  int space_order = 8;  // 4, 8, 12 or 16
+  TtiDemoForm form = TtiDemoForm::fused;  // cpu and cuda; the reference runs two passes
+  int nparallel = 0;    // OpenMP threads of the cpu backend; 0: all
+};
+
+// Work of one section over the whole run: flops are those its expressions do per point (see
+// tti_demo_flops), bytes the compulsory traffic of its arrays.
+struct TtiDemoSection {
+  std::string name;  // "flux pass", "divergence pass", "fused flux + divergence", "source injection"
+  WorkModel work;
+  double seconds = 0;  // filled when the backend timed the section (0 otherwise)
+};
+
+template <class T>
+struct TtiDemoOutput {
+  std::vector<T> u, u_prev;  // u^nt and u^{nt-1}, [NX, NY, NZ]
+  WorkModel work;            // the whole operator: points = NX NY NZ nt
+  std::vector<TtiDemoSection> sections;
+  double dt_limit = 0;       // the stability limit dt was checked against
+};
+
+// Flops per grid point per step of the implemented expressions of the cpu and cuda backends,
+// for space order A = 2M (each add, sub, mul = 1, Devito's convention; src/wave/tti/demo_math.hpp):
+// flux 9M + 16 (three staggered derivatives of 3M each, the flux combination 16), divergence
+// 9M + 9 (three derivatives, their sum, the update). Order 8: 52 + 45 = 97.
+struct TtiDemoFlops {
+  double flux = 0, divergence = 0;
+  double total() const { return flux + divergence; }
+};
+TtiDemoFlops tti_demo_flops(int space_order);
+
+// The largest stable dt for these materials and spacing (a sufficient condition: the spectral
+// radius of the update's spatial operator bounded by max(vp^2/b) max(b max(1+2eps, 1-f eta^2))
+// 4 (sum_k |c_k|)^2 sum_d 1/h_d^2, and leapfrog with damping d stable for radius <= 4 - 2 max d).
+template <class T>
+double tti_demo_dt_limit(const TtiDemoInput<T>& in, int space_order);
+
+// Checks every argument (throws InvalidArgument naming it) and runs nt steps on `device`.
+template <class T>
+TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& in,
+                          const TtiDemoOptions& options, Timers* timers = nullptr);
+
+// Ricker wavelet of peak frequency f0 delayed by t0 (Devito's RickerSource: t0 = 1 / f0 when
+// t0 <= 0): (1 - 2 a^2) exp(-a^2), a = pi f0 (t - t0), at t = 0, dt, ..., (nt - 1) dt.
+template <class T>
+std::vector<T> ricker_wavelet(double f0, double dt, std::int64_t nt, double t0 = 0);
+
+}  // namespace sciproxy::wave

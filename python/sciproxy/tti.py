@@ -1,0 +1,159 @@
+"""sciproxy TTI: the coupled P/M self-adjoint pseudo-acoustic TTI propagator with variable
+density (Bube et al. 2016, as in ChevronETC/WaveFD.jl), its Q sponge and optional free surface,
+and its exact adjoint, on numpy arrays::
+
+    import sciproxy.tti as st
+    receivers = st.tti(vp, grid_spacing=10.0, dt=0.001, source_amplitudes=amps,
+                       source_locations=src, receiver_locations=rec, epsilon=eps, delta=delta,
+                       theta=theta, phi=phi, buoyancy=b, free_surface=True)
+    grad_amps = st.tti_adjoint(vp, 10.0, 0.001, receiver_amplitudes=residual,
+                               source_locations=src, receiver_locations=rec, ...)
+
+Models are 3-D arrays [z, y, x] (axis 0 is depth: the free surface is its first cell); angles in
+radians (theta: tilt from axis 0, phi: azimuth from axis 2 towards axis 1); every model array but
+vp is optional (buoyancy 1, epsilon = delta = theta = phi = 0, f = 0.85). source_amplitudes
+[nshots, nsources, nt]; locations [nshots, n, 3] cell indices. ``tti`` returns the pressure at
+the receivers [nshots, nreceivers, nt]; ``tti_adjoint`` takes data of that shape and returns
+[nshots, nsources, nt], the exact adjoint (dot-product test to rounding), for RTM and FWI.
+A dt beyond the stability limit (``tti_max_dt``) is an error: resample your traces.
+
+Bad input raises ValueError (a value or shape), TypeError (a type or dtype) or RuntimeError (a
+backend not built, a device absent), with a message naming the argument.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _sciproxy
+from .wave import _as_array, _bool, _device, _describe, _integer, _nparallel, _real
+
+__all__ = ["tti", "tti_adjoint", "tti_max_dt"]
+
+_MODEL_ARRAYS = ("buoyancy", "epsilon", "delta", "theta", "phi", "f")
+
+
+def _dtype_of(vp) -> np.dtype:
+    if vp.dtype not in (np.float32, np.float64):
+        raise TypeError(f"vp: expected a float32 or float64 array, got {_describe(vp)}")
+    return vp.dtype
+
+
+def _model(vp, grid_spacing, model: dict):
+    vp = _as_array("vp", vp)
+    dtype = _dtype_of(vp)
+    if vp.ndim != 3:
+        raise ValueError(f"vp: expected a 3-D array [z, y, x], got shape {vp.shape}")
+    vp = np.ascontiguousarray(vp)
+    arrays = {}
+    for name in _MODEL_ARRAYS:
+        value = model.get(name)
+        if value is None:
+            arrays[name] = None
+            continue
+        if name == "f" and np.ndim(value) == 0:  # a number: f everywhere
+            arrays[name] = None
+            continue
+        a = _as_array(name, value)
+        if a.dtype != dtype:
+            raise TypeError(f"{name}: expected a {dtype} array like vp, got {_describe(a)}")
+        if a.shape != vp.shape:
+            raise ValueError(f"{name}: expected the shape of vp {vp.shape}, got {a.shape}")
+        arrays[name] = np.ascontiguousarray(a)
+    if np.ndim(grid_spacing) == 0:
+        spacing = [_real("grid_spacing", grid_spacing, positive=True)] * 3
+    else:
+        spacing = [_real(f"grid_spacing[{i}]", s, positive=True) for i, s in enumerate(grid_spacing)]
+        if len(spacing) != 3:
+            raise ValueError(f"grid_spacing: expected a number or 3 numbers, got {len(spacing)}")
+    return vp, dtype, arrays, spacing
+
+
+def _locations(name, value, nshots):
+    if value is None:
+        return np.zeros((nshots, 0, 3), np.int64)
+    a = _as_array(name, value)
+    if not np.issubdtype(a.dtype, np.integer):
+        raise TypeError(f"{name}: expected an integer array, got {_describe(a)}")
+    if a.ndim != 3 or a.shape[2] != 3:
+        raise ValueError(f"{name}: expected shape [nshots, n, 3], got {a.shape}")
+    return np.ascontiguousarray(a, dtype=np.int64)
+
+
+def _options(model: dict, space_order, sponge_width, q_min, q_interior, freq_q, free_surface,
+             nparallel) -> dict:
+    if np.ndim(sponge_width) == 0:
+        width = [_integer("sponge_width", sponge_width, 0)] * 6
+    else:
+        width = [_integer(f"sponge_width[{i}]", w, 0) for i, w in enumerate(sponge_width)]
+        if len(width) != 6:
+            raise ValueError(f"sponge_width: expected an integer or 6 integers, got {len(width)}")
+    f = model.get("f")
+    default_f = 0.85 if f is None or np.ndim(f) != 0 else _real("f", f)
+    return {
+        "space_order": _integer("space_order", space_order, 1),
+        "sponge_width": width,
+        "q_min": _real("q_min", q_min),
+        "q_interior": _real("q_interior", q_interior),
+        "freq_q": _real("freq_q", freq_q),
+        "default_f": default_f,
+        "free_surface": _bool("free_surface", free_surface),
+        "nparallel": _nparallel(nparallel),
+    }
+
+
+def _run(vp, grid_spacing, dt, traces, traces_name, source_locations,
+         receiver_locations, nt, model, options, adjoint, device):
+    vp, dtype, arrays, spacing = _model(vp, grid_spacing, model)
+    traces = _as_array(traces_name, traces)
+    if traces.dtype != dtype:
+        raise TypeError(f"{traces_name}: expected a {dtype} array like vp, got {_describe(traces)}")
+    if traces.ndim != 3:
+        raise ValueError(f"{traces_name}: expected shape [nshots, n, nt], got {traces.shape}")
+    nshots = traces.shape[0]
+    src = _locations("source_locations", source_locations, nshots)
+    rec = _locations("receiver_locations", receiver_locations, nshots)
+    nt = traces.shape[2] if nt is None else _integer("nt", nt, 0)
+    kernel = getattr(_sciproxy, f"tti_{dtype.name}")
+    return kernel(vp, arrays["buoyancy"], arrays["epsilon"], arrays["delta"], arrays["theta"],
+                  arrays["phi"], arrays["f"], spacing, _real("dt", dt), nt, max(nshots, 1),
+                  src.shape[1], rec.shape[1], np.ascontiguousarray(traces), src, rec, options,
+                  adjoint, _device(device))
+
+
+def tti(vp, grid_spacing, dt, source_amplitudes, source_locations, receiver_locations=None, *,
+        buoyancy=None, epsilon=None, delta=None, theta=None, phi=None, f=None, space_order=8,
+        sponge_width=60, q_min=0.1, q_interior=100.0, freq_q=5.0, free_surface=False, nt=None,
+        device="auto", nparallel=None):
+    """Forward modelling: P at the receivers [nshots, nreceivers, nt] (before each step).
+
+    Sources inject into P and M; ``f`` is an array or a number (default 0.85)."""
+    model = dict(buoyancy=buoyancy, epsilon=epsilon, delta=delta, theta=theta, phi=phi, f=f)
+    options = _options(model, space_order, sponge_width, q_min, q_interior, freq_q, free_surface,
+                       nparallel)
+    return _run(vp, grid_spacing, dt, source_amplitudes, "source_amplitudes", source_locations,
+                receiver_locations, nt, model, options, False, device)
+
+
+def tti_adjoint(vp, grid_spacing, dt, receiver_amplitudes, source_locations, receiver_locations,
+                *, buoyancy=None, epsilon=None, delta=None, theta=None, phi=None, f=None,
+                space_order=8, sponge_width=60, q_min=0.1, q_interior=100.0, freq_q=5.0,
+                free_surface=False, nt=None, device="auto", nparallel=None):
+    """The exact adjoint of ``tti`` with respect to the source amplitudes: receiver data
+    [nshots, nreceivers, nt] in, [nshots, nsources, nt] out (sources at the receivers,
+    backward in time)."""
+    model = dict(buoyancy=buoyancy, epsilon=epsilon, delta=delta, theta=theta, phi=phi, f=f)
+    options = _options(model, space_order, sponge_width, q_min, q_interior, freq_q, free_surface,
+                       nparallel)
+    return _run(vp, grid_spacing, dt, receiver_amplitudes, "receiver_amplitudes",
+                source_locations, receiver_locations, nt, model, options, True, device)
+
+
+def tti_max_dt(vp, grid_spacing, *, epsilon=None, space_order=8, sponge_width=60, q_min=0.1,
+               q_interior=100.0, freq_q=5.0, free_surface=False) -> float:
+    """The largest stable dt for this model and these options (seconds)."""
+    model = dict(epsilon=epsilon)
+    vp, dtype, arrays, spacing = _model(vp, grid_spacing, model)
+    options = _options(model, space_order, sponge_width, q_min, q_interior, freq_q, free_surface,
+                       None)
+    return getattr(_sciproxy, f"tti_max_dt_{dtype.name}")(vp, arrays["epsilon"], spacing, options)

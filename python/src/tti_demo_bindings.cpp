@@ -1,0 +1,144 @@
+// sciproxy._sciproxy: bindings of the TTI workshop demo operator (include/sciproxy/tti_demo.hpp).
+// The Python layer (python/sciproxy/tti_demo.py) casts the arrays to the dtype, makes them
+// C-contiguous and flat, and calls tti_demo_float32 / tti_demo_float64 with every argument; the
+// C++ library checks the values (InvalidArgument -> ValueError).
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/array.h>
+#include <nanobind/stl/string.h>
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sciproxy/core/device.hpp"
+#include "sciproxy/core/error.hpp"
+#include "sciproxy/core/timers.hpp"
+#include "sciproxy/tti_demo.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+template <class T>
+using Flat = nb::ndarray<const T, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+template <class T>
+std::span<const T> span_of(const Flat<T>& a) {
+  return {a.data(), a.shape(0)};
+}
+
+// A numpy array of `shape` that owns `values`.
+template <class T>
+nb::object numpy_of(std::vector<T>&& values, const std::array<std::int64_t, 3>& shape) {
+  auto* heap = new std::vector<T>(std::move(values));
+  nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  const std::size_t dims[3] = {static_cast<std::size_t>(shape[0]), static_cast<std::size_t>(shape[1]),
+                               static_cast<std::size_t>(shape[2])};
+  return nb::cast(nb::ndarray<nb::numpy, T>(heap->data(), 3, dims, owner));
+}
+
+nb::dict work_dict(const sciproxy::WorkModel& w) {
+  nb::dict d;
+  d["points"] = w.points;
+  d["flops"] = w.flops;
+  d["bytes"] = w.bytes;
+  return d;
+}
+
+// (u, u_prev, info): info holds the work model, the sections (name, seconds, work) and dt_limit.
+template <class T>
+nb::tuple tti_demo(std::array<std::int64_t, 3> shape, std::array<double, 3> spacing, double dt,
+                   std::int64_t nt, Flat<T> vp, Flat<T> b, Flat<T> epsilon, Flat<T> eta, Flat<T> f,
+                   Flat<T> theta, Flat<T> phi, Flat<T> damping, std::array<double, 3> source_position,
+                   Flat<T> source_amplitudes, Flat<T> initial_u, Flat<T> initial_u_prev,
+                   int space_order, const std::string& form, int nparallel,
+                   const std::string& device_spec) {
+  namespace wv = sciproxy::wave;
+  wv::TtiDemoInput<T> in;
+  in.shape = shape;
+  in.spacing = spacing;
+  in.dt = dt;
+  in.nt = nt;
+  in.material = {span_of(vp),    span_of(b),     span_of(epsilon), span_of(eta),
+                 span_of(f),     span_of(theta), span_of(phi),     span_of(damping)};
+  in.source_position = source_position;
+  in.source_amplitudes = span_of(source_amplitudes);
+  in.initial_u = span_of(initial_u);
+  in.initial_u_prev = span_of(initial_u_prev);
+  wv::TtiDemoOptions opt;
+  opt.space_order = space_order;
+  opt.form = wv::parse_tti_demo_form(form);
+  opt.nparallel = nparallel;
+  const sciproxy::Device device = sciproxy::select_device(device_spec);
+
+  wv::TtiDemoOutput<T> out;
+  sciproxy::Timers timers;
+  {
+    nb::gil_scoped_release release;
+    out = wv::tti_demo<T>(device, in, opt, &timers);
+  }
+  nb::dict info;
+  info["device"] = device.name();
+  info["form"] = device.backend == sciproxy::Backend::reference ? "two-pass" : wv::tti_demo_form_name(opt.form);
+  info["dt_limit"] = out.dt_limit;
+  info["work"] = work_dict(out.work);
+  nb::list sections;
+  double seconds = 0;
+  for (const auto& s : out.sections) {
+    nb::dict d;
+    d["name"] = s.name;
+    d["seconds"] = s.seconds;
+    d["work"] = work_dict(s.work);
+    sections.append(d);
+    seconds += s.seconds;
+  }
+  info["sections"] = sections;
+  info["seconds"] = seconds;  // the time steps (the sections), without setup
+  return nb::make_tuple(numpy_of(std::move(out.u), shape), numpy_of(std::move(out.u_prev), shape), info);
+}
+
+template <class T>
+double dt_limit(std::array<std::int64_t, 3> shape, std::array<double, 3> spacing, Flat<T> vp,
+                Flat<T> b, Flat<T> epsilon, Flat<T> eta, Flat<T> f, Flat<T> damping, int space_order) {
+  sciproxy::wave::TtiDemoInput<T> in;
+  in.shape = shape;
+  in.spacing = spacing;
+  in.material.vp = span_of(vp);
+  in.material.b = span_of(b);
+  in.material.epsilon = span_of(epsilon);
+  in.material.eta = span_of(eta);
+  in.material.f = span_of(f);
+  in.material.damping = span_of(damping);
+  return sciproxy::wave::tti_demo_dt_limit(in, space_order);
+}
+
+nb::dict flops(int space_order) {
+  const auto f = sciproxy::wave::tti_demo_flops(space_order);
+  nb::dict d;
+  d["flux"] = f.flux;
+  d["divergence"] = f.divergence;
+  d["total"] = f.total();
+  return d;
+}
+
+}  // namespace
+
+void register_tti_demo(nb::module_& m) {
+#define SCIPROXY_DEF(T, suffix)                                                                     \
+  m.def("tti_demo_" suffix, &tti_demo<T>, "shape"_a, "spacing"_a, "dt"_a, "nt"_a, "vp"_a.noconvert(), \
+        "b"_a.noconvert(), "epsilon"_a.noconvert(), "eta"_a.noconvert(), "f"_a.noconvert(),          \
+        "theta"_a.noconvert(), "phi"_a.noconvert(), "damping"_a.noconvert(), "source_position"_a,    \
+        "source_amplitudes"_a.noconvert(), "initial_u"_a.noconvert(), "initial_u_prev"_a.noconvert(), \
+        "space_order"_a, "form"_a, "nparallel"_a, "device"_a);                                      \
+  m.def("tti_demo_dt_limit_" suffix, &dt_limit<T>, "shape"_a, "spacing"_a, "vp"_a.noconvert(),      \
+        "b"_a.noconvert(), "epsilon"_a.noconvert(), "eta"_a.noconvert(), "f"_a.noconvert(),          \
+        "damping"_a.noconvert(), "space_order"_a);
+  SCIPROXY_DEF(float, "float32")
+  SCIPROXY_DEF(double, "float64")
+#undef SCIPROXY_DEF
+  m.def("tti_demo_flops", &flops, "space_order"_a);
+}

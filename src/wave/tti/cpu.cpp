@@ -1,0 +1,187 @@
+// Coupled P/M TTI propagator, cpu backend: OpenMP + SIMD, cache-blocked, WaveFD.jl's two-pass
+// form (prop3DAcoTTIDenQ_DEO2_FDTD: flux pass, then divergence and update; its blocks are 8 x 8
+// cells across the two slow axes and up to 512 along the contiguous one). Per step and shot:
+//   flux pass (box J):  FP, FM = coupled_fluxes(D+ P, D+ M, material)       six flux arrays
+//   update pass (box U): P' = (2 - d) P + (d - 1) P_prev + scale D- . FP,    M' likewise
+// with the free-surface mirrors of tti_kernels.hpp between the passes; the material coefficients
+// are the arrays tti.cpp precomputed once (no trigonometry or square roots per step). The space
+// order is a template parameter, so every stencil is unrolled.
+#include <omp.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "tti_kernels.hpp"
+#include "tti_math.hpp"
+
+namespace sciproxy::wave::kernels::cpu {
+
+namespace {
+
+constexpr std::int64_t kBlockSlow = 8;     // cells per block along axes 0 and 1
+constexpr std::int64_t kBlockFast = 512;   // cells per block along axis 2
+
+using Index = std::array<std::int64_t, 3>;
+
+// Calls row(i0, i1, i2_begin, i2_end) for the rows of the box [lo, hi), cache block by block,
+// shared among the threads of the enclosing parallel region (an `omp for` with its barrier).
+template <class F>
+void for_blocks(const Index& lo, const Index& hi, F&& row) {
+  const std::int64_t nb0 = (hi[0] - lo[0] + kBlockSlow - 1) / kBlockSlow;
+  const std::int64_t nb1 = (hi[1] - lo[1] + kBlockSlow - 1) / kBlockSlow;
+  const std::int64_t nb2 = (hi[2] - lo[2] + kBlockFast - 1) / kBlockFast;
+#pragma omp for collapse(3) schedule(static)
+  for (std::int64_t b0 = 0; b0 < nb0; ++b0)
+    for (std::int64_t b1 = 0; b1 < nb1; ++b1)
+      for (std::int64_t b2 = 0; b2 < nb2; ++b2) {
+        const std::int64_t e0 = std::min(hi[0], lo[0] + (b0 + 1) * kBlockSlow);
+        const std::int64_t e1 = std::min(hi[1], lo[1] + (b1 + 1) * kBlockSlow);
+        const std::int64_t s2 = lo[2] + b2 * kBlockFast, e2 = std::min(hi[2], s2 + kBlockFast);
+        for (std::int64_t i0 = lo[0] + b0 * kBlockSlow; i0 < e0; ++i0)
+          for (std::int64_t i1 = lo[1] + b1 * kBlockSlow; i1 < e1; ++i1) row(i0, i1, s2, e2);
+      }
+}
+
+template <int A, class T>
+void forward(const TtiProblem<T>& p, TtiFields<T> fields, const T* sources, T* receivers) {
+  const std::int64_t halo = A / 2, points = p.points();
+  const std::int64_t s0 = p.n[1] * p.n[2], s1 = p.n[2];
+  const std::int64_t surface = halo;
+  Index j_lo, j_hi, u_lo, u_hi;
+  for (int a = 0; a < 3; ++a) {
+    j_lo[a] = halo - 1;
+    u_lo[a] = halo;
+    j_hi[a] = u_hi[a] = p.n[a] - halo;
+  }
+  if (p.free_surface) {
+    j_lo[0] = surface;
+    u_lo[0] = surface + 1;
+  }
+  const T r0 = p.rh[0], r1 = p.rh[1], r2 = p.rh[2];
+  const TtiCoefficients<T> co = p.coef;
+
+  // Zero outside J once; the passes never write there (the mirror rows excepted, cleared below).
+  std::array<std::vector<T>, 6> flux_storage;
+  for (auto& f : flux_storage) f.resize(static_cast<std::size_t>(points));
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < points; ++i)
+    for (auto& f : flux_storage) f[i] = T(0);
+  T* const fp0 = flux_storage[0].data();
+  T* const fp1 = flux_storage[1].data();
+  T* const fp2 = flux_storage[2].data();
+  T* const fm0 = flux_storage[3].data();
+  T* const fm1 = flux_storage[4].data();
+  T* const fm2 = flux_storage[5].data();
+
+  // Rows 0 .. H-1 of axis 0 set to sign * f[twice_centre - row].
+  auto mirror = [&](T* f, std::int64_t twice_centre, T sign) {
+#pragma omp for collapse(2) schedule(static)
+    for (std::int64_t r = 0; r < surface; ++r)
+      for (std::int64_t i1 = 0; i1 < p.n[1]; ++i1) {
+        T* __restrict__ dst = f + r * s0 + i1 * s1;
+        const T* __restrict__ src = f + (twice_centre - r) * s0 + i1 * s1;
+#pragma omp simd
+        for (std::int64_t i2 = 0; i2 < p.n[2]; ++i2) dst[i2] = sign * src[i2];
+      }
+  };
+
+  for (std::int64_t shot = 0; shot < p.nshots; ++shot) {
+    T* P = fields.p + shot * points;
+    T* P_prev = fields.p_prev + shot * points;
+    T* M = fields.m + shot * points;
+    T* M_prev = fields.m_prev + shot * points;
+    for (std::int64_t t = 0; t < p.nt; ++t) {
+      for (std::int64_t r = 0; r < p.nreceivers; ++r) {
+        const std::int64_t k = p.receiver_cells[shot * p.nreceivers + r];
+        receivers[(t * p.nshots + shot) * p.nreceivers + r] = p.record_m ? P[k] + M[k] : P[k];
+      }
+#pragma omp parallel
+      {
+        if (p.free_surface) {
+          mirror(P, 2 * surface, T(-1));
+          mirror(M, 2 * surface, T(-1));
+        }
+        for_blocks(j_lo, j_hi, [&](std::int64_t i0, std::int64_t i1, std::int64_t b, std::int64_t e) {
+          const std::int64_t row = i0 * s0 + i1 * s1;
+#pragma omp simd
+          for (std::int64_t i2 = b; i2 < e; ++i2) {
+            const std::int64_t k = row + i2;
+            const T gp[3] = {tti::staggered_forward<A>(P + k, s0, r0),
+                             tti::staggered_forward<A>(P + k, s1, r1),
+                             tti::staggered_forward<A>(P + k, 1, r2)};
+            const T gm[3] = {tti::staggered_forward<A>(M + k, s0, r0),
+                             tti::staggered_forward<A>(M + k, s1, r1),
+                             tti::staggered_forward<A>(M + k, 1, r2)};
+            const T n[3] = {co.n[0][k], co.n[1][k], co.n[2][k]};
+            T fp[3], fm[3];
+            tti::coupled_fluxes(gp, gm, co.e[k], co.g[k], co.a[k], co.c[k], co.mm[k], n, fp, fm);
+            fp0[k] = fp[0];
+            fp1[k] = fp[1];
+            fp2[k] = fp[2];
+            fm0[k] = fm[0];
+            fm1[k] = fm[1];
+            fm2[k] = fm[2];
+          }
+        });
+        if (p.free_surface) {
+          mirror(fp0, 2 * surface - 1, T(1));
+          mirror(fm0, 2 * surface - 1, T(1));
+        }
+        for_blocks(u_lo, u_hi, [&](std::int64_t i0, std::int64_t i1, std::int64_t b, std::int64_t e) {
+          const std::int64_t row = i0 * s0 + i1 * s1;
+#pragma omp simd
+          for (std::int64_t i2 = b; i2 < e; ++i2) {
+            const std::int64_t k = row + i2;
+            const T div_p = tti::staggered_backward<A>(fp0 + k, s0, r0) +
+                            tti::staggered_backward<A>(fp1 + k, s1, r1) +
+                            tti::staggered_backward<A>(fp2 + k, 1, r2);
+            const T div_m = tti::staggered_backward<A>(fm0 + k, s0, r0) +
+                            tti::staggered_backward<A>(fm1 + k, s1, r1) +
+                            tti::staggered_backward<A>(fm2 + k, 1, r2);
+            const T d = co.damping[k], s = co.scale[k];
+            P_prev[k] = (2 - d) * P[k] + (d - 1) * P_prev[k] + s * div_p;
+            M_prev[k] = (2 - d) * M[k] + (d - 1) * M_prev[k] + s * div_m;
+          }
+        });
+      }
+      std::swap(P, P_prev);
+      std::swap(M, M_prev);
+      // Serial: two sources of a shot may share a cell.
+      for (std::int64_t q = 0; q < p.nsources; ++q) {
+        const std::int64_t at = shot * p.nsources + q;
+        const T amount = p.source_scale[at] * sources[t * p.nshots * p.nsources + at];
+        const std::int64_t k = p.source_cells[at];
+        P[k] += amount;
+        if (p.inject_m) M[k] += amount;
+      }
+    }
+    if (p.free_surface) {
+      for (T* f : {P, M, P_prev, M_prev, fp0, fm0}) std::fill(f, f + surface * s0, T(0));
+    }
+    if (p.nt % 2 == 1) {  // the newest fields are in the *_prev arrays
+      std::swap_ranges(P, P + points, P_prev);
+      std::swap_ranges(M, M + points, M_prev);
+    }
+  }
+}
+
+}  // namespace
+
+template <class T>
+void tti_forward(const TtiProblem<T>& p, TtiFields<T> fields, const T* sources, T* receivers) {
+  switch (p.order) {
+    case 4: forward<4>(p, fields, sources, receivers); break;
+    case 8: forward<8>(p, fields, sources, receivers); break;
+    case 12: forward<12>(p, fields, sources, receivers); break;
+    default: forward<16>(p, fields, sources, receivers); break;
+  }
+}
+
+template void tti_forward<float>(const TtiProblem<float>&, TtiFields<float>, const float*, float*);
+template void tti_forward<double>(const TtiProblem<double>&, TtiFields<double>, const double*,
+                                  double*);
+
+}  // namespace sciproxy::wave::kernels::cpu

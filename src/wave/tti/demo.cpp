@@ -1,0 +1,454 @@
+// The TTI workshop demo operator (include/sciproxy/tti_demo.hpp): argument checks, the stability
+// limit, padding, the per-point coefficients computed once (trig and eta terms, so that no
+// backend evaluates sin, cos or sqrt per step), the work model, and dispatch to a backend.
+// Equations: docs/kernels/tti.md, "The workshop operator"; coefficients: demo_kernels.hpp.
+#include <fmt/format.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numbers>
+
+#include "sciproxy/core/error.hpp"
+#include "sciproxy/tti_demo.hpp"
+#include "wave/tti/demo_kernels.hpp"
+#include "wave/tti/demo_math.hpp"
+#include "wave/tti/tti_math.hpp"
+
+namespace sciproxy::wave {
+
+namespace {
+
+using std::int64_t;
+using tti::demo::Grid;
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+const char* const kTopRegion = "TTISelfAdjointForward";
+
+template <int A>
+double sum_abs_coefficients() {
+  double s = 0;
+  for (int k = 1; k <= A / 2; ++k) s += std::abs(tti::staggered_coefficient<A>(k));
+  return s;
+}
+
+double sum_abs_coefficients(int order) {
+  switch (order) {
+    case 4: return sum_abs_coefficients<4>();
+    case 8: return sum_abs_coefficients<8>();
+    case 12: return sum_abs_coefficients<12>();
+    default: return sum_abs_coefficients<16>();
+  }
+}
+
+void check_space_order(int order) {
+  if (order != 4 && order != 8 && order != 12 && order != 16)
+    throw_invalid_argument("space_order", "4, 8, 12 or 16", std::to_string(order));
+}
+
+template <class T>
+void check_field(std::string_view name, std::span<const T> values, int64_t points) {
+  if (values.size() != 1 && static_cast<int64_t>(values.size()) != points)
+    throw_invalid_argument(name,
+                           fmt::format("one value (constant) or one per grid point ({})", points),
+                           fmt::format("{} values", values.size()));
+}
+
+// Checks that every value of a material lies in [lo, hi] (open at lo when lo_open), and is finite.
+template <class T>
+void check_range(std::string_view name, std::span<const T> values, double lo, double hi,
+                 bool lo_open, std::string_view expected) {
+  const int64_t n = static_cast<int64_t>(values.size());
+  int64_t bad = -1;
+#pragma omp parallel for reduction(max : bad)
+  for (int64_t p = 0; p < n; ++p) {
+    const double v = static_cast<double>(values[p]);
+    const bool ok = std::isfinite(v) && (lo_open ? v > lo : v >= lo) && v <= hi;
+    if (!ok) bad = std::max(bad, p);
+  }
+  if (bad >= 0)
+    throw_invalid_argument(name, expected,
+                           fmt::format("{} at index {}", static_cast<double>(values[bad]), bad));
+}
+
+template <class T>
+double max_of(std::span<const T> values, auto&& f) {
+  const int64_t n = static_cast<int64_t>(values.size());
+  double m = -std::numeric_limits<double>::infinity();
+#pragma omp parallel for reduction(max : m)
+  for (int64_t p = 0; p < n; ++p) m = std::max(m, f(p));
+  return m;
+}
+
+Grid make_grid(const std::array<int64_t, 3>& shape, const std::array<double, 3>& spacing,
+               int order) {
+  Grid g;
+  g.order = order;
+  g.halo = order / 2;
+  g.n = shape;
+  g.nz_vector = (shape[2] + Grid::kVectorLength - 1) / Grid::kVectorLength * Grid::kVectorLength;
+  for (int d = 0; d < 3; ++d) g.np[d] = (d == 2 ? g.nz_vector : shape[d]) + 2 * g.halo;
+  g.spacing = spacing;
+  return g;
+}
+
+template <class T>
+void check_input(const TtiDemoInput<T>& in, const TtiDemoOptions& opt) {
+  check_space_order(opt.space_order);
+  static const char* const dims[] = {"x", "y", "z"};
+  for (int d = 0; d < 3; ++d) {
+    if (in.shape[d] < opt.space_order || in.shape[d] > 100000)
+      throw_invalid_argument(
+          fmt::format("shape[{}] ({})", d, dims[d]),
+          fmt::format("at least {} grid points (the span of the space-order-{} stencil) and at "
+                      "most 100000",
+                      opt.space_order, opt.space_order),
+          std::to_string(in.shape[d]));
+    if (!(in.spacing[d] > 0) || !std::isfinite(in.spacing[d]))
+      throw_invalid_argument(fmt::format("spacing[{}] ({})", d, dims[d]),
+                             "a positive grid spacing in metres", fmt::format("{}", in.spacing[d]));
+  }
+  if (!(in.dt > 0) || !std::isfinite(in.dt))
+    throw_invalid_argument("dt", "a positive time step in seconds", fmt::format("{}", in.dt));
+  if (in.nt < 1) throw_invalid_argument("nt", "at least 1 time step", std::to_string(in.nt));
+  if (opt.nparallel < 0)
+    throw_invalid_argument("nparallel", "0 (all) or a positive thread count",
+                           std::to_string(opt.nparallel));
+
+  const int64_t points = in.shape[0] * in.shape[1] * in.shape[2];
+  const auto& m = in.material;
+  check_field("vp", m.vp, points);
+  check_field("b", m.b, points);
+  check_field("epsilon", m.epsilon, points);
+  check_field("eta", m.eta, points);
+  check_field("f", m.f, points);
+  check_field("theta", m.theta, points);
+  check_field("phi", m.phi, points);
+  check_field("damping", m.damping, points);
+  const double inf = std::numeric_limits<double>::infinity();
+  check_range("vp", m.vp, 0, inf, true, "finite velocities > 0 m/s");
+  check_range("b", m.b, 0, inf, true, "finite buoyancies (1 / density) > 0");
+  check_range("epsilon", m.epsilon, -0.5, inf, true, "finite values > -0.5 (so that 1 + 2 eps > 0)");
+  check_range("eta", m.eta, 0, 1, false, "values in [0, 1] (eta-hat; sqrt(1 - eta^2) must be real)");
+  check_range("f", m.f, 0, 1, false, "values in [0, 1] (f = 1 - vs^2 / vp^2)");
+  check_range("theta", m.theta, -inf, inf, false, "finite angles in radians");
+  check_range("phi", m.phi, -inf, inf, false, "finite angles in radians");
+  check_range("damping", m.damping, 0, 1, false, "values in [0, 1]");
+
+  for (int d = 0; d < 3; ++d) {
+    const double p = in.source_position[d];
+    const double extent = static_cast<double>(in.shape[d] - 1) * in.spacing[d];
+    if (!std::isfinite(p) || p < 0 || p > extent)
+      throw_invalid_argument(fmt::format("source_position[{}] ({})", d, dims[d]),
+                             fmt::format("a position in [0, {}] m (inside the grid)", extent),
+                             fmt::format("{} m", p));
+  }
+  if (static_cast<int64_t>(in.source_amplitudes.size()) != in.nt)
+    throw_invalid_argument("source_amplitudes", fmt::format("nt = {} values", in.nt),
+                           fmt::format("{} values", in.source_amplitudes.size()));
+  check_range("source_amplitudes", in.source_amplitudes, -inf, inf, false, "finite values");
+  for (auto [name, field] : {std::pair{"initial_u", in.initial_u},
+                             std::pair{"initial_u_prev", in.initial_u_prev}}) {
+    if (field.empty()) continue;
+    if (static_cast<int64_t>(field.size()) != points)
+      throw_invalid_argument(name, fmt::format("empty or one value per grid point ({})", points),
+                             fmt::format("{} values", field.size()));
+    check_range(name, field, -inf, inf, false, "finite values");
+  }
+
+  const double limit = tti_demo_dt_limit(in, opt.space_order);
+  if (in.dt > limit)
+    throw_invalid_argument(
+        "dt", fmt::format("at most {:.6g} s, the stability limit of these materials at space "
+                          "order {} and this spacing",
+                          limit, opt.space_order),
+        fmt::format("{:.6g} s", in.dt));
+
+  // Memory, before anything is allocated: two padded fields, eight coefficient arrays, three
+  // fluxes (two-pass), the returned fields.
+  const Grid g = make_grid(in.shape, in.spacing, opt.space_order);
+  const double bytes = sizeof(T) * (13.0 * static_cast<double>(g.padded_points()) + 2.0 * points);
+  const double physical = physical_memory_bytes();
+  if (physical > 0 && bytes > 0.8 * physical)
+    throw_invalid_argument("shape",
+                           fmt::format("a grid that fits in 80% of this machine's memory ({})",
+                                       fmt::format("{:.1f} GiB", 0.8 * physical / kGiB)),
+                           fmt::format("{} x {} x {} points, which need about {:.1f} GiB",
+                                       in.shape[0], in.shape[1], in.shape[2], bytes / kGiB));
+}
+
+template <class T>
+tti::demo::Field<T> field_of(std::span<const T> s) {
+  return {s.data(), s.size() == 1};
+}
+
+// Trilinear weights and corner cells of the source (a corner on the last grid plane moves its
+// cell down by one with weight fraction 1, so every corner lies on the grid).
+template <class T>
+tti::demo::Source<T> make_source(const Grid& g, const TtiDemoInput<T>& in) {
+  tti::demo::Source<T> src;
+  std::array<int64_t, 3> base{};
+  std::array<double, 3> frac{};
+  for (int d = 0; d < 3; ++d) {
+    const double x = in.source_position[d] / g.spacing[d];
+    int64_t i = static_cast<int64_t>(std::floor(x));
+    i = std::clamp<int64_t>(i, 0, g.n[d] - 2);
+    base[d] = i;
+    frac[d] = std::clamp(x - static_cast<double>(i), 0.0, 1.0);
+  }
+  for (int c = 0; c < 8; ++c) {
+    double w = 1;
+    for (int d = 0; d < 3; ++d) {
+      const int up = (c >> (2 - d)) & 1;
+      src.points[c][d] = base[d] + up;
+      w *= up ? frac[d] : 1 - frac[d];
+    }
+    src.weights[c] = w;
+    src.cells[c] = g.index(src.points[c][0], src.points[c][1], src.points[c][2]);
+  }
+  src.amplitudes = in.source_amplitudes.data();
+  return src;
+}
+
+// Owned coefficient arrays (padded, zero in the halo) and the views the backends take.
+template <class T>
+struct CoefficientArrays {
+  std::vector<T> nx, ny, nz, a, bma, s, m, d;
+  tti::demo::Coefficients<T> view() const {
+    return {nx.data(), ny.data(), nz.data(), a.data(), bma.data(), s.data(), m.data(), d.data()};
+  }
+};
+
+template <class T>
+CoefficientArrays<T> make_coefficients(const Grid& g, const TtiDemoInput<T>& in) {
+  const auto& mat = in.material;
+  const int64_t padded = g.padded_points();
+  CoefficientArrays<T> c;
+  for (auto* v : {&c.nx, &c.ny, &c.nz, &c.a, &c.bma, &c.s, &c.m, &c.d})
+    v->assign(static_cast<std::size_t>(padded), T(0));
+  const double dt2 = in.dt * in.dt;
+  const tti::demo::RawMaterial<T> raw{field_of(mat.vp),    field_of(mat.b),     field_of(mat.epsilon),
+                                      field_of(mat.eta),   field_of(mat.f),     field_of(mat.theta),
+                                      field_of(mat.phi),   field_of(mat.damping)};
+  // Evaluated in double, rounded once to T.
+  auto set = [&](int64_t p, int64_t q) {
+    const double th = raw.theta.at(p), ph = raw.phi.at(p);
+    const double b = raw.b.at(p), eps = raw.epsilon.at(p), eta = raw.eta.at(p), f = raw.f.at(p);
+    const double vp = raw.vp.at(p);
+    const double a = b * (1 + 2 * eps);
+    c.nx[q] = static_cast<T>(std::sin(th) * std::sin(ph));
+    c.ny[q] = static_cast<T>(std::sin(th) * std::cos(ph));
+    c.nz[q] = static_cast<T>(std::cos(th));
+    c.a[q] = static_cast<T>(a);
+    c.bma[q] = static_cast<T>(b * (1 - f * eta * eta) - a);
+    c.s[q] = static_cast<T>(b * f * eta * std::sqrt(1 - eta * eta));
+    c.m[q] = static_cast<T>(dt2 * vp * vp / b);
+    c.d[q] = static_cast<T>(raw.damping.at(p));
+  };
+#pragma omp parallel for collapse(2)
+  for (int64_t i = 0; i < g.n[0]; ++i)
+    for (int64_t j = 0; j < g.n[1]; ++j)
+      for (int64_t k = 0; k < g.n[2]; ++k) set((i * g.n[1] + j) * g.n[2] + k, g.index(i, j, k));
+  return c;
+}
+
+template <class T>
+std::vector<T> padded_copy(const Grid& g, std::span<const T> interior) {
+  std::vector<T> out(static_cast<std::size_t>(g.padded_points()), T(0));
+  if (interior.empty()) return out;
+#pragma omp parallel for collapse(2)
+  for (int64_t i = 0; i < g.n[0]; ++i)
+    for (int64_t j = 0; j < g.n[1]; ++j)
+      std::copy_n(interior.data() + (i * g.n[1] + j) * g.n[2], g.n[2],
+                  out.data() + g.index(i, j, 0));
+  return out;
+}
+
+template <class T>
+std::vector<T> interior_copy(const Grid& g, const std::vector<T>& padded) {
+  std::vector<T> out(static_cast<std::size_t>(g.interior_points()));
+#pragma omp parallel for collapse(2)
+  for (int64_t i = 0; i < g.n[0]; ++i)
+    for (int64_t j = 0; j < g.n[1]; ++j)
+      std::copy_n(padded.data() + g.index(i, j, 0), g.n[2], out.data() + (i * g.n[1] + j) * g.n[2]);
+  return out;
+}
+
+// Total seconds of the regions whose path ends in "TTISelfAdjointForward/<name>" (wherever the
+// caller nested the call).
+double region_total(const Timers* timers, const std::string& name) {
+  if (!timers) return 0;
+  const std::string suffix = std::string(kTopRegion) + "/" + name;
+  double total = 0;
+  for (const auto& s : timers->stats())
+    if (s.path.size() >= suffix.size() &&
+        s.path.compare(s.path.size() - suffix.size(), suffix.size(), suffix) == 0)
+      total += s.total;
+  return total;
+}
+
+WorkModel section_work(double points, double flops_per_point, double bytes_per_point,
+                       Precision precision) {
+  WorkModel w;
+  w.points = points;
+  w.flops = flops_per_point * points;
+  w.bytes = bytes_per_point * points;
+  w.precision = precision;
+  return w;
+}
+
+}  // namespace
+
+const char* tti_demo_form_name(TtiDemoForm form) {
+  return form == TtiDemoForm::two_pass ? "two-pass" : "fused";
+}
+
+TtiDemoForm parse_tti_demo_form(const std::string& name) {
+  if (name == "two-pass" || name == "two_pass") return TtiDemoForm::two_pass;
+  if (name == "fused") return TtiDemoForm::fused;
+  throw_invalid_argument("form", "two-pass or fused", "\"" + name + "\"");
+}
+
+TtiDemoFlops tti_demo_flops(int space_order) {
+  check_space_order(space_order);
+  return {tti::demo::flux_flops(space_order), tti::demo::divergence_flops(space_order)};
+}
+
+template <class T>
+double tti_demo_dt_limit(const TtiDemoInput<T>& in, int space_order) {
+  check_space_order(space_order);
+  const auto& m = in.material;
+  // max(vp^2 / b) and max(b max(1 + 2 eps, 1 - f eta^2)) over the grid (constants broadcast).
+  const int64_t points = in.shape[0] * in.shape[1] * in.shape[2];
+  auto at = [](std::span<const T> s, int64_t p) {
+    return static_cast<double>(s[s.size() == 1 ? 0 : p]);
+  };
+  const bool vp_b_const = m.vp.size() == 1 && m.b.size() == 1;
+  const int64_t n1 = vp_b_const ? 1 : points;
+  const bool c_const = m.b.size() == 1 && m.epsilon.size() == 1 && m.eta.size() == 1 && m.f.size() == 1;
+  const int64_t n2 = c_const ? 1 : points;
+  double max_m = -1, max_c = -1, max_d = 0;
+#pragma omp parallel for reduction(max : max_m)
+  for (int64_t p = 0; p < n1; ++p) max_m = std::max(max_m, at(m.vp, p) * at(m.vp, p) / at(m.b, p));
+#pragma omp parallel for reduction(max : max_c)
+  for (int64_t p = 0; p < n2; ++p) {
+    const double eta = at(m.eta, p);
+    max_c = std::max(max_c, at(m.b, p) * std::max(1 + 2 * at(m.epsilon, p), 1 - at(m.f, p) * eta * eta));
+  }
+  for (const T d : m.damping) max_d = std::max(max_d, static_cast<double>(d));
+  const double c = sum_abs_coefficients(space_order);
+  double inv_h2 = 0;
+  for (int d = 0; d < 3; ++d) inv_h2 += 1 / (in.spacing[d] * in.spacing[d]);
+  const double radius_per_dt2 = max_m * max_c * 4 * c * c * inv_h2;
+  return std::sqrt((4 - 2 * max_d) / radius_per_dt2);
+}
+
+template <class T>
+std::vector<T> ricker_wavelet(double f0, double dt, std::int64_t nt, double t0) {
+  if (!(f0 > 0) || !std::isfinite(f0))
+    throw_invalid_argument("f0", "a positive peak frequency in Hz", fmt::format("{}", f0));
+  if (t0 <= 0) t0 = 1 / f0;
+  std::vector<T> w(static_cast<std::size_t>(std::max<int64_t>(nt, 0)));
+  for (int64_t t = 0; t < nt; ++t) {
+    const double a = std::numbers::pi * f0 * (static_cast<double>(t) * dt - t0);
+    w[t] = static_cast<T>((1 - 2 * a * a) * std::exp(-a * a));
+  }
+  return w;
+}
+
+template <class T>
+TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& in,
+                          const TtiDemoOptions& options, Timers* timers) {
+  auto top = Timers::region(timers, kTopRegion);
+  check_input(in, options);
+  const Grid g = make_grid(in.shape, in.spacing, options.space_order);
+  const TtiDemoForm form = device.backend == Backend::reference ? TtiDemoForm::two_pass : options.form;
+
+  TtiDemoOutput<T> out;
+  out.dt_limit = tti_demo_dt_limit(in, options.space_order);
+  ThreadCount threads(device.backend == Backend::reference ? 0 : options.nparallel);
+
+  std::vector<T> u, u_prev;
+  tti::demo::Source<T> src;
+  CoefficientArrays<T> coefficients;
+  {
+    auto r = Timers::region(timers, "setup");
+    u = padded_copy<T>(g, in.initial_u);
+    u_prev = padded_copy<T>(g, in.initial_u_prev);
+    src = make_source(g, in);
+    if (device.backend != Backend::reference) {
+      coefficients = make_coefficients(g, in);
+      for (int c = 0; c < 8; ++c)
+        src.scaled[c] = static_cast<T>(src.weights[c] * static_cast<double>(coefficients.m[src.cells[c]]));
+    }
+  }
+  const tti::demo::Fields<T> fields{u.data(), u_prev.data()};
+  static const char* const kSections[] = {"flux pass", "divergence pass", "fused flux + divergence",
+                                          "source injection"};
+  std::array<double, 4> before{};
+  for (int i = 0; i < 4; ++i) before[i] = region_total(timers, kSections[i]);
+  switch (device.backend) {
+    case Backend::reference: {
+      const auto& mat = in.material;
+      const tti::demo::RawMaterial<T> raw{field_of(mat.vp),    field_of(mat.b),   field_of(mat.epsilon),
+                                          field_of(mat.eta),   field_of(mat.f),   field_of(mat.theta),
+                                          field_of(mat.phi),   field_of(mat.damping)};
+      tti::demo::reference::run<T>(g, raw, in.dt, src, in.nt, fields, timers);
+      break;
+    }
+    case Backend::cpu:
+      tti::demo::cpu::run<T>(g, coefficients.view(), src, in.nt, fields, form, timers);
+      break;
+    case Backend::cuda:
+      tti::demo::cuda::run<T>(g, coefficients.view(), src, in.nt, fields, form, device.index, timers);
+      break;
+  }
+  {
+    auto r = Timers::region(timers, "output");
+    out.u = interior_copy(g, u);
+    out.u_prev = interior_copy(g, u_prev);
+  }
+
+  // Work model: points = grid points x steps; bytes: each array a pass touches, once.
+  const double points = static_cast<double>(g.interior_points()) * static_cast<double>(in.nt);
+  const double es = sizeof(T);
+  const Precision precision = sizeof(T) == 4 ? Precision::fp32 : Precision::fp64;
+  const TtiDemoFlops flops = tti_demo_flops(options.space_order);
+  if (form == TtiDemoForm::two_pass) {
+    // flux: reads u, nx, ny, nz, a, bma, s; writes Fx, Fy, Fz.
+    // divergence: reads Fx, Fy, Fz, u, u-, m, d; writes u+.
+    out.sections.push_back({"flux pass", section_work(points, flops.flux, 10 * es, precision), 0});
+    out.sections.push_back(
+        {"divergence pass", section_work(points, flops.divergence, 8 * es, precision), 0});
+  } else {
+    // reads u, u-, nx, ny, nz, a, bma, s, m, d; writes u+ (fluxes stay on chip).
+    out.sections.push_back(
+        {"fused flux + divergence", section_work(points, flops.total(), 11 * es, precision), 0});
+  }
+  // 8 corners per step: u += scaled * s (2 flops), u read and written, one amplitude.
+  const double injections = 8.0 * static_cast<double>(in.nt);
+  out.sections.push_back(
+      {"source injection", section_work(injections, 2, 2 * es + es / 8, precision), 0});
+  out.work.points = points;
+  out.work.precision = precision;
+  for (auto& s : out.sections) {
+    out.work.flops += s.work.flops;
+    out.work.bytes += s.work.bytes;
+    for (int i = 0; i < 4; ++i)
+      if (s.name == kSections[i]) s.seconds = region_total(timers, s.name) - before[i];
+  }
+  return out;
+}
+
+#define SCIPROXY_INSTANTIATE(T)                                                                  \
+  template double tti_demo_dt_limit<T>(const TtiDemoInput<T>&, int);                            \
+  template std::vector<T> ricker_wavelet<T>(double, double, std::int64_t, double);              \
+  template TtiDemoOutput<T> tti_demo<T>(const Device&, const TtiDemoInput<T>&,                  \
+                                        const TtiDemoOptions&, Timers*);
+SCIPROXY_INSTANTIATE(float)
+SCIPROXY_INSTANTIATE(double)
+#undef SCIPROXY_INSTANTIATE
+
+}  // namespace sciproxy::wave

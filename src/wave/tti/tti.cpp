@@ -1,0 +1,515 @@
+// wave: front end of the coupled P/M TTI propagator (include/sciproxy/tti.hpp). Argument checks,
+// the padded grid and model, the material coefficients, damping and scaling computed once, the
+// stability limit, dispatch to a backend, and the adjoint.
+//
+// Material (Bube et al. 2016; WaveFD.jl): eta^2 = 2 (eps - delta) / (f + 2 eps) in [0, 1],
+//   e = b(1+2eps), g = b(1-f), a = -b(2eps + f eta^2), c = b f eta sqrt(1-eta^2), mm = b f eta^2,
+//   scale = dt^2 vp^2 / b, d = dt 2 pi freq_q / Q.
+// The tensor over b has eigenvalues 1 + 2 eps (twice), 1 - f (twice), 1 and 1 - f (the 2x2 block
+// along n has trace 2 - f and determinant 1 - f), so with the largest eigenvalue of -D-D+ along
+// an axis, (2 sum_k |c_k| / h)^2, the leapfrog with damping d is stable while
+//   dt^2 K + 2 d <= 4,   K = 4 (sum_k |c_k|)^2 (sum_a 1/h_a^2) max_cells vp^2 max(1 + 2 eps, 1)
+// (Schur-Cohn for z^2 - (2 - d - k) z + (1 - d); the local-velocity bound, exact for constant b).
+//
+// Adjoint. Forward: u^{t+1} = A u^t + B u^{t-1} + S_M s^t, r^t = R u^t, with A = (2 - D) + S L,
+// B = D - 1, S = diag(scale), L symmetric. Its transpose runs a^t = A^T a^{t+1} + B a^{t+2} +
+// R^T d^t with A^T = (2 - D) + L S, and returns g^t = S_M^T a^{t+1}. In w = S a this is
+//   w^t = A w^{t+1} + B w^{t+2} + S R^T d^t,     g^t = (injection points)^T w^{t+1},
+// the forward recursion itself, backward in time: the forward kernel with sources at the
+// receivers (data reversed in time, injected into P only), receivers at the sources (recording
+// P + M, the transpose of injecting into both), output reversed in time. Exact in exact
+// arithmetic, so the dot-product test holds to rounding.
+#include "sciproxy/tti.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <numbers>
+#include <string>
+#include <vector>
+
+#include "sciproxy/core/error.hpp"
+#include "tti_kernels.hpp"
+#include "tti_math.hpp"
+
+namespace sciproxy::wave {
+
+namespace {
+
+using Index = std::array<std::int64_t, 3>;
+
+double coefficient_sum(int order) {
+  double s = 0;
+  for (int k = 1; k <= order / 2; ++k) {
+    switch (order) {
+      case 4: s += std::abs(tti::staggered_coefficient<4>(k)); break;
+      case 8: s += std::abs(tti::staggered_coefficient<8>(k)); break;
+      case 12: s += std::abs(tti::staggered_coefficient<12>(k)); break;
+      default: s += std::abs(tti::staggered_coefficient<16>(k)); break;
+    }
+  }
+  return s;
+}
+
+std::string shape_string(const Grid& g) {
+  return fmt::format("{} x {} x {}", g.shape[0], g.shape[1], g.shape[2]);
+}
+
+void check_options(const TtiOptions& opt) {
+  require(opt.space_order == 4 || opt.space_order == 8 || opt.space_order == 12 ||
+              opt.space_order == 16,
+          "space_order", "4, 8, 12 or 16", std::to_string(opt.space_order));
+  for (int i = 0; i < 6; ++i)
+    require(opt.sponge_width[i] >= 0, fmt::format("sponge_width[{}]", i), "a width >= 0 cells",
+            std::to_string(opt.sponge_width[i]));
+  require(std::isfinite(opt.q_min) && opt.q_min > 0, "q_min", "a positive, finite Q",
+          fmt::format("{}", opt.q_min));
+  require(std::isfinite(opt.q_interior) && opt.q_interior > 0, "q_interior",
+          "a positive, finite Q", fmt::format("{}", opt.q_interior));
+  require(std::isfinite(opt.freq_q) && opt.freq_q >= 0, "freq_q",
+          "a finite frequency >= 0 in Hz (0: no attenuation)", fmt::format("{}", opt.freq_q));
+  require(std::isfinite(opt.default_f) && opt.default_f > 0 && opt.default_f <= 1, "default_f",
+          "f = 1 - vs^2/vp^2 in (0, 1]", fmt::format("{}", opt.default_f));
+  require(opt.nparallel >= 0, "nparallel", "a thread count >= 0 (0: all)",
+          std::to_string(opt.nparallel));
+}
+
+// One cell's parameters, with the defaults of empty arrays.
+struct Cell {
+  double vp, b, eps, delta, theta, phi, f;
+};
+
+template <class T>
+Cell cell_of(const TtiModel<T>& m, const TtiOptions& opt, std::int64_t i) {
+  auto at = [&](std::span<const T> a, double fallback) {
+    return a.empty() ? fallback : static_cast<double>(a[i]);
+  };
+  return {at(m.vp, 0),    at(m.buoyancy, 1), at(m.epsilon, 0), at(m.delta, 0),
+          at(m.theta, 0), at(m.phi, 0),      at(m.f, opt.default_f)};
+}
+
+template <class T>
+void check_model(const TtiModel<T>& m, const TtiOptions& opt) {
+  const Grid& g = m.grid;
+  require(g.ndim == 3, "grid.ndim", "3 (the TTI propagator is three-dimensional)",
+          std::to_string(g.ndim));
+  const std::int64_t radius = opt.space_order / 2;
+  for (int d = 0; d < 3; ++d) {
+    require(g.shape[d] >= radius, fmt::format("grid.shape[{}]", d),
+            fmt::format("at least space_order/2 = {} cells for the stencil of order {}", radius,
+                        opt.space_order),
+            std::to_string(g.shape[d]));
+    require(std::isfinite(g.spacing[d]) && g.spacing[d] > 0, fmt::format("grid.spacing[{}]", d),
+            "a positive, finite cell size in metres", fmt::format("{}", g.spacing[d]));
+  }
+  const std::int64_t cells = g.cells();
+  auto check_size = [&](std::span<const T> a, const char* name, bool required) {
+    if (a.empty() && !required) return;
+    require(static_cast<std::int64_t>(a.size()) == cells, name,
+            fmt::format("{} values (model shape {}){}", cells, shape_string(g),
+                        required ? "" : ", or none for the default"),
+            fmt::format("{} values", a.size()));
+  };
+  check_size(m.vp, "vp", true);
+  check_size(m.buoyancy, "buoyancy", false);
+  check_size(m.epsilon, "epsilon", false);
+  check_size(m.delta, "delta", false);
+  check_size(m.theta, "theta", false);
+  check_size(m.phi, "phi", false);
+  check_size(m.f, "f", false);
+  for (std::int64_t i = 0; i < cells; ++i) {
+    const Cell c = cell_of(m, opt, i);
+    const std::int64_t i0 = i / (g.shape[1] * g.shape[2]), i1 = (i / g.shape[2]) % g.shape[1],
+                       i2 = i % g.shape[2];
+    auto where = [&](double value) {
+      return fmt::format("{} at cell [{}, {}, {}]", value, i0, i1, i2);
+    };
+    if (!(std::isfinite(c.vp) && c.vp > 0))
+      throw_invalid_argument("vp", "positive, finite velocities in m/s", where(c.vp));
+    if (!(std::isfinite(c.b) && c.b > 0))
+      throw_invalid_argument("buoyancy", "positive, finite values (1 / density)", where(c.b));
+    if (!(std::isfinite(c.eps) && 1 + 2 * c.eps > 0))
+      throw_invalid_argument("epsilon", "finite values > -1/2", where(c.eps));
+    if (!std::isfinite(c.delta)) throw_invalid_argument("delta", "finite values", where(c.delta));
+    if (!std::isfinite(c.theta)) throw_invalid_argument("theta", "finite angles", where(c.theta));
+    if (!std::isfinite(c.phi)) throw_invalid_argument("phi", "finite angles", where(c.phi));
+    if (!(std::isfinite(c.f) && c.f > 0 && c.f <= 1))
+      throw_invalid_argument("f", "f = 1 - vs^2/vp^2 in (0, 1]", where(c.f));
+    const double eta2 = 2 * (c.eps - c.delta) / (c.f + 2 * c.eps);
+    if (!(c.f + 2 * c.eps > 0 && eta2 >= 0 && eta2 <= 1))
+      throw_invalid_argument(
+          "epsilon, delta",
+          "eta^2 = 2 (eps - delta) / (f + 2 eps) in [0, 1] (delta <= eps and delta >= -f/2)",
+          fmt::format("eta^2 = {} from eps = {}, delta = {}, f = {} at cell [{}, {}, {}]", eta2,
+                      c.eps, c.delta, c.f, i0, i1, i2));
+  }
+}
+
+}  // namespace
+
+template <class T>
+double tti_max_dt(const TtiModel<T>& model, const TtiOptions& opt) {
+  check_options(opt);
+  check_model(model, opt);
+  double speed2 = 0;  // max vp^2 lambda_max
+  for (std::int64_t i = 0; i < model.grid.cells(); ++i) {
+    const Cell c = cell_of(model, opt, i);
+    speed2 = std::max(speed2, c.vp * c.vp * std::max(1 + 2 * c.eps, 1.0));
+  }
+  double inv_h2 = 0;
+  for (int d = 0; d < 3; ++d) inv_h2 += 1 / (model.grid.spacing[d] * model.grid.spacing[d]);
+  const double s = coefficient_sum(opt.space_order);
+  const double k = 4 * s * s * inv_h2 * speed2;
+  bool sponge = false;
+  for (int i = 0; i < 6; ++i) sponge = sponge || (opt.sponge_width[i] > 0 && !(opt.free_surface && i == 0));
+  const double beta =
+      2 * std::numbers::pi * opt.freq_q / std::min(opt.q_interior, sponge ? opt.q_min : opt.q_interior);
+  return (-beta + std::sqrt(beta * beta + 4 * k)) / k;  // root of k dt^2 + 2 beta dt = 4
+}
+
+namespace {
+
+template <class T>
+struct Setup {
+  int order = 8;
+  std::int64_t halo = 4, nshots = 1, nsources = 0, nreceivers = 0, nt = 0;
+  Index model_shape{}, offset{}, n{};
+  std::int64_t points = 1, cells = 1;
+  std::vector<T> e, g, a, c, mm, n0, n1, n2, scale, damping;
+  std::vector<std::int64_t> source_cells, receiver_cells;
+  std::vector<T> source_scale, receiver_scale;
+  kernels::TtiProblem<T> problem;
+
+  std::int64_t padded_cell(const std::int64_t* loc) const {
+    return ((loc[0] + offset[0]) * n[1] + loc[1] + offset[1]) * n[2] + loc[2] + offset[2];
+  }
+};
+
+template <class T>
+void check_locations(const TtiInput<T>& in, std::span<const std::int64_t> loc, std::int64_t count,
+                     const char* name, const char* what) {
+  const Grid& g = in.model.grid;
+  require(static_cast<std::int64_t>(loc.size()) == in.nshots * count * 3, name,
+          fmt::format("[nshots, n{}s, 3] = [{}, {}, 3], {} values", what, in.nshots, count,
+                      in.nshots * count * 3),
+          fmt::format("{} values", loc.size()));
+  for (std::int64_t k = 0; k < in.nshots * count; ++k)
+    for (int d = 0; d < 3; ++d) {
+      const std::int64_t x = loc[k * 3 + d];
+      if (x < 0 || x >= g.shape[d])
+        throw_invalid_argument(
+            name, fmt::format("cell indices inside the model (shape {})", shape_string(g)),
+            fmt::format("[{}, {}, {}] for shot {}, {} {} (index {} of axis {})", loc[k * 3],
+                        loc[k * 3 + 1], loc[k * 3 + 2], k / std::max<std::int64_t>(count, 1),
+                        what, k % std::max<std::int64_t>(count, 1), x, d));
+    }
+}
+
+// Checks the input (traces: the amplitudes the run injects, named `traces_name`, with
+// `per_shot` traces per shot) and builds the padded problem.
+template <class T>
+void make_setup(Setup<T>& s, const TtiInput<T>& in, const TtiOptions& opt,
+                std::span<const T> traces, const char* traces_name, std::int64_t per_shot) {
+  check_options(opt);
+  check_model(in.model, opt);
+  require(std::isfinite(in.dt) && in.dt > 0, "dt", "a positive, finite time step in seconds",
+          fmt::format("{}", in.dt));
+  require(in.nshots >= 1, "nshots", "at least 1 shot", std::to_string(in.nshots));
+  require(in.nsources >= 0, "nsources", "a number of sources per shot >= 0",
+          std::to_string(in.nsources));
+  require(in.nreceivers >= 0, "nreceivers", "a number of receivers per shot >= 0",
+          std::to_string(in.nreceivers));
+  require(in.nt >= 0, "nt", "a number of time samples >= 0 (0: from the amplitudes)",
+          std::to_string(in.nt));
+  std::int64_t nt = in.nt;
+  const std::int64_t ntraces = in.nshots * per_shot;
+  const auto ntotal = static_cast<std::int64_t>(traces.size());
+  if (nt == 0 && ntraces > 0 && ntotal > 0 && ntotal % ntraces == 0) nt = ntotal / ntraces;
+  require(ntotal == ntraces * nt, traces_name,
+          fmt::format("[nshots, {}, nt] = [{}, {}, {}], {} values",
+                      std::string(traces_name) == "source_amplitudes" ? "nsources" : "nreceivers",
+                      in.nshots, per_shot, nt, ntraces * nt),
+          fmt::format("{} values", ntotal));
+  for (std::int64_t i = 0; i < ntotal; ++i)
+    if (!std::isfinite(traces[i]))
+      throw_invalid_argument(traces_name, "finite values",
+                             fmt::format("{} at flat index {}", traces[i], i));
+  check_locations(in, in.source_locations, in.nsources, "source_locations", "source");
+  check_locations(in, in.receiver_locations, in.nreceivers, "receiver_locations", "receiver");
+  const double max_dt = tti_max_dt(in.model, opt);
+  require(in.dt <= max_dt, "dt",
+          fmt::format("at most the stability limit {:.6g} s (space order {}, max vp sqrt(1+2eps), "
+                      "spacing{})", max_dt, opt.space_order,
+                      opt.freq_q > 0 ? " and the damping of the sponge" : ""),
+          fmt::format("{} s", in.dt));
+
+  const Grid& grid = in.model.grid;
+  s.order = opt.space_order;
+  s.halo = opt.space_order / 2;
+  s.nshots = in.nshots;
+  s.nsources = in.nsources;
+  s.nreceivers = in.nreceivers;
+  s.nt = nt;
+  s.cells = grid.cells();
+  std::array<std::int64_t, 6> width = opt.sponge_width;
+  if (opt.free_surface) width[0] = 0;
+  for (int d = 0; d < 3; ++d) {
+    s.model_shape[d] = grid.shape[d];
+    s.offset[d] = s.halo + width[2 * d];
+    s.n[d] = grid.shape[d] + 2 * s.halo + width[2 * d] + width[2 * d + 1];
+  }
+  s.points = s.n[0] * s.n[1] * s.n[2];
+
+  // Q: log-linear from q_min at the outer edge of a sponge to q_interior at the model (WaveFD's
+  // profile), the smallest over the sides whose sponge the cell is in.
+  const double omega = 2 * std::numbers::pi * opt.freq_q;
+  auto q_of = [&](const Index& p) {
+    double q = opt.q_interior;
+    for (int d = 0; d < 3; ++d) {
+      const std::int64_t into_lo = p[d] - s.halo, into_hi = s.n[d] - s.halo - 1 - p[d];
+      for (int side = 0; side < 2; ++side) {
+        const std::int64_t w = width[2 * d + side], k = side == 0 ? into_lo : into_hi;
+        if (w > 0 && k < w)
+          q = std::min(q, std::exp(std::log(opt.q_min) +
+                                   (double(k) / w) * (std::log(opt.q_interior) - std::log(opt.q_min))));
+      }
+    }
+    return q;
+  };
+
+  for (auto* v : {&s.e, &s.g, &s.a, &s.c, &s.mm, &s.n0, &s.n1, &s.n2, &s.scale, &s.damping})
+    v->assign(static_cast<std::size_t>(s.points), T(0));
+  const double dt2 = in.dt * in.dt;
+  for (std::int64_t i0 = 0; i0 < s.n[0]; ++i0)
+    for (std::int64_t i1 = 0; i1 < s.n[1]; ++i1)
+      for (std::int64_t i2 = 0; i2 < s.n[2]; ++i2) {
+        const Index p = {i0, i1, i2};
+        const std::int64_t k = (i0 * s.n[1] + i1) * s.n[2] + i2;
+        std::int64_t model = 0;  // replicate padding
+        for (int d = 0; d < 3; ++d)
+          model = model * grid.shape[d] + std::clamp<std::int64_t>(p[d] - s.offset[d], 0, grid.shape[d] - 1);
+        const Cell c = cell_of(in.model, opt, model);
+        const double eta2 = std::max(0.0, 2 * (c.eps - c.delta) / (c.f + 2 * c.eps));
+        const double eta = std::sqrt(eta2);
+        s.e[k] = static_cast<T>(c.b * (1 + 2 * c.eps));
+        s.g[k] = static_cast<T>(c.b * (1 - c.f));
+        s.a[k] = static_cast<T>(-c.b * (2 * c.eps + c.f * eta2));
+        s.c[k] = static_cast<T>(c.b * c.f * eta * std::sqrt(std::max(0.0, 1 - eta2)));
+        s.mm[k] = static_cast<T>(c.b * c.f * eta2);
+        s.n0[k] = static_cast<T>(std::cos(c.theta));
+        s.n1[k] = static_cast<T>(std::sin(c.theta) * std::sin(c.phi));
+        s.n2[k] = static_cast<T>(std::sin(c.theta) * std::cos(c.phi));
+        s.scale[k] = static_cast<T>(dt2 * c.vp * c.vp / c.b);
+        s.damping[k] = static_cast<T>(in.dt * omega / q_of(p));
+      }
+
+  // Injection weights: scale at the cell; none on the free surface (P = 0 there).
+  auto cells_of = [&](std::span<const std::int64_t> loc, std::int64_t count,
+                      std::vector<std::int64_t>& cells, std::vector<T>& weights) {
+    cells.resize(static_cast<std::size_t>(in.nshots * count));
+    weights.resize(cells.size());
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      cells[i] = s.padded_cell(loc.data() + 3 * i);
+      const bool on_surface = opt.free_surface && loc[3 * i] == 0;
+      weights[i] = on_surface ? T(0) : s.scale[cells[i]];
+    }
+  };
+  cells_of(in.source_locations, in.nsources, s.source_cells, s.source_scale);
+  cells_of(in.receiver_locations, in.nreceivers, s.receiver_cells, s.receiver_scale);
+
+  kernels::TtiProblem<T>& pr = s.problem;
+  pr.order = s.order;
+  pr.nshots = s.nshots;
+  pr.n = s.n;
+  for (int d = 0; d < 3; ++d) pr.rh[d] = static_cast<T>(1 / grid.spacing[d]);
+  pr.free_surface = opt.free_surface;
+  pr.coef = {s.e.data(), s.g.data(), s.a.data(), s.c.data(), s.mm.data(),
+             {s.n0.data(), s.n1.data(), s.n2.data()}, s.scale.data(), s.damping.data()};
+  pr.nt = s.nt;
+}
+
+// Zero in the halo (and on and above a free surface): the state the kernels assume.
+template <class T>
+void project_state(const Setup<T>& s, bool free_surface, TtiState<T>& st) {
+  for (std::int64_t shot = 0; shot < s.nshots; ++shot)
+    for (std::int64_t i0 = 0; i0 < s.n[0]; ++i0)
+      for (std::int64_t i1 = 0; i1 < s.n[1]; ++i1)
+        for (std::int64_t i2 = 0; i2 < s.n[2]; ++i2) {
+          const Index p = {i0, i1, i2};
+          bool zero = free_surface && i0 <= s.halo;
+          for (int d = 0; d < 3; ++d) zero = zero || p[d] < s.halo || p[d] >= s.n[d] - s.halo;
+          if (!zero) continue;
+          const std::int64_t k = shot * s.points + (i0 * s.n[1] + i1) * s.n[2] + i2;
+          st.p[k] = st.p_prev[k] = st.m[k] = st.m_prev[k] = 0;
+        }
+}
+
+template <class T>
+TtiState<T> make_state(const Setup<T>& s, bool free_surface, const TtiState<T>* given) {
+  TtiState<T> st;
+  st.padded_shape = s.n;
+  st.model_offset = s.offset;
+  const auto size = static_cast<std::size_t>(s.nshots * s.points);
+  const bool any = given && (!given->p.empty() || !given->p_prev.empty() || !given->m.empty() ||
+                             !given->m_prev.empty());
+  if (any)
+    require(given->padded_shape == s.n, "initial.padded_shape",
+            fmt::format("[{}, {}, {}] (model + sponge + halo of space_order/2 per side)", s.n[0],
+                        s.n[1], s.n[2]),
+            fmt::format("[{}, {}, {}]", given->padded_shape[0], given->padded_shape[1],
+                        given->padded_shape[2]));
+  auto fill = [&](std::vector<T>& dst, const std::vector<T>* src, const char* name) {
+    if (src && !src->empty()) {
+      require(src->size() == size, name,
+              fmt::format("[nshots, *padded_shape], {} values, or none", size),
+              fmt::format("{} values", src->size()));
+      for (std::size_t i = 0; i < size; ++i)
+        if (!std::isfinite((*src)[i]))
+          throw_invalid_argument(name, "finite values", fmt::format("{} at flat index {}", (*src)[i], i));
+      dst = *src;
+    } else {
+      dst.assign(size, T(0));
+    }
+  };
+  fill(st.p, any ? &given->p : nullptr, "initial.p");
+  fill(st.p_prev, any ? &given->p_prev : nullptr, "initial.p_prev");
+  fill(st.m, any ? &given->m : nullptr, "initial.m");
+  fill(st.m_prev, any ? &given->m_prev : nullptr, "initial.m_prev");
+  project_state(s, free_surface, st);
+  return st;
+}
+
+template <class T>
+void run(const Device& device, const kernels::TtiProblem<T>& p, kernels::TtiFields<T> f,
+         const T* sources, T* receivers, int nparallel, Timers* timers) {
+  switch (device.backend) {
+    case Backend::reference:
+      kernels::reference::tti_forward(p, f, sources, receivers);
+      break;
+    case Backend::cpu: {
+      ThreadCount threads(nparallel);
+      kernels::cpu::tti_forward(p, f, sources, receivers);
+      break;
+    }
+    case Backend::cuda:
+      kernels::cuda::tti_forward(p, f, sources, receivers, device.index, timers);
+      break;
+  }
+}
+
+// Work model: points = padded cells outside the halo (model + sponge) x steps x shots. Flops per
+// point and step: 12 staggered derivatives of 3 order/2 flops each, 28 for the two n-products,
+// the two coupling terms and the six fluxes, 4 for the two divergences' sums, 12 for the two
+// updates. Bytes: the two-pass traffic, 30 values per point and step (flux pass: P, M, the 8
+// coefficients in, 6 fluxes out; divergence pass: 6 fluxes, P, M, P_prev, M_prev, scale, d in,
+// P_prev and M_prev out).
+template <class T>
+WorkModel work_model(const Setup<T>& s) {
+  WorkModel w;
+  double interior = 1;
+  for (int d = 0; d < 3; ++d) interior *= double(s.n[d] - 2 * s.halo);
+  w.points = interior * double(s.nt) * double(s.nshots);
+  w.flops = w.points * (36.0 * (s.order / 2) + 44);
+  w.bytes = w.points * 30.0 * sizeof(T);
+  w.precision = sizeof(T) == 4 ? Precision::fp32 : Precision::fp64;
+  return w;
+}
+
+}  // namespace
+
+template <class T>
+TtiOutput<T> tti_forward(const Device& device, const TtiInput<T>& in, const TtiOptions& opt,
+                         const TtiState<T>* initial, Timers* timers) {
+  auto top = Timers::region(timers, "tti");
+  Setup<T> s;
+  TtiOutput<T> out;
+  {
+    auto r = Timers::region(timers, "setup");
+    make_setup(s, in, opt, in.source_amplitudes, "source_amplitudes", in.nsources);
+    out.state = make_state(s, opt.free_surface, initial);
+  }
+  const std::int64_t ns = s.nshots * s.nsources, nr = s.nshots * s.nreceivers;
+  std::vector<T> sources_tm(static_cast<std::size_t>(s.nt * ns)),
+      receivers_tm(static_cast<std::size_t>(s.nt * nr));
+  for (std::int64_t tr = 0; tr < ns; ++tr)
+    for (std::int64_t t = 0; t < s.nt; ++t)
+      sources_tm[t * ns + tr] = in.source_amplitudes[tr * s.nt + t];
+  kernels::TtiProblem<T> p = s.problem;
+  p.nsources = s.nsources;
+  p.source_cells = s.source_cells.data();
+  p.source_scale = s.source_scale.data();
+  p.nreceivers = s.nreceivers;
+  p.receiver_cells = s.receiver_cells.data();
+  p.inject_m = true;
+  p.record_m = false;
+  if (s.nt > 0) {
+    auto r = Timers::region(timers, "forward");
+    run(device, p, {out.state.p.data(), out.state.p_prev.data(), out.state.m.data(),
+                    out.state.m_prev.data()},
+        sources_tm.data(), receivers_tm.data(), opt.nparallel, timers);
+  }
+  out.receiver_amplitudes.resize(static_cast<std::size_t>(nr * s.nt));
+  for (std::int64_t tr = 0; tr < nr; ++tr)
+    for (std::int64_t t = 0; t < s.nt; ++t)
+      out.receiver_amplitudes[tr * s.nt + t] = receivers_tm[t * nr + tr];
+  out.work = work_model(s);
+  return out;
+}
+
+template <class T>
+TtiAdjointOutput<T> tti_adjoint(const Device& device, const TtiInput<T>& in,
+                                std::span<const T> receiver_data, const TtiOptions& opt,
+                                Timers* timers) {
+  auto top = Timers::region(timers, "tti_adjoint");
+  Setup<T> s;
+  TtiState<T> state;
+  {
+    auto r = Timers::region(timers, "setup");
+    make_setup(s, in, opt, receiver_data, "receiver_data", in.nreceivers);
+    state = make_state(s, opt.free_surface, static_cast<const TtiState<T>*>(nullptr));
+  }
+  const std::int64_t ns = s.nshots * s.nsources, nr = s.nshots * s.nreceivers, nt = s.nt;
+  // Reversed time: kernel step tau carries the data of sample nt-1-tau.
+  std::vector<T> data_tm(static_cast<std::size_t>(nt * nr)), sources_tm(static_cast<std::size_t>(nt * ns));
+  for (std::int64_t tr = 0; tr < nr; ++tr)
+    for (std::int64_t t = 0; t < nt; ++t) data_tm[(nt - 1 - t) * nr + tr] = receiver_data[tr * nt + t];
+  kernels::TtiProblem<T> p = s.problem;
+  p.nsources = s.nreceivers;
+  p.source_cells = s.receiver_cells.data();
+  p.source_scale = s.receiver_scale.data();
+  p.nreceivers = s.nsources;
+  p.receiver_cells = s.source_cells.data();
+  p.inject_m = false;
+  p.record_m = true;
+  if (nt > 0) {
+    auto r = Timers::region(timers, "adjoint");
+    run(device, p, {state.p.data(), state.p_prev.data(), state.m.data(), state.m_prev.data()},
+        data_tm.data(), sources_tm.data(), opt.nparallel, timers);
+  }
+  TtiAdjointOutput<T> out;
+  out.source_amplitudes.resize(static_cast<std::size_t>(ns * nt));
+  // g^t = recorded w^{t+1}: kernel sample tau = nt-1-t; the weight of a source on the surface
+  // is zero, and so is P + M there.
+  for (std::int64_t tr = 0; tr < ns; ++tr)
+    for (std::int64_t t = 0; t < nt; ++t)
+      out.source_amplitudes[tr * nt + t] =
+          s.source_scale[tr] == T(0) ? T(0) : sources_tm[(nt - 1 - t) * ns + tr];
+  out.work = work_model(s);
+  return out;
+}
+
+#define SCIPROXY_INSTANTIATE(T)                                                                 \
+  template double tti_max_dt<T>(const TtiModel<T>&, const TtiOptions&);                        \
+  template TtiOutput<T> tti_forward<T>(const Device&, const TtiInput<T>&, const TtiOptions&,    \
+                               const TtiState<T>*, Timers*);                                    \
+  template TtiAdjointOutput<T> tti_adjoint<T>(const Device&, const TtiInput<T>&,               \
+                                              std::span<const T>, const TtiOptions&, Timers*);
+SCIPROXY_INSTANTIATE(float)
+SCIPROXY_INSTANTIATE(double)
+#undef SCIPROXY_INSTANTIATE
+
+}  // namespace sciproxy::wave
