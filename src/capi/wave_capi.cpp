@@ -22,22 +22,9 @@ namespace {
 
 namespace wv = sciproxy::wave;
 using sciproxy::capi::guarded;
+using sciproxy::capi::checked_product;
+using sciproxy::capi::input_span;
 using sciproxy::capi::require_pointer;
-
-// a * b, refusing counts that do not fit (so spans are never formed from wrapped sizes).
-std::int64_t checked_product(std::int64_t a, std::int64_t b, const char* what) {
-  if (a < 0 || b < 0 || (a > 0 && b > std::numeric_limits<std::int64_t>::max() / a))
-    sciproxy::throw_invalid_argument(what, "a size that fits in int64",
-                                     fmt::format("{} x {}", a, b));
-  return a * b;
-}
-
-template <class T>
-std::span<const T> input_span(const T* p, std::int64_t count, const char* argument) {
-  if (count == 0) return {};
-  require_pointer(p, argument);
-  return {p, static_cast<std::size_t>(count)};
-}
 
 // The arguments every call shares, checked enough to size the arrays; the library checks values.
 template <class T>
