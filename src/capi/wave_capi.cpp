@@ -24,6 +24,7 @@ namespace wv = sciproxy::wave;
 using sciproxy::capi::guarded;
 using sciproxy::capi::checked_product;
 using sciproxy::capi::input_span;
+using sciproxy::capi::optional_span;
 using sciproxy::capi::require_pointer;
 
 // The arguments every call shares, checked enough to size the arrays; the library checks values.
@@ -142,7 +143,7 @@ wv::ScalarBornInput<T> make_born_input(const wv::ScalarInput<T>& in, const T* sc
   sciproxy::require(nbg_receivers >= 0, "nbg_receivers", "0 or more", std::to_string(nbg_receivers));
   wv::ScalarBornInput<T> b;
   b.background = in;
-  b.scatter = input_span(scatter, static_cast<std::int64_t>(in.v.size()), "scatter");
+  b.scatter = optional_span(scatter, static_cast<std::int64_t>(in.v.size()));  // NULL: none
   b.nbg_receivers = nbg_receivers;
   b.bg_receiver_locations = input_span(
       bg_receiver_locations,
