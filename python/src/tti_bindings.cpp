@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "arrays.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/tti.hpp"
@@ -27,18 +28,10 @@ namespace {
 
 namespace wv = sciproxy::wave;
 
-template <class T>
-using Array = nb::ndarray<const T, nb::c_contig, nb::device::cpu>;
-using Locations = nb::ndarray<const std::int64_t, nb::c_contig, nb::device::cpu>;
-
-template <class T>
-std::span<const T> span_of(const Array<T>& a) {
-  return {a.data(), a.size()};
-}
-template <class T>
-std::span<const T> span_of(const std::optional<Array<T>>& a) {
-  return a ? span_of(*a) : std::span<const T>();
-}
+using sciproxy::python::Array;
+using sciproxy::python::Locations;
+using sciproxy::python::span_of;
+using sciproxy::python::to_numpy;
 
 wv::TtiOptions options_of(const nb::dict& d) {
   wv::TtiOptions o;
@@ -99,15 +92,7 @@ nb::object tti(const Array<T>& vp, const std::optional<Array<T>>& buoyancy,
       result = wv::tti_forward<T>(dev, in, opt).receiver_amplitudes;
     }
   }
-  const std::size_t dims[3] = {static_cast<std::size_t>(nshots),
-                               static_cast<std::size_t>(adjoint ? nsources : nreceivers),
-                               static_cast<std::size_t>(nt)};
-  if (result.size() != dims[0] * dims[1] * dims[2])
-    throw sciproxy::RuntimeError("tti: internal error: the output has " +
-                                 std::to_string(result.size()) + " values");
-  auto* heap = new std::vector<T>(std::move(result));
-  nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
-  return nb::cast(nb::ndarray<nb::numpy, T>(heap->data(), 3, dims, owner));
+  return to_numpy(std::move(result), {nshots, adjoint ? nsources : nreceivers, nt});
 }
 
 template <class T>

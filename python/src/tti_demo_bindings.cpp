@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "arrays.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/timers.hpp"
@@ -26,20 +27,8 @@ namespace {
 template <class T>
 using Flat = nb::ndarray<const T, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
-template <class T>
-std::span<const T> span_of(const Flat<T>& a) {
-  return {a.data(), a.shape(0)};
-}
-
-// A numpy array of `shape` that owns `values`.
-template <class T>
-nb::object numpy_of(std::vector<T>&& values, const std::array<std::int64_t, 3>& shape) {
-  auto* heap = new std::vector<T>(std::move(values));
-  nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
-  const std::size_t dims[3] = {static_cast<std::size_t>(shape[0]), static_cast<std::size_t>(shape[1]),
-                               static_cast<std::size_t>(shape[2])};
-  return nb::cast(nb::ndarray<nb::numpy, T>(heap->data(), 3, dims, owner));
-}
+using sciproxy::python::span_of;
+using sciproxy::python::to_numpy;
 
 nb::dict work_dict(const sciproxy::WorkModel& w) {
   nb::dict d;
@@ -98,7 +87,8 @@ nb::tuple tti_demo(std::array<std::int64_t, 3> shape, std::array<double, 3> spac
   }
   info["sections"] = sections;
   info["seconds"] = seconds;  // the time steps (the sections), without setup
-  return nb::make_tuple(numpy_of(std::move(out.u), shape), numpy_of(std::move(out.u_prev), shape), info);
+  const std::vector<std::int64_t> dims(shape.begin(), shape.end());
+  return nb::make_tuple(to_numpy(std::move(out.u), dims), to_numpy(std::move(out.u_prev), dims), info);
 }
 
 template <class T>

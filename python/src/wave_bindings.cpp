@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "arrays.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/wave.hpp"
@@ -27,14 +28,11 @@ namespace {
 
 namespace wv = sciproxy::wave;
 
-template <class T>
-using Array = nb::ndarray<const T, nb::c_contig, nb::device::cpu>;
-using Locations = nb::ndarray<const std::int64_t, nb::c_contig, nb::device::cpu>;
-
-template <class T>
-constexpr const char* dtype_name() {
-  return sizeof(T) == 4 ? "float32" : "float64";
-}
+using sciproxy::python::Array;
+using sciproxy::python::dtype_name;
+using sciproxy::python::Locations;
+using sciproxy::python::span_of;
+using sciproxy::python::to_numpy;
 
 std::string type_of(nb::handle h) {
   try {
@@ -63,30 +61,6 @@ Locations locations_of(nb::handle h, const std::string& name) {
   return a;
 }
 
-template <class T>
-std::span<const T> span_of(const nb::ndarray<const T, nb::c_contig, nb::device::cpu>& a) {
-  return {a.data(), a.size()};
-}
-
-// A numpy array that owns `values` (moved to the heap, freed with the array).
-template <class T>
-nb::object to_numpy(std::vector<T>&& values, const std::vector<std::int64_t>& shape) {
-  std::vector<std::size_t> dims(shape.begin(), shape.end());
-  std::size_t count = 1;
-  for (std::size_t d : dims) count *= d;
-  if (count != values.size())
-    throw sciproxy::RuntimeError("scalar: internal error: an output has " +
-                                 std::to_string(values.size()) + " values, its shape " +
-                                 std::to_string(count));
-  if (values.empty()) {
-    nb::list py_shape;
-    for (std::int64_t n : shape) py_shape.append(n);
-    return nb::module_::import_("numpy").attr("zeros")(nb::tuple(py_shape), dtype_name<T>());
-  }
-  auto* heap = new std::vector<T>(std::move(values));
-  nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
-  return nb::cast(nb::ndarray<nb::numpy, T>(heap->data(), dims.size(), dims.data(), owner));
-}
 
 // Options: the dict the Python layer builds (every key present).
 wv::ScalarOptions options_of(const nb::dict& d) {
