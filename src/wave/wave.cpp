@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "checks.hpp"
 #include "pml.hpp"
 #include "resample.hpp"
 #include "scalar_kernels.hpp"
@@ -57,21 +58,10 @@ std::string join(const std::int64_t* x, int n, const char* sep) {
   return s;
 }
 
-std::string shape_string(const Grid& g) {
-  return join(g.shape.data(), g.ndim, " x ");
-}
-
-void check_grid(const Grid& grid) {
-  require(grid.ndim >= 1 && grid.ndim <= kMaxDims, "grid.ndim", "1, 2 or 3 dimensions",
-          std::to_string(grid.ndim));
-  for (int d = 0; d < grid.ndim; ++d) {
-    require(grid.shape[d] >= 1, fmt::format("grid.shape[{}]", d), "at least 1 cell",
-            std::to_string(grid.shape[d]));
-    require(std::isfinite(grid.spacing[d]) && grid.spacing[d] > 0,
-            fmt::format("grid.spacing[{}]", d), "a positive, finite cell size in metres",
-            fmt::format("{}", grid.spacing[d]));
-  }
-}
+using detail::check_grid;
+using detail::check_locations;
+using detail::is_ignored;
+using detail::shape_string;
 
 void check_dt(double dt) {
   require(std::isfinite(dt) && dt > 0, "dt", "a positive, finite time step in seconds",
@@ -112,11 +102,6 @@ namespace {
 
 // ---------------------------------------------------------------------------------------------
 // Argument checks
-
-// A location whose coordinates are all kIgnoreLocation.
-bool is_ignored(const std::int64_t* x, int ndim) {
-  return std::all_of(x, x + ndim, [](std::int64_t c) { return c == kIgnoreLocation; });
-}
 
 // Where ignored sources and receivers point on the padded grid: the first halo cell, which every
 // wavefield keeps at zero, so they record zeros; their source amplitudes and receiver gradients
@@ -179,26 +164,10 @@ std::int64_t check_input(const ScalarInput<T>& in, const ScalarOptions& opt) {
                       i / (in.nsources * nt), (i / nt) % in.nsources, i % nt));
 
   // Locations: cell indices inside the model; the sources of one shot in distinct cells.
-  auto check_locations = [&](std::span<const std::int64_t> loc, std::int64_t count,
-                             const char* name, const char* what) {
-    require(static_cast<std::int64_t>(loc.size()) == in.nshots * count * g.ndim, name,
-            fmt::format("[nshots, n{}s, ndim] = [{}, {}, {}], {} values", what, in.nshots, count,
-                        g.ndim, in.nshots * count * g.ndim),
-            fmt::format("{} values", loc.size()));
-    for (std::int64_t s = 0; s < in.nshots; ++s)
-      for (std::int64_t k = 0; k < count; ++k) {
-        const std::int64_t* x = loc.data() + (s * count + k) * g.ndim;
-        if (is_ignored(x, g.ndim)) continue;
-        for (int d = 0; d < g.ndim; ++d)
-          if (x[d] < 0 || x[d] >= g.shape[d])
-            throw_invalid_argument(
-                name, fmt::format("cell indices inside the model (shape {})", shape_string(g)),
-                fmt::format("[{}] for shot {}, {} {} (index {} of dimension {})",
-                            join(x, g.ndim, ", "), s, what, k, x[d], d));
-      }
-  };
-  check_locations(in.source_locations, in.nsources, "source_locations", "source");
-  check_locations(in.receiver_locations, in.nreceivers, "receiver_locations", "receiver");
+  check_locations(in.source_locations, in.nshots, in.nsources, g, "source_locations", "source",
+                  true);
+  check_locations(in.receiver_locations, in.nshots, in.nreceivers, g, "receiver_locations",
+                  "receiver", true);
   for (std::int64_t s = 0; s < in.nshots; ++s) {
     std::vector<std::pair<std::vector<std::int64_t>, std::int64_t>> cells_of;
     for (std::int64_t k = 0; k < in.nsources; ++k) {
@@ -1080,11 +1049,10 @@ void make_born_setup(BornSetup<T>& b, const ScalarBornInput<T>& in, const Scalar
   require(bg.nreceivers >= 0, "nreceivers", "a number of receivers per shot >= 0",
           std::to_string(bg.nreceivers));
   const std::int64_t nsc = bg.nreceivers, nbg = in.nbg_receivers;
-  require(static_cast<std::int64_t>(in.bg_receiver_locations.size()) == bg.nshots * nbg * ndim,
-          "bg_receiver_locations",
-          fmt::format("[nshots, nbg_receivers, ndim] = [{}, {}, {}], {} values", bg.nshots, nbg,
-                      ndim, bg.nshots * nbg * ndim),
-          fmt::format("{} values", in.bg_receiver_locations.size()));
+  // The background receivers get their own name in errors; make_setup checks the rest.
+  check_grid(bg.grid);
+  check_locations(in.bg_receiver_locations, bg.nshots, nbg, bg.grid, "bg_receiver_locations",
+                  "bg_receiver", true);
   require(static_cast<std::int64_t>(bg.receiver_locations.size()) == bg.nshots * nsc * ndim,
           "receiver_locations",
           fmt::format("[nshots, nreceivers, ndim] = [{}, {}, {}], {} values", bg.nshots, nsc, ndim,
@@ -1100,18 +1068,6 @@ void make_born_setup(BornSetup<T>& b, const ScalarBornInput<T>& in, const Scalar
   ScalarInput<T> all = bg;
   all.nreceivers = nsc + nbg;
   all.receiver_locations = locations;
-  // The background receivers get their own name in errors; make_setup checks the rest.
-  for (std::int64_t k = 0; k < bg.nshots * nbg; ++k) {
-    const std::int64_t* x = in.bg_receiver_locations.data() + k * ndim;
-    if (is_ignored(x, ndim)) continue;
-    for (int d = 0; d < ndim; ++d)
-      if (x[d] < 0 || x[d] >= bg.grid.shape[d])
-        throw_invalid_argument(
-            "bg_receiver_locations",
-            fmt::format("cell indices inside the model (shape {})", shape_string(bg.grid)),
-            fmt::format("[{}] for shot {}, receiver {} (index {} of dimension {})",
-                        join(x, ndim, ", "), k / nbg, k % nbg, x[d], d));
-  }
   Setup<T>& s = b.s;
   make_setup(s, all, opt, store_interval, initial);
 

@@ -34,6 +34,7 @@
 
 #include "sciproxy/core/error.hpp"
 #include "tti_kernels.hpp"
+#include "wave/checks.hpp"
 #include "tti_math.hpp"
 
 namespace sciproxy::wave {
@@ -55,9 +56,8 @@ double coefficient_sum(int order) {
   return s;
 }
 
-std::string shape_string(const Grid& g) {
-  return fmt::format("{} x {} x {}", g.shape[0], g.shape[1], g.shape[2]);
-}
+using detail::check_locations;
+using detail::shape_string;
 
 void check_options(const TtiOptions& opt) {
   require(opt.space_order == 4 || opt.space_order == 8 || opt.space_order == 12 ||
@@ -189,26 +189,6 @@ struct Setup {
   }
 };
 
-template <class T>
-void check_locations(const TtiInput<T>& in, std::span<const std::int64_t> loc, std::int64_t count,
-                     const char* name, const char* what) {
-  const Grid& g = in.model.grid;
-  require(static_cast<std::int64_t>(loc.size()) == in.nshots * count * 3, name,
-          fmt::format("[nshots, n{}s, 3] = [{}, {}, 3], {} values", what, in.nshots, count,
-                      in.nshots * count * 3),
-          fmt::format("{} values", loc.size()));
-  for (std::int64_t k = 0; k < in.nshots * count; ++k)
-    for (int d = 0; d < 3; ++d) {
-      const std::int64_t x = loc[k * 3 + d];
-      if (x < 0 || x >= g.shape[d])
-        throw_invalid_argument(
-            name, fmt::format("cell indices inside the model (shape {})", shape_string(g)),
-            fmt::format("[{}, {}, {}] for shot {}, {} {} (index {} of axis {})", loc[k * 3],
-                        loc[k * 3 + 1], loc[k * 3 + 2], k / std::max<std::int64_t>(count, 1),
-                        what, k % std::max<std::int64_t>(count, 1), x, d));
-    }
-}
-
 // Checks the input (traces: the amplitudes the run injects, named `traces_name`, with
 // `per_shot` traces per shot) and builds the padded problem.
 template <class T>
@@ -238,8 +218,11 @@ void make_setup(Setup<T>& s, const TtiInput<T>& in, const TtiOptions& opt,
     if (!std::isfinite(traces[i]))
       throw_invalid_argument(traces_name, "finite values",
                              fmt::format("{} at flat index {}", traces[i], i));
-  check_locations(in, in.source_locations, in.nsources, "source_locations", "source");
-  check_locations(in, in.receiver_locations, in.nreceivers, "receiver_locations", "receiver");
+  // TTI has no ignored locations: every source and receiver is a cell of the model.
+  check_locations(in.source_locations, in.nshots, in.nsources, in.model.grid, "source_locations",
+                  "source", false);
+  check_locations(in.receiver_locations, in.nshots, in.nreceivers, in.model.grid,
+                  "receiver_locations", "receiver", false);
   const double max_dt = tti_max_dt(in.model, opt);
   require(in.dt <= max_dt, "dt",
           fmt::format("at most the stability limit {:.6g} s (space order {}, max vp sqrt(1+2eps), "
