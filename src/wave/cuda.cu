@@ -39,6 +39,14 @@
 // or from (backward) the host array through pinned staging buffers on a second stream, the host
 // copying between the staging and the caller's array while the device computes.
 //
+// Born (scalar_born_forward / scalar_born_backward): the background and the scattered field are
+// two field sets of the same call, stepped by one thread per cell (template flag BORN): the
+// scattered update reads the background's W of the same cell from a register, and the coupled
+// background adjoint reads lambda_sc, which the step does not write. 2 v scatter dt^2 is computed
+// on the device like v^2 dt^2. The exchange kernel serves both fields in one launch (grid.y =
+// field): sources into u and u_sc, receivers from u_sc, background receivers from u (and their
+// adjoints); Born stores nothing (the image is scalar_backward's).
+//
 // Timers: "upload", "steps", "download", measured with CUDA events on the compute stream; each
 // is also an NVTX range.
 #include <cuda_runtime.h>
@@ -83,21 +91,29 @@ constexpr int kRingSlots = 3;  // device snapshots in flight when the storage st
 // Device side. The thread -> cell mapping and the per-cell work are __host__ __device__, so the
 // same code can be replayed on the host for checking; the kernels only supply the coordinates.
 
+// One wavefield's buffers in a step: the only field, or in Born [0] the background and [1] the
+// scattered field.
+template <class T>
+struct FieldArgs {
+  const T* u;               // forward: u^t; adjoint: lambda (adjoint of u^{t+1}); all shots
+  T* u_next;                // forward: in u^{t-1}, out u^{t+1}; adjoint: in P, out ubar^t
+  const T* psi[kMaxDims];   // forward: psi^t; adjoint: psibar^{t+1}
+  T* psi_next[kMaxDims];    // forward: psi^{t+1}; adjoint: psibar^t
+  T* zeta[kMaxDims];        // forward: zeta, updated in place; adjoint: zetabar^{t+1}
+  T* zeta_next[kMaxDims];   // adjoint: zetabar^t
+};
+
 template <class T>
 struct StepArgs {
-  const T* u;        // forward: u^t; adjoint: lambda (adjoint of u^{t+1}); all shots
-  T* u_next;         // forward: in u^{t-1}, out u^{t+1}; adjoint: in P, out ubar^t
+  FieldArgs<T> f[2];
   const T* v2dt2;    // v^2 dt^2: [nshots, points] or [points]
+  const T* coupling; // Born: 2 v scatter dt^2, laid out as v2dt2
   const T* v;        // forward, when storing: v, laid out as v2dt2
   int64_t v_shot_stride;  // points when v is batched, else 0
   T* stored;         // this step's snapshot [nshots, points], or null when the step stores nothing
   T* grad_v;         // adjoint, at stored steps: [nshots, points] per-shot accumulators
   T two_dt2;         // forward: 2 dt^2
   T interval;        // adjoint: store_interval
-  const T* psi[kMaxDims];   // forward: psi^t; adjoint: psibar^{t+1}
-  T* psi_next[kMaxDims];    // forward: psi^{t+1}; adjoint: psibar^t
-  T* zeta[kMaxDims];        // forward: zeta, updated in place; adjoint: zetabar^{t+1}
-  T* zeta_next[kMaxDims];   // adjoint: zetabar^t
   const T* pa[kMaxDims];
   const T* pb[kMaxDims];
   const T* pdbdx[kMaxDims];
@@ -114,14 +130,14 @@ struct ThreadCoord {
   unsigned block_x, block_y, block_z, thread_x, thread_y;
 };
 
-// D2 (v2dt2 * lambda) in the order pml_adjoint evaluates it when every profile is zero.
-template <int A, class T>
-SCIPROXY_HD T diff2_product(const T* v2dt2, const T* lambda, int64_t i, int64_t s, T rdx2) {
-  T sum = T(d2_coefficient<A>(0)) * (v2dt2[i] * lambda[i]);
+// D2 g along one dimension, g = adjoint_g<BORN> (v^2 dt^2 lambda, plus in the Born background
+// adjoint the coupling term), in the order pml_adjoint evaluates it when every profile is zero.
+template <int A, bool BORN, class T>
+SCIPROXY_HD T diff2_g(const AdjointInputs<T>& in, int64_t i, int64_t s, T rdx2) {
+  T sum = T(d2_coefficient<A>(0)) * adjoint_g<BORN>(in, i);
   SCIPROXY_UNROLL
   for (int k = 1; k <= A / 2; ++k)
-    sum += T(d2_coefficient<A>(k)) *
-           (v2dt2[i + k * s] * lambda[i + k * s] + v2dt2[i - k * s] * lambda[i - k * s]);
+    sum += T(d2_coefficient<A>(k)) * (adjoint_g<BORN>(in, i + k * s) + adjoint_g<BORN>(in, i - k * s));
   return sum * rdx2;
 }
 
@@ -131,11 +147,12 @@ SCIPROXY_HD int64_t stride_of(const StepArgs<T>& a, int d) {
   return d == NDIM - 1 ? int64_t(1) : a.stride[d];
 }
 
-// Forward step at cell i (coordinates x) of one shot.
+// W of one field at cell i (coordinates x) of the shot at offset off; writes psi^{t+1} and updates
+// zeta in the PML.
 template <int NDIM, int A, class T>
-SCIPROXY_HD void forward_cell(const StepArgs<T>& a, int64_t shot, const int64_t (&x)[kMaxDims], int64_t i) {
-  const int64_t off = shot * a.points;
-  const T* u = a.u + off;
+SCIPROXY_HD T forward_w(const StepArgs<T>& a, const FieldArgs<T>& f, int64_t off, const int64_t (&x)[kMaxDims],
+                        int64_t i) {
+  const T* u = f.u + off;
   T w = 0;
   SCIPROXY_UNROLL
   for (int d = 0; d < NDIM; ++d) {
@@ -143,45 +160,79 @@ SCIPROXY_HD void forward_cell(const StepArgs<T>& a, int64_t shot, const int64_t 
     if (x[d] >= a.lo[d] && x[d] < a.hi[d]) {
       w += diff2<A>(u, i, s, a.rdx2[d]);
     } else {
-      w += pml_forward<A>(u, a.psi[d] + off, a.psi_next[d] + off, a.zeta[d] + off, i, s, x[d],
+      w += pml_forward<A>(u, f.psi[d] + off, f.psi_next[d] + off, f.zeta[d] + off, i, s, x[d],
                           PmlProfile<T>{a.pa[d], a.pb[d], a.pdbdx[d]}, a.rdx[d], a.rdx2[d]);
     }
   }
-  const int64_t vi = shot * a.v_shot_stride + i;
-  T* un = a.u_next + off;
-  un[i] = a.v2dt2[vi] * w + T(2) * u[i] - un[i];
-  if (a.stored) a.stored[off + i] = a.two_dt2 * a.v[vi] * w;
+  return w;
 }
 
-// Adjoint step at cell i of one shot.
-template <int NDIM, int A, class T>
-SCIPROXY_HD void backward_cell(const StepArgs<T>& a, int64_t shot, const int64_t (&x)[kMaxDims], int64_t i) {
+// Forward step at cell i of one shot; BORN also steps the scattered field, driven by the
+// background's W of the same cell.
+template <int NDIM, int A, bool BORN, class T>
+SCIPROXY_HD void forward_cell(const StepArgs<T>& a, int64_t shot, const int64_t (&x)[kMaxDims], int64_t i) {
   const int64_t off = shot * a.points;
-  const T* lambda = a.u + off;
-  const T* v2dt2 = a.v2dt2 + shot * a.v_shot_stride;
+  const T w = forward_w<NDIM, A>(a, a.f[0], off, x, i);
+  const int64_t vi = shot * a.v_shot_stride + i;
+  const T v2dt2 = a.v2dt2[vi];
+  T* un = a.f[0].u_next + off;
+  un[i] = v2dt2 * w + T(2) * a.f[0].u[off + i] - un[i];
+  if (a.stored) a.stored[off + i] = a.two_dt2 * a.v[vi] * w;
+  if constexpr (BORN) {
+    const T ws = forward_w<NDIM, A>(a, a.f[1], off, x, i);
+    T* usn = a.f[1].u_next + off;
+    usn[i] = v2dt2 * ws + T(2) * a.f[1].u[off + i] - usn[i] + a.coupling[vi] * w;
+  }
+}
+
+// The adjoint's stencil terms of one field at cell i of one shot (writes psibar^t and zetabar^t
+// in the PML). COUPLED: the Born background adjoint, g with the coupling to lambda_sc = f[1].u.
+template <int NDIM, int A, bool COUPLED, class T>
+SCIPROXY_HD T adjoint_terms(const StepArgs<T>& a, const FieldArgs<T>& f, int64_t shot, const int64_t (&x)[kMaxDims],
+                            int64_t i) {
+  const int64_t off = shot * a.points, model = shot * a.v_shot_stride;
   T acc = 0;
   SCIPROXY_UNROLL
   for (int d = 0; d < NDIM; ++d) {
     const int64_t s = stride_of<NDIM>(a, d);
+    const AdjointInputs<T> in{f.u + off,
+                              a.v2dt2 + model,
+                              f.psi[d] + off,
+                              f.zeta[d] + off,
+                              COUPLED ? a.coupling + model : nullptr,
+                              COUPLED ? a.f[1].u + off : nullptr};
     if (x[d] >= a.lo[d] && x[d] < a.hi[d]) {
-      acc += diff2_product<A>(v2dt2, lambda, i, s, a.rdx2[d]);
+      acc += diff2_g<A, COUPLED>(in, i, s, a.rdx2[d]);
     } else {
-      const AdjointInputs<T> in{lambda, v2dt2, a.psi[d] + off, a.zeta[d] + off};
-      acc += pml_adjoint<A>(in, a.psi_next[d] + off, a.zeta_next[d] + off, i, s, x[d],
-                            PmlProfile<T>{a.pa[d], a.pb[d], a.pdbdx[d]}, a.rdx[d], a.rdx2[d]);
+      acc += pml_adjoint<A, COUPLED>(in, f.psi_next[d] + off, f.zeta_next[d] + off, i, s, x[d],
+                                     PmlProfile<T>{a.pa[d], a.pb[d], a.pdbdx[d]}, a.rdx[d], a.rdx2[d]);
     }
   }
-  const T l = lambda[i];
-  T* p = a.u_next + off;
+  return acc;
+}
+
+// Adjoint step at cell i of one shot; BORN: the coupled background adjoint and the plain
+// adjoint of the scattered field.
+template <int NDIM, int A, bool BORN, class T>
+SCIPROXY_HD void backward_cell(const StepArgs<T>& a, int64_t shot, const int64_t (&x)[kMaxDims], int64_t i) {
+  const int64_t off = shot * a.points;
+  const T acc = adjoint_terms<NDIM, A, BORN>(a, a.f[0], shot, x, i);
+  const T l = a.f[0].u[off + i];
+  T* p = a.f[0].u_next + off;
   p[i] = T(2) * l - p[i] + acc;
   if (a.stored) a.grad_v[off + i] += l * a.stored[off + i] * a.interval;
+  if constexpr (BORN) {
+    const T acc_sc = adjoint_terms<NDIM, A, false>(a, a.f[1], shot, x, i);
+    T* ps = a.f[1].u_next + off;
+    ps[i] = T(2) * a.f[1].u[off + i] - ps[i] + acc_sc;
+  }
 }
 
 // The cell of one thread: 1D: 128 consecutive cells per block, z over shots; 2D: x over dim 1,
 // y over dim 0, z over shots; 3D: x over dim 2, y over dim 1, z over shots x dim 0. No loops, so
 // that nothing stays live across cells: grids beyond the limits of y and z are split into
 // several launches (ThreadCoord carries the offsets).
-template <bool kForward, int NDIM, int A, class T>
+template <bool kForward, bool BORN, int NDIM, int A, class T>
 SCIPROXY_HD void step_thread(const StepArgs<T>& a, const ThreadCoord& c) {
   constexpr int64_t H = A / 2;
   int64_t shot, x0, x1 = 0, x2 = 0, i;
@@ -207,35 +258,35 @@ SCIPROXY_HD void step_thread(const StepArgs<T>& a, const ThreadCoord& c) {
   }
   const int64_t x[kMaxDims] = {x0, x1, x2};
   if constexpr (kForward)
-    forward_cell<NDIM, A>(a, shot, x, i);
+    forward_cell<NDIM, A, BORN>(a, shot, x, i);
   else
-    backward_cell<NDIM, A>(a, shot, x, i);
+    backward_cell<NDIM, A, BORN>(a, shot, x, i);
 }
 
 __device__ __forceinline__ ThreadCoord this_thread() {
   return {blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y};
 }
 
-template <int NDIM, int A, class T>
+template <int NDIM, int A, bool BORN, class T>
 __global__ void __launch_bounds__(kStepThreads) forward_step_kernel(const StepArgs<T> a, unsigned y_base,
                                                                      unsigned z_base) {
   ThreadCoord c = this_thread();
   c.block_y += y_base;
   c.block_z += z_base;
-  step_thread<true, NDIM, A>(a, c);
+  step_thread<true, BORN, NDIM, A>(a, c);
 }
 
-template <int NDIM, int A, class T>
+template <int NDIM, int A, bool BORN, class T>
 __global__ void __launch_bounds__(kStepThreads) backward_step_kernel(const StepArgs<T> a, unsigned y_base,
                                                                       unsigned z_base) {
   ThreadCoord c = this_thread();
   c.block_y += y_base;
   c.block_z += z_base;
-  step_thread<false, NDIM, A>(a, c);
+  step_thread<false, BORN, NDIM, A>(a, c);
 }
 
 // Adds values at groups of cells (sources in the forward pass, receiver-data gradients in the
-// adjoint), then reads a field at cells (receivers; source gradients), per shot.
+// adjoint), then reads a field at cells (receivers; source gradients), per shot, for one field.
 template <class T>
 struct ExchangeArgs {
   T* field;  // [nshots, points]
@@ -271,12 +322,29 @@ SCIPROXY_HD void exchange_read(const ExchangeArgs<T>& a, int64_t shot, int64_t t
 }
 
 template <class T>
-__global__ void __launch_bounds__(kSmallThreads) exchange_kernel(const ExchangeArgs<T> a) {
+__device__ __forceinline__ void exchange_field(const ExchangeArgs<T>& a) {
   for (int64_t shot = blockIdx.x; shot < a.nshots; shot += gridDim.x) {  // block-uniform
     if (a.add) exchange_add(a, shot, threadIdx.x, blockDim.x);
     __syncthreads();  // a receiver in a source cell reads the value after the injection
     if (a.read) exchange_read(a, shot, threadIdx.x, blockDim.x);
   }
+}
+
+// grid.y: the field (a0: the only or the background field; a1: Born's scattered field).
+template <class T>
+__global__ void __launch_bounds__(kSmallThreads) exchange_kernel(const ExchangeArgs<T> a0, const ExchangeArgs<T> a1) {
+  if (blockIdx.y == 0)  // block-uniform
+    exchange_field(a0);
+  else
+    exchange_field(a1);
+}
+
+// c = 2 v scatter dt^2 (in: c = scatter), as the cpu backend computes it.
+template <class T>
+__global__ void __launch_bounds__(kSmallThreads) coupling_kernel(T* c, const T* v, int64_t count, T dt2) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x)
+    c[i] = T(2) * v[i] * c[i] * dt2;
 }
 
 template <class T>
@@ -417,6 +485,16 @@ double elapsed_seconds(const Event& from, const Event& to) {
 }
 
 template <class T>
+void check_cells(const ScalarProblem<T>& p, const int64_t* cells, int64_t count, const char* what,
+                 const char* function) {
+  const int64_t points = p.points();
+  for (int64_t j = 0; j < count; ++j)
+    if (cells[j] < 0 || cells[j] >= points)
+      invalid(function, std::string(what) + " index " + std::to_string(cells[j]) + " outside the padded grid of " +
+                            std::to_string(points) + " cells");
+}
+
+template <class T>
 void check_problem(const ScalarProblem<T>& p, const ScalarFields<T>& fields, const char* function) {
   if (p.ndim < 1 || p.ndim > kMaxDims) invalid(function, "ndim must be 1, 2 or 3, got " + std::to_string(p.ndim));
   if (p.accuracy != 2 && p.accuracy != 4 && p.accuracy != 6 && p.accuracy != 8)
@@ -437,15 +515,21 @@ void check_problem(const ScalarProblem<T>& p, const ScalarFields<T>& fields, con
       invalid(function, "the PML profiles, psi and zeta of every dimension must be given");
   if (p.nsources > 0 && !p.source_cells) invalid(function, "source_cells must be given");
   if (p.nreceivers > 0 && !p.receiver_cells) invalid(function, "receiver_cells must be given");
-  const int64_t points = p.points();
-  auto check_cells = [&](const int64_t* cells, int64_t count, const char* what) {
-    for (int64_t j = 0; j < count; ++j)
-      if (cells[j] < 0 || cells[j] >= points)
-        invalid(function, std::string(what) + " index " + std::to_string(cells[j]) + " outside the padded grid of " +
-                              std::to_string(points) + " cells");
-  };
-  check_cells(p.source_cells, p.nshots * p.nsources, "source cell");
-  check_cells(p.receiver_cells, p.nshots * p.nreceivers, "receiver cell");
+  check_cells(p, p.source_cells, p.nshots * p.nsources, "source cell", function);
+  check_cells(p, p.receiver_cells, p.nshots * p.nreceivers, "receiver cell", function);
+}
+
+// What Born adds to check_problem: the scattered fields, the scatter, the background receivers.
+template <class T>
+void check_born(const ScalarProblem<T>& p, const ScalarFields<T>& sc, const char* function) {
+  if (p.nbg_receivers < 0) invalid(function, "negative nbg_receivers");
+  if (p.nshots == 0 || p.nt == 0) return;
+  if (!p.scatter) invalid(function, "scatter must be given");
+  if (!sc.u || !sc.u_prev) invalid(function, "the scattered u and u_prev must be given");
+  for (int d = 0; d < p.ndim; ++d)
+    if (!sc.psi[d] || !sc.zeta[d]) invalid(function, "the scattered psi and zeta of every dimension must be given");
+  if (p.nbg_receivers > 0 && !p.bg_receiver_cells) invalid(function, "bg_receiver_cells must be given");
+  check_cells(p, p.bg_receiver_cells, p.nshots * p.nbg_receivers, "background receiver cell", function);
 }
 
 // Cells of [nshots, count] grouped per shot by cell, members in index order.
@@ -511,7 +595,7 @@ struct StepGrid {
   int64_t x = 0, y = 0, z = 0;
 };
 
-template <bool kForward, int NDIM, int A, class T>
+template <bool kForward, bool BORN, int NDIM, int A, class T>
 void launch_step_chunks(const StepArgs<T>& args, const StepGrid& g, cudaStream_t stream) {
   const dim3 block(kBlockX, kBlockY);
   for (int64_t z = 0; z < g.z; z += kMaxGridYZ) {
@@ -519,11 +603,11 @@ void launch_step_chunks(const StepArgs<T>& args, const StepGrid& g, cudaStream_t
       const dim3 grid(static_cast<unsigned>(g.x), static_cast<unsigned>(std::min(g.y - y, kMaxGridYZ)),
                       static_cast<unsigned>(std::min(g.z - z, kMaxGridYZ)));
       if constexpr (kForward) {
-        forward_step_kernel<NDIM, A, T>
+        forward_step_kernel<NDIM, A, BORN, T>
             <<<grid, block, 0, stream>>>(args, static_cast<unsigned>(y), static_cast<unsigned>(z));
         SCIPROXY_CUDA_CHECK_LAUNCH("scalar forward_step_kernel");
       } else {
-        backward_step_kernel<NDIM, A, T>
+        backward_step_kernel<NDIM, A, BORN, T>
             <<<grid, block, 0, stream>>>(args, static_cast<unsigned>(y), static_cast<unsigned>(z));
         SCIPROXY_CUDA_CHECK_LAUNCH("scalar backward_step_kernel");
       }
@@ -531,42 +615,91 @@ void launch_step_chunks(const StepArgs<T>& args, const StepGrid& g, cudaStream_t
   }
 }
 
-template <bool kForward, int NDIM, class T>
+template <bool kForward, bool BORN, int NDIM, class T>
 void launch_step_accuracy(int accuracy, const StepArgs<T>& args, const StepGrid& g, cudaStream_t stream) {
   switch (accuracy) {
-    case 2: launch_step_chunks<kForward, NDIM, 2>(args, g, stream); break;
-    case 4: launch_step_chunks<kForward, NDIM, 4>(args, g, stream); break;
-    case 6: launch_step_chunks<kForward, NDIM, 6>(args, g, stream); break;
-    default: launch_step_chunks<kForward, NDIM, 8>(args, g, stream); break;
+    case 2: launch_step_chunks<kForward, BORN, NDIM, 2>(args, g, stream); break;
+    case 4: launch_step_chunks<kForward, BORN, NDIM, 4>(args, g, stream); break;
+    case 6: launch_step_chunks<kForward, BORN, NDIM, 6>(args, g, stream); break;
+    default: launch_step_chunks<kForward, BORN, NDIM, 8>(args, g, stream); break;
   }
 }
+
+// One wavefield's state on the device, and which buffer plays which role at the current step
+// (the roles swap after every step).
+template <class T>
+struct DeviceField {
+  DeviceArray<T> u, u_prev;
+  std::array<DeviceArray<T>, kMaxDims> psi, psi_other, zeta, zeta_other;
+  T* cur = nullptr;   // forward: u^t; adjoint: lambda
+  T* prev = nullptr;  // forward: u^{t-1}; adjoint: P
+  // psi (and zetabar) of this step and the buffers of the next; the forward updates zeta in place,
+  // so there zeta_next is zeta_now and swapping them changes nothing.
+  std::array<T*, kMaxDims> psi_now{}, psi_next{}, zeta_now{}, zeta_next{};
+
+  void bind(FieldArgs<T>& f) const {
+    f.u = cur;
+    f.u_next = prev;
+    for (int d = 0; d < kMaxDims; ++d) {
+      f.psi[d] = psi_now[d];
+      f.psi_next[d] = psi_next[d];
+      f.zeta[d] = zeta_now[d];
+      f.zeta_next[d] = zeta_next[d];
+    }
+  }
+  void advance() {
+    std::swap(cur, prev);
+    std::swap(psi_now, psi_next);
+    std::swap(zeta_now, zeta_next);
+  }
+};
+
+// One field's traffic with the host on the device: the values added at cells every step (grouped
+// by cell) and the cells read every step.
+template <class T>
+struct DeviceExchange {
+  DeviceArray<T> add_values, read_values;
+  DeviceArray<int64_t> read_cells, shot_groups, group_cell, group_members, members;
+  int64_t nadd = 0, nread = 0;
+};
+
+// The host side of that traffic, for one field: `add` ([nt, nshots, nadd]) is added at
+// `add_cells` and the field at `read_cells` is read into `read` ([nt, nshots, nread]).
+template <class T>
+struct Traffic {
+  const T* add = nullptr;
+  const int64_t* add_cells = nullptr;
+  int64_t nadd = 0;
+  const int64_t* read_cells = nullptr;
+  int64_t nread = 0;
+  T* read = nullptr;
+};
 
 // Everything one call holds on the device. Members are released in reverse order: the streams
 // (declared last) synchronise first, so no copy or kernel in flight outlives its buffers.
 template <class T>
 struct Propagation {
   const ScalarProblem<T>& p;
+  const int nfields;               // 1, or 2 for Born (background, scattered)
   const int64_t points, snapshot;  // cells per shot; cells of all shots
   const int64_t model_count;       // nshots * points when v is batched, else points
   const int64_t halo;
   bool has_cells = true;           // some cell lies outside the halo
 
-  DeviceArray<T> model, velocity, profiles;
-  DeviceArray<T> u, u_prev;
-  std::array<DeviceArray<T>, kMaxDims> psi, psi_other, zeta, zeta_other;
-  DeviceArray<T> add_values, read_values;
-  DeviceArray<int64_t> read_cells, shot_groups, group_cell, group_members, members;
+  DeviceArray<T> model, velocity, coupling, profiles;
+  std::array<DeviceField<T>, 2> field;
+  std::array<DeviceExchange<T>, 2> ex;
   DeviceArray<T> stored_all, grad_v, grad_v_partials;
   std::array<DeviceArray<T>, kRingSlots> ring;
   std::array<PinnedArray<T>, kRingSlots> staging;
-  int64_t nadd = 0, nread = 0;
 
   Event upload_begin{true}, steps_begin{true}, download_begin{true}, end{true};
   std::array<Event, kRingSlots> ring_ready, ring_done;
   Stream compute, copy;
 
-  explicit Propagation(const ScalarProblem<T>& problem)
+  Propagation(const ScalarProblem<T>& problem, int fields)
       : p(problem),
+        nfields(fields),
         points(problem.points()),
         snapshot(problem.nshots * problem.points()),
         model_count(problem.v_batched ? problem.nshots * problem.points() : problem.points()),
@@ -596,13 +729,20 @@ struct Propagation {
     if (a.size() > 0) SCIPROXY_CUDA_CHECK(cudaMemsetAsync(a.get(), 0, a.bytes(), cs()));
   }
 
-  // v^2 dt^2 (and v itself when the forward pass stores), and the profiles.
-  void upload_model(bool keep_velocity) {
+  // v^2 dt^2 (and v itself when the forward pass stores; 2 v scatter dt^2 for Born), and the
+  // profiles.
+  void upload_model(bool keep_velocity, bool born) {
     upload(model, p.v, model_count);
     if (keep_velocity) {
       velocity.allocate(model.size());
       SCIPROXY_CUDA_CHECK(
           cudaMemcpyAsync(velocity.get(), model.get(), model.bytes(), cudaMemcpyDeviceToDevice, cs()));
+    }
+    if (born) {  // before model becomes v^2 dt^2
+      upload(coupling, p.scatter, model_count);
+      coupling_kernel<T><<<elementwise_grid(model_count), kSmallThreads, 0, cs()>>>(coupling.get(), model.get(),
+                                                                                    model_count, p.dt2);
+      SCIPROXY_CUDA_CHECK_LAUNCH("scalar coupling_kernel");
     }
     square_scale_kernel<T><<<elementwise_grid(model_count), kSmallThreads, 0, cs()>>>(model.get(), model_count,
                                                                                        p.dt2);
@@ -619,67 +759,97 @@ struct Propagation {
       }
   }
 
-  // The state, and the second buffers of psi (and of zeta in the adjoint), which start as
-  // copies so that cells the kernels never write (halo, interior box) agree in both.
-  void upload_fields(const ScalarFields<T>& fields, bool adjoint) {
-    upload(u, fields.u, snapshot);
-    upload(u_prev, fields.u_prev, snapshot);
+  // The state of field k, and the second buffers of psi (and of zeta in the adjoint), which start
+  // as copies so that cells the kernels never write (halo, interior box) agree in both.
+  void upload_fields(int k, const ScalarFields<T>& fields, bool adjoint) {
+    DeviceField<T>& f = field[k];
+    upload(f.u, fields.u, snapshot);
+    upload(f.u_prev, fields.u_prev, snapshot);
+    f.cur = f.u.get();
+    f.prev = f.u_prev.get();
     for (int d = 0; d < p.ndim; ++d) {
-      upload(psi[d], fields.psi[d], snapshot);
-      upload(zeta[d], fields.zeta[d], snapshot);
-      psi_other[d].allocate(static_cast<std::size_t>(snapshot));
-      SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(psi_other[d].get(), psi[d].get(), psi[d].bytes(), cudaMemcpyDeviceToDevice,
-                                          cs()));
+      upload(f.psi[d], fields.psi[d], snapshot);
+      upload(f.zeta[d], fields.zeta[d], snapshot);
+      f.psi_other[d].allocate(static_cast<std::size_t>(snapshot));
+      SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(f.psi_other[d].get(), f.psi[d].get(), f.psi[d].bytes(),
+                                          cudaMemcpyDeviceToDevice, cs()));
       if (adjoint) {
-        zeta_other[d].allocate(static_cast<std::size_t>(snapshot));
-        SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(zeta_other[d].get(), zeta[d].get(), zeta[d].bytes(),
+        f.zeta_other[d].allocate(static_cast<std::size_t>(snapshot));
+        SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(f.zeta_other[d].get(), f.zeta[d].get(), f.zeta[d].bytes(),
                                             cudaMemcpyDeviceToDevice, cs()));
       }
+      f.psi_now[d] = f.psi[d].get();
+      f.psi_next[d] = f.psi_other[d].get();
+      f.zeta_now[d] = f.zeta[d].get();
+      f.zeta_next[d] = adjoint ? f.zeta_other[d].get() : f.zeta[d].get();
     }
   }
 
-  // Values added at `add_cells` (all nt steps, [nt, nshots, nadd]) and the cells read into the
-  // [nt, nshots, nread] output.
-  void upload_exchange(const T* values, const int64_t* add_cells, int64_t add_count, const int64_t* cells_read,
-                       int64_t read_count) {
-    nadd = add_count;
-    nread = read_count;
-    if (nadd > 0) {
-      upload(add_values, values, p.nt * p.nshots * nadd);
-      const CellGroups g = group_cells(add_cells, p.nshots, nadd);
-      upload(shot_groups, g.shot_groups.data(), static_cast<int64_t>(g.shot_groups.size()));
-      upload(group_cell, g.group_cell.data(), static_cast<int64_t>(g.group_cell.size()));
-      upload(group_members, g.group_members.data(), static_cast<int64_t>(g.group_members.size()));
-      upload(members, g.members.data(), static_cast<int64_t>(g.members.size()));
+  // The current state of field k (u: cur, u_prev: prev) into the caller's arrays.
+  void download_fields(int k, const ScalarFields<T>& fields) {
+    const DeviceField<T>& f = field[k];
+    const auto bytes = snapshot_bytes();
+    SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(fields.u, f.cur, bytes, cudaMemcpyDeviceToHost, cs()));
+    SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(fields.u_prev, f.prev, bytes, cudaMemcpyDeviceToHost, cs()));
+    for (int d = 0; d < p.ndim; ++d) {
+      SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(fields.psi[d], f.psi_now[d], bytes, cudaMemcpyDeviceToHost, cs()));
+      SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(fields.zeta[d], f.zeta_now[d], bytes, cudaMemcpyDeviceToHost, cs()));
+    }
+  }
+
+  void advance() {
+    for (int k = 0; k < nfields; ++k) field[k].advance();
+  }
+
+  // The traffic of field k: all nt steps of the added values and the grouped cells, and the
+  // buffer of the reads.
+  void upload_exchange(int k, const Traffic<T>& t) {
+    DeviceExchange<T>& e = ex[k];
+    e.nadd = t.nadd;
+    e.nread = t.nread;
+    if (e.nadd > 0) {
+      upload(e.add_values, t.add, p.nt * p.nshots * e.nadd);
+      const CellGroups g = group_cells(t.add_cells, p.nshots, e.nadd);
+      upload(e.shot_groups, g.shot_groups.data(), static_cast<int64_t>(g.shot_groups.size()));
+      upload(e.group_cell, g.group_cell.data(), static_cast<int64_t>(g.group_cell.size()));
+      upload(e.group_members, g.group_members.data(), static_cast<int64_t>(g.group_members.size()));
+      upload(e.members, g.members.data(), static_cast<int64_t>(g.members.size()));
       // The grouping vectors are local: wait for the pageable copies before they go.
       SCIPROXY_CUDA_CHECK(cudaStreamSynchronize(cs()));
     }
-    if (nread > 0) {
-      upload(read_cells, cells_read, p.nshots * nread);
-      read_values.allocate(static_cast<std::size_t>(p.nt * p.nshots * nread));
+    if (e.nread > 0) {
+      upload(e.read_cells, t.read_cells, p.nshots * e.nread);
+      e.read_values.allocate(static_cast<std::size_t>(p.nt * p.nshots * e.nread));
     }
   }
+  void download_reads(int k, T* to) { download(to, ex[k].read_values, p.nt * p.nshots * ex[k].nread); }
 
-  // Adds the step's values into `field`, then reads `field` into the output of step read_step.
-  void exchange(T* field, int64_t add_step, int64_t read_step) {
-    const bool adding = nadd > 0 && add_step >= 0;
-    const bool reading = nread > 0 && read_step >= 0 && read_step < p.nt;
-    if (!adding && !reading) return;
-    ExchangeArgs<T> a{};
-    a.field = field;
-    a.points = points;
-    a.nshots = p.nshots;
-    a.add = adding ? add_values.get() + add_step * p.nshots * nadd : nullptr;
-    a.nadd = nadd;
-    a.shot_groups = shot_groups.get();
-    a.group_cell = group_cell.get();
-    a.group_members = group_members.get();
-    a.members = members.get();
-    a.read = reading ? read_values.get() + read_step * p.nshots * nread : nullptr;
-    a.nread = nread;
-    a.read_cells = read_cells.get();
-    const auto blocks = static_cast<unsigned>(std::min<int64_t>(p.nshots, kMaxGridX));
-    exchange_kernel<T><<<blocks, kSmallThreads, 0, cs()>>>(a);
+  // Adds step add_step's values into every field's current buffer (cur), then reads that buffer
+  // into the output of step read_step; one launch for all fields.
+  void exchange(int64_t add_step, int64_t read_step) {
+    std::array<ExchangeArgs<T>, 2> a{};
+    bool any = false;
+    for (int k = 0; k < nfields; ++k) {
+      const DeviceExchange<T>& e = ex[k];
+      const bool adding = e.nadd > 0 && add_step >= 0;
+      const bool reading = e.nread > 0 && read_step >= 0 && read_step < p.nt;
+      any = any || adding || reading;
+      a[k].field = field[k].cur;
+      a[k].points = points;
+      a[k].nshots = p.nshots;
+      a[k].add = adding ? e.add_values.get() + add_step * p.nshots * e.nadd : nullptr;
+      a[k].nadd = e.nadd;
+      a[k].shot_groups = e.shot_groups.get();
+      a[k].group_cell = e.group_cell.get();
+      a[k].group_members = e.group_members.get();
+      a[k].members = e.members.get();
+      a[k].read = reading ? e.read_values.get() + read_step * p.nshots * e.nread : nullptr;
+      a[k].nread = e.nread;
+      a[k].read_cells = e.read_cells.get();
+    }
+    if (!any) return;
+    const dim3 grid(static_cast<unsigned>(std::min<int64_t>(p.nshots, kMaxGridX)), static_cast<unsigned>(nfields));
+    exchange_kernel<T><<<grid, kSmallThreads, 0, cs()>>>(a[0], a[1]);
     SCIPROXY_CUDA_CHECK_LAUNCH("scalar exchange_kernel");
   }
 
@@ -687,6 +857,7 @@ struct Propagation {
   StepArgs<T> step_args(bool adjoint) const {
     StepArgs<T> a{};
     a.v2dt2 = model.get();
+    a.coupling = coupling.get();
     a.v = velocity.get();
     a.v_shot_stride = p.v_batched ? points : 0;
     a.two_dt2 = T(2) * p.dt2;
@@ -711,6 +882,10 @@ struct Propagation {
     }
     return a;
   }
+  // The buffers of the current step.
+  void bind(StepArgs<T>& a) const {
+    for (int k = 0; k < nfields; ++k) field[k].bind(a.f[k]);
+  }
 
   StepGrid step_grid() const {
     const int64_t m0 = p.n[0] - 2 * halo;
@@ -721,13 +896,13 @@ struct Propagation {
     return {(m2 + kBlockX - 1) / kBlockX, (m1 + kBlockY - 1) / kBlockY, p.nshots * m0};
   }
 
-  template <bool kForward>
+  template <bool kForward, bool BORN>
   void launch_step(const StepArgs<T>& args, const StepGrid& grid) {
     if (!has_cells) return;
     switch (p.ndim) {
-      case 1: launch_step_accuracy<kForward, 1>(p.accuracy, args, grid, cs()); break;
-      case 2: launch_step_accuracy<kForward, 2>(p.accuracy, args, grid, cs()); break;
-      default: launch_step_accuracy<kForward, 3>(p.accuracy, args, grid, cs()); break;
+      case 1: launch_step_accuracy<kForward, BORN, 1>(p.accuracy, args, grid, cs()); break;
+      case 2: launch_step_accuracy<kForward, BORN, 2>(p.accuracy, args, grid, cs()); break;
+      default: launch_step_accuracy<kForward, BORN, 3>(p.accuracy, args, grid, cs()); break;
     }
   }
 
@@ -795,34 +970,30 @@ struct Propagation {
   }
 };
 
-}  // namespace
-
-template <class T>
-void scalar_forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources, T* receivers, T* stored,
-                    int device_index, Timers* timers) {
-  constexpr const char* kName = "scalar_forward";
-  check_problem(p, fields, kName);
-  const bool storing = p.store_interval > 0;
-  if (p.nshots > 0 && p.nt > 0) {
-    if (p.nsources > 0 && !sources) invalid(kName, "sources must be given");
-    if (p.nreceivers > 0 && !receivers) invalid(kName, "receivers must be given");
-    if (storing && !stored) invalid(kName, "stored must be given when store_interval > 0");
-  }
+// The forward pass, plain (one field; stores 2 v dt^2 W when `stored` is given) or Born (two).
+// traffic[k]: what field k exchanges with the host.
+template <bool BORN, class T>
+void forward_pass(const ScalarProblem<T>& p, const std::array<ScalarFields<T>, 2>& fields,
+                  const std::array<Traffic<T>, 2>& traffic, T* stored, int device_index, Timers* timers) {
+  constexpr int nfields = BORN ? 2 : 1;
   require_device(device_index);
   cuda_detail::DeviceGuard guard;
   SCIPROXY_CUDA_CHECK(cudaSetDevice(device_index));
   if (p.nshots == 0 || p.nt == 0) return;  // nothing moves
 
-  Propagation<T> run(p);
+  const bool storing = stored && p.store_interval > 0;
+  Propagation<T> run(p, nfields);
   const cudaStream_t cs = run.cs();
   const int64_t nsnapshots = storing ? (p.nt + p.store_interval - 1) / p.store_interval : 0;
   bool resident = true;
   {
     NvtxRange range("upload");
     run.upload_begin.record(cs);
-    run.upload_model(storing);
-    run.upload_fields(fields, false);
-    run.upload_exchange(sources, p.source_cells, p.nsources, p.receiver_cells, p.nreceivers);
+    run.upload_model(storing, BORN);
+    for (int k = 0; k < nfields; ++k) {
+      run.upload_fields(k, fields[k], false);
+      run.upload_exchange(k, traffic[k]);
+    }
     if (storing) {
       resident = static_cast<std::size_t>(nsnapshots) * run.snapshot_bytes() <= storage_budget();
       if (resident) {
@@ -833,52 +1004,32 @@ void scalar_forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* 
       }
     }
   }
-
-  // u^t and u^{t-1}; psi^t and the buffer of psi^{t+1}; zeta is updated in place.
-  T* cur = run.u.get();
-  T* prev = run.u_prev.get();
-  std::array<T*, kMaxDims> psi{}, psi_next{};
-  for (int d = 0; d < p.ndim; ++d) {
-    psi[d] = run.psi[d].get();
-    psi_next[d] = run.psi_other[d].get();
-  }
   {
     NvtxRange range("steps");
     run.steps_begin.record(cs);
     StepArgs<T> args = run.step_args(false);
-    for (int d = 0; d < p.ndim; ++d) args.zeta[d] = run.zeta[d].get();
     const StepGrid grid = run.step_grid();
-    run.exchange(cur, -1, 0);  // receivers of step 0
+    run.exchange(-1, 0);  // receivers of step 0
     for (int64_t t = 0; t < p.nt; ++t) {
       const bool store_now = storing && t % p.store_interval == 0;
       const int64_t k = storing ? t / p.store_interval : 0;
-      args.u = cur;
-      args.u_next = prev;
-      for (int d = 0; d < p.ndim; ++d) {
-        args.psi[d] = psi[d];
-        args.psi_next[d] = psi_next[d];
-      }
+      run.bind(args);
       args.stored = !store_now ? nullptr
                     : resident ? run.stored_all.get() + k * run.snapshot
                                : run.ring_slot_for_write(k);
-      run.template launch_step<true>(args, grid);
+      run.template launch_step<true, BORN>(args, grid);
       if (store_now && !resident) run.ring_written(k, stored);
-      run.exchange(prev, t, t + 1);  // sources of step t into u^{t+1}, receivers of step t + 1
-      std::swap(cur, prev);
-      std::swap(psi, psi_next);
+      run.advance();        // cur: u^{t+1}
+      run.exchange(t, t + 1);  // sources of step t into u^{t+1}, receivers of step t + 1
     }
   }
   {
     NvtxRange range("download");
     run.download_begin.record(cs);
-    const auto bytes = run.snapshot_bytes();
-    SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(fields.u, cur, bytes, cudaMemcpyDeviceToHost, cs));
-    SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(fields.u_prev, prev, bytes, cudaMemcpyDeviceToHost, cs));
-    for (int d = 0; d < p.ndim; ++d) {
-      SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(fields.psi[d], psi[d], bytes, cudaMemcpyDeviceToHost, cs));
-      SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(fields.zeta[d], run.zeta[d].get(), bytes, cudaMemcpyDeviceToHost, cs));
+    for (int k = 0; k < nfields; ++k) {
+      run.download_fields(k, fields[k]);
+      run.download_reads(k, traffic[k].read);
     }
-    run.download(receivers, run.read_values, p.nt * p.nshots * p.nreceivers);
     if (storing && resident) run.download(stored, run.stored_all, nsnapshots * run.snapshot);
     if (storing && !resident)  // the last snapshot copies count to this region
       SCIPROXY_CUDA_CHECK(cudaStreamWaitEvent(cs, run.ring_done[(nsnapshots - 1) % kRingSlots].get(), 0));
@@ -890,23 +1041,21 @@ void scalar_forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* 
   run.record_timers(timers);
 }
 
-template <class T>
-void scalar_backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_receivers, T* grad_sources,
-                     const T* stored, T* grad_v, int device_index, Timers* timers) {
-  constexpr const char* kName = "scalar_backward";
-  check_problem(p, fields, kName);
-  const bool storing = p.store_interval > 0;
-  if (p.nshots > 0 && p.nt > 0) {
-    if (p.nreceivers > 0 && !grad_receivers) invalid(kName, "grad_receivers must be given");
-    if (p.nsources > 0 && !grad_sources) invalid(kName, "grad_sources must be given");
-    if (storing && (!stored || !grad_v)) invalid(kName, "stored and grad_v must be given when store_interval > 0");
-  }
+// The adjoint pass, plain (one field; accumulates grad_v from `stored` when both are given) or
+// Born (two: the coupled background adjoint and the scattered one). traffic[k]: the receiver-data
+// gradients added to field k and the source gradients read from it.
+template <bool BORN, class T>
+void backward_pass(const ScalarProblem<T>& p, const std::array<ScalarFields<T>, 2>& fields,
+                   const std::array<Traffic<T>, 2>& traffic, const T* stored, T* grad_v, int device_index,
+                   Timers* timers) {
+  constexpr int nfields = BORN ? 2 : 1;
   require_device(device_index);
   cuda_detail::DeviceGuard guard;
   SCIPROXY_CUDA_CHECK(cudaSetDevice(device_index));
   if (p.nshots == 0 || p.nt == 0) return;  // nothing moves
 
-  Propagation<T> run(p);
+  const bool storing = stored && grad_v && p.store_interval > 0;
+  Propagation<T> run(p, nfields);
   const cudaStream_t cs = run.cs();
   const int64_t nsnapshots = storing ? (p.nt + p.store_interval - 1) / p.store_interval : 0;
   // Per-shot accumulators in grad_v itself unless several shots share one model.
@@ -915,11 +1064,12 @@ void scalar_backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T*
   {
     NvtxRange range("upload");
     run.upload_begin.record(cs);
-    run.upload_model(false);
-    run.upload_fields(fields, true);
-    run.negate(run.u_prev.get());  // P = -(adjoint of u^{nt-1})
-    // Adds the receiver-data gradient, reads the source gradient.
-    run.upload_exchange(grad_receivers, p.receiver_cells, p.nreceivers, p.source_cells, p.nsources);
+    run.upload_model(false, BORN);
+    for (int k = 0; k < nfields; ++k) {
+      run.upload_fields(k, fields[k], true);
+      run.negate(run.field[k].prev);  // P = -(adjoint of u^{nt-1})
+      run.upload_exchange(k, traffic[k]);
+    }
     if (storing) {
       run.upload(run.grad_v, grad_v, run.model_count);
       if (partials) {
@@ -935,47 +1085,27 @@ void scalar_backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T*
       }
     }
   }
-
-  // lambda (adjoint of u^{t+1}) and P; psibar and zetabar of step t+1 and the buffers of step t.
-  T* cur = run.u.get();
-  T* prev = run.u_prev.get();
-  std::array<T*, kMaxDims> psi{}, psi_next{}, zeta{}, zeta_next{};
-  for (int d = 0; d < p.ndim; ++d) {
-    psi[d] = run.psi[d].get();
-    psi_next[d] = run.psi_other[d].get();
-    zeta[d] = run.zeta[d].get();
-    zeta_next[d] = run.zeta_other[d].get();
-  }
   {
     NvtxRange range("steps");
     run.steps_begin.record(cs);
     StepArgs<T> args = run.step_args(true);
     args.grad_v = partials ? run.grad_v_partials.get() : run.grad_v.get();
     const StepGrid grid = run.step_grid();
-    run.exchange(cur, -1, p.nt - 1);  // source gradient of step nt - 1
+    run.exchange(-1, p.nt - 1);  // source gradient of step nt - 1
     for (int64_t t = p.nt - 1; t >= 0; --t) {
       const bool store_now = storing && t % p.store_interval == 0;
       const int64_t k = storing ? t / p.store_interval : 0;
       const int64_t j = nsnapshots - 1 - k;  // order in which the adjoint needs the snapshots
-      args.u = cur;
-      args.u_next = prev;
-      for (int d = 0; d < p.ndim; ++d) {
-        args.psi[d] = psi[d];
-        args.psi_next[d] = psi_next[d];
-        args.zeta[d] = zeta[d];
-        args.zeta_next[d] = zeta_next[d];
-      }
+      run.bind(args);
       args.stored = !store_now ? nullptr
                     : resident ? run.stored_all.get() + k * run.snapshot
                                : run.ring_slot_for_read(j);
-      run.template launch_step<false>(args, grid);
+      run.template launch_step<false, BORN>(args, grid);
       if (store_now && !resident) run.ring_read(j, nsnapshots, stored);
-      run.exchange(prev, t, t - 1);  // receiver-data gradient of step t, source gradient of t - 1
-      std::swap(cur, prev);
-      std::swap(psi, psi_next);
-      std::swap(zeta, zeta_next);
+      run.advance();           // cur: ubar^t, the lambda of step t - 1
+      run.exchange(t, t - 1);  // receiver-data gradient of step t, source gradient of t - 1
     }
-    run.negate(prev);  // the adjoint of u^{-1} is -P
+    for (int k = 0; k < nfields; ++k) run.negate(run.field[k].prev);  // the adjoint of u^{-1} is -P
     if (partials) {
       sum_shots_kernel<T><<<elementwise_grid(run.points), kSmallThreads, 0, cs>>>(
           run.grad_v.get(), run.grad_v_partials.get(), run.points, p.nshots);
@@ -985,14 +1115,10 @@ void scalar_backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T*
   {
     NvtxRange range("download");
     run.download_begin.record(cs);
-    const auto bytes = run.snapshot_bytes();
-    SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(fields.u, cur, bytes, cudaMemcpyDeviceToHost, cs));
-    SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(fields.u_prev, prev, bytes, cudaMemcpyDeviceToHost, cs));
-    for (int d = 0; d < p.ndim; ++d) {
-      SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(fields.psi[d], psi[d], bytes, cudaMemcpyDeviceToHost, cs));
-      SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(fields.zeta[d], zeta[d], bytes, cudaMemcpyDeviceToHost, cs));
+    for (int k = 0; k < nfields; ++k) {
+      run.download_fields(k, fields[k]);
+      run.download_reads(k, traffic[k].read);
     }
-    run.download(grad_sources, run.read_values, p.nt * p.nshots * p.nsources);
     if (storing) run.download(grad_v, run.grad_v, run.model_count);
     run.end.record(cs);
     SCIPROXY_CUDA_CHECK(cudaStreamSynchronize(cs));
@@ -1000,18 +1126,81 @@ void scalar_backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T*
   run.record_timers(timers);
 }
 
-// Born modelling has no CUDA kernels yet: the entry points exist (so that CUDA builds link) and
-// say so; scalar_born and scalar_born_gradient run on the reference and cpu backends.
+}  // namespace
+
 template <class T>
-void scalar_born_forward(const ScalarProblem<T>&, ScalarFields<T>, ScalarFields<T>, const T*, const T*, T*, T*,
-                         int, Timers*) {
-  throw NotCompiled("scalar_born: the cuda backend has no Born kernels yet; use device 'cpu'");
+void scalar_forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources, T* receivers, T* stored,
+                    int device_index, Timers* timers) {
+  constexpr const char* kName = "scalar_forward";
+  check_problem(p, fields, kName);
+  const bool storing = p.store_interval > 0;
+  if (p.nshots > 0 && p.nt > 0) {
+    if (p.nsources > 0 && !sources) invalid(kName, "sources must be given");
+    if (p.nreceivers > 0 && !receivers) invalid(kName, "receivers must be given");
+    if (storing && !stored) invalid(kName, "stored must be given when store_interval > 0");
+  }
+  const Traffic<T> io{sources, p.source_cells, p.nsources, p.receiver_cells, p.nreceivers, receivers};
+  forward_pass<false>(p, {fields, ScalarFields<T>{}}, {io, Traffic<T>{}}, storing ? stored : nullptr, device_index,
+                      timers);
 }
 
 template <class T>
-void scalar_born_backward(const ScalarProblem<T>&, ScalarFields<T>, ScalarFields<T>, const T*, const T*, T*, T*,
-                          int, Timers*) {
-  throw NotCompiled("scalar_born_gradient: the cuda backend has no Born kernels yet; use device 'cpu'");
+void scalar_backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_receivers, T* grad_sources,
+                     const T* stored, T* grad_v, int device_index, Timers* timers) {
+  constexpr const char* kName = "scalar_backward";
+  check_problem(p, fields, kName);
+  const bool storing = p.store_interval > 0;
+  if (p.nshots > 0 && p.nt > 0) {
+    if (p.nreceivers > 0 && !grad_receivers) invalid(kName, "grad_receivers must be given");
+    if (p.nsources > 0 && !grad_sources) invalid(kName, "grad_sources must be given");
+    if (storing && (!stored || !grad_v)) invalid(kName, "stored and grad_v must be given when store_interval > 0");
+  }
+  // Adds the receiver-data gradient, reads the source gradient.
+  const Traffic<T> io{grad_receivers, p.receiver_cells, p.nreceivers, p.source_cells, p.nsources, grad_sources};
+  backward_pass<false>(p, {fields, ScalarFields<T>{}}, {io, Traffic<T>{}}, storing ? stored : nullptr,
+                       storing ? grad_v : nullptr, device_index, timers);
+}
+
+// Born stores nothing: store_interval is ignored, as by the host backends.
+template <class T>
+void scalar_born_forward(const ScalarProblem<T>& p, ScalarFields<T> bg, ScalarFields<T> sc, const T* sources,
+                         const T* scattered_sources, T* receivers, T* bg_receivers, int device_index,
+                         Timers* timers) {
+  constexpr const char* kName = "scalar_born_forward";
+  check_problem(p, bg, kName);
+  check_born(p, sc, kName);
+  if (p.nshots > 0 && p.nt > 0) {
+    if (p.nsources > 0 && (!sources || !scattered_sources)) invalid(kName, "sources and scattered_sources must be given");
+    if (p.nreceivers > 0 && !receivers) invalid(kName, "receivers must be given");
+    if (p.nbg_receivers > 0 && !bg_receivers) invalid(kName, "bg_receivers must be given");
+  }
+  // The background's sources and receivers, the scattered field's sources and receivers.
+  const Traffic<T> bg_io{sources, p.source_cells, p.nsources, p.bg_receiver_cells, p.nbg_receivers, bg_receivers};
+  const Traffic<T> sc_io{scattered_sources, p.source_cells, p.nsources, p.receiver_cells, p.nreceivers, receivers};
+  forward_pass<true>(p, {bg, sc}, {bg_io, sc_io}, static_cast<T*>(nullptr), device_index, timers);
+}
+
+template <class T>
+void scalar_born_backward(const ScalarProblem<T>& p, ScalarFields<T> bg, ScalarFields<T> sc, const T* grad_receivers,
+                          const T* grad_bg_receivers, T* grad_sources, T* grad_scattered_sources, int device_index,
+                          Timers* timers) {
+  constexpr const char* kName = "scalar_born_backward";
+  check_problem(p, bg, kName);
+  check_born(p, sc, kName);
+  if (p.nshots > 0 && p.nt > 0) {
+    if (p.nreceivers > 0 && !grad_receivers) invalid(kName, "grad_receivers must be given");
+    if (p.nbg_receivers > 0 && !grad_bg_receivers) invalid(kName, "grad_bg_receivers must be given");
+    if (p.nsources > 0 && (!grad_sources || !grad_scattered_sources))
+      invalid(kName, "grad_sources and grad_scattered_sources must be given");
+  }
+  // lambda: the background receivers' data gradient in, the background source gradient out;
+  // lambda_sc: the receivers' data gradient in, the scattered source gradient out.
+  const Traffic<T> bg_io{grad_bg_receivers, p.bg_receiver_cells, p.nbg_receivers,
+                         p.source_cells,    p.nsources,          grad_sources};
+  const Traffic<T> sc_io{grad_receivers, p.receiver_cells, p.nreceivers,
+                         p.source_cells, p.nsources,       grad_scattered_sources};
+  backward_pass<true>(p, {bg, sc}, {bg_io, sc_io}, static_cast<const T*>(nullptr), static_cast<T*>(nullptr),
+                      device_index, timers);
 }
 
 template void scalar_born_forward<float>(const ScalarProblem<float>&, ScalarFields<float>, ScalarFields<float>,
