@@ -76,6 +76,9 @@ def main(argv=None):
                         help="OpenMP threads for both (default OMP_NUM_THREADS or all cores)")
     parser.add_argument("--space-order", type=int, default=8, choices=[4, 8, 12, 16])
     parser.add_argument("--form", default="fused", choices=["fused", "two-pass"], help="sciproxy's form")
+    parser.add_argument("--materials", choices=("constant", "varying"), default="constant",
+                        help="the demo's constant dummy materials, or the same varied by up to 5%% "
+                             "per cell (no constant-material fast path on either side)")
     parser.add_argument("--json", metavar="FILE", help="write the results and the environment")
     args = parser.parse_args(argv)
 
@@ -94,13 +97,20 @@ def main(argv=None):
     from benchlib import cpu_model, git_commit, rel_l2, timed, write_json_atomically
     import make_devito_tti_reference as devito_demo
 
-    constants = dict(vp=1500.0, b=1.0, epsilon=0.2, eta=0.4, f=0.85, theta=0.5, phi=0.3, damping=0.001)
+    dummy = dict(vp=1500.0, b=1.0, epsilon=0.2, eta=0.4, f=0.85, theta=0.5, phi=0.3, damping=0.001)
     roof = load_roofline(args.threads)
     load_before = os.getloadavg()[0]
     results = []
     for shape in args.sizes:
         spacing = (10.0, 10.0, 10.0)
         position = tuple((n // 2 + 0.37 + 0.11 * d) * 10.0 for d, n in enumerate(shape))
+        constants = dummy
+        if args.materials == "varying":
+            # The demo's values, each varied by up to 5% from cell to cell, so that neither code
+            # may treat a material as one number (sciproxy has a fast path for constant ones).
+            rng = np.random.default_rng(7)
+            constants = {name: (value * (1 + 0.05 * rng.random(shape))).astype(np.float32)
+                         for name, value in dummy.items()}
         dt = 0.9 * td.tti_demo_dt_limit(shape, spacing, constants["vp"], constants["b"],
                                         constants["epsilon"], constants["eta"], constants["f"],
                                         constants["damping"], args.space_order)
@@ -141,6 +151,7 @@ def main(argv=None):
             samples["devito"].append(run_devito()[0])
             samples["sciproxy"].append(run_sciproxy()[0])
         row = dict(shape=list(shape), nt=args.nt, space_order=args.space_order, form=args.form,
+                   materials=args.materials,
                    threads=args.threads, rel_l2_sciproxy_vs_devito=error)
         for side, runs in samples.items():
             med = statistics.median(r["seconds"] for r in runs)
@@ -155,7 +166,7 @@ def main(argv=None):
         row["speedup_gpts"] = row["sciproxy"]["gpts"] / row["devito"]["gpts"]
         results.append(row)
         print(f"\n{shape[0]} x {shape[1]} x {shape[2]}, nt {args.nt}, space order {args.space_order}, "
-              f"{args.threads} threads, float32; sciproxy {args.form}; rel L2 sciproxy vs Devito {error:.2e}")
+              f"{args.threads} threads, float32, {args.materials} materials; sciproxy {args.form}; rel L2 sciproxy vs Devito {error:.2e}")
         print(f"{'':10} {'median s':>9} {'min s':>8} {'max s':>8} {'GPts/s':>8} {'GFlops/s':>9} {'OI':>6} {'roofline':>9}")
         for side in ("devito", "sciproxy"):
             r = row[side]
