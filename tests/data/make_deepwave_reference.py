@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """Writes tests/data/deepwave_scalar_reference.json: Deepwave's receiver data and gradients on
-small problems, for tests/reference/test_scalar_reference.cpp (test ScalarDeepwave.*).
+small problems, for tests/reference/test_scalar_reference.cpp (test ScalarDeepwave.*), and
+tests/data/deepwave_scalar_born_reference.json: deepwave.scalar_born's scattered and background
+receiver data, and the gradients of a weighted sum of both with respect to the scatter and the
+source amplitudes, for tests/python/test_born.py (test_born_matches_committed_deepwave_data).
 
-Run with an environment that has torch and deepwave (the tests only read the JSON file):
-    python tests/data/make_deepwave_reference.py [--output FILE]
+Run with an environment that has torch and deepwave (the tests only read the JSON files):
+    python tests/data/make_deepwave_reference.py [--only scalar|born] [--output FILE]
+        [--born-output FILE]
 
 Every input is generated here from a fixed seed and written to the file with the outputs, so the
 C++ test rebuilds exactly the same problem. Conventions match sciproxy::wave: row-major arrays,
@@ -17,10 +21,12 @@ float64 so that they test the method and not that rounding (which is ~1e-7 relat
 """
 
 import argparse
+import inspect
 import json
 import math
 import os
 import sys
+import warnings
 
 import numpy as np
 
@@ -33,6 +39,7 @@ except ImportError as error:  # pragma: no cover
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUTPUT = os.path.join(HERE, "deepwave_scalar_reference.json")
+BORN_OUTPUT = os.path.join(HERE, "deepwave_scalar_born_reference.json")
 
 
 def rounded(a, dtype):
@@ -137,11 +144,106 @@ def resample_cases():
     return cases
 
 
+def run_born_case(name, seed, shape, spacing, dt, nt, nshots, nsources, nreceivers, nbg_receivers,
+                  accuracy, pml_width, pml_freq, max_vel, dtype, compare_gradients=True):
+    """deepwave.scalar_born on a smooth random model with a random scatter; the loss whose
+    gradients are recorded is sum(scattered * weights) + sum(background * bg_weights)."""
+    torch.set_default_dtype(dtype)
+    rng = np.random.default_rng(seed)
+    shape = tuple(shape)
+    v = smooth_model(rng, shape, 1500.0, 2500.0)
+    scatter = 100.0 * rng.standard_normal(shape)
+    amps = ricker_like(rng, nshots, nsources, nt)
+    src = distinct_locations(rng, shape, nshots, nsources, True)
+    rec = distinct_locations(rng, shape, nshots, nreceivers, False)
+    bg = distinct_locations(rng, shape, nshots, nbg_receivers, True)
+    weights = rng.standard_normal((nshots, nreceivers, nt))
+    bg_weights = rng.standard_normal((nshots, nbg_receivers, nt))
+
+    v_t = torch.tensor(v, dtype=dtype)
+    s_t = torch.tensor(scatter, dtype=dtype, requires_grad=True)
+    a_t = torch.tensor(amps, dtype=dtype, requires_grad=True)
+    # deepwave 0.1 names the scatter dv (keyword only) and the scattered receivers
+    # sc_receiver_locations; 0.0.27 took scatter positionally and receiver_locations.
+    params = inspect.signature(deepwave.scalar_born).parameters
+    kwargs = dict(source_amplitudes=a_t, source_locations=torch.tensor(src),
+                  bg_receiver_locations=torch.tensor(bg), accuracy=accuracy,
+                  pml_width=list(pml_width), pml_freq=pml_freq, max_vel=max_vel)
+    kwargs["sc_receiver_locations" if "sc_receiver_locations" in params
+           else "receiver_locations"] = torch.tensor(rec)
+    if "location_interpolation" in params:
+        kwargs["location_interpolation"] = "none"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if "dv" in params:
+            out = deepwave.scalar_born(v_t, list(spacing), dt, dv=s_t, **kwargs)
+        else:
+            out = deepwave.scalar_born(v_t, s_t, list(spacing), dt, **kwargs)
+    # Both versions: ..., background receivers, scattered receivers.
+    bg_data, sc_data = out[-2], out[-1]
+    loss = (sc_data * torch.tensor(weights, dtype=dtype)).sum() + \
+        (bg_data * torch.tensor(bg_weights, dtype=dtype)).sum()
+    loss.backward()
+    step_ratio = dw_common.cfl_condition_n(list(spacing), dt, max_vel)[1]
+    return {
+        "name": name, "dtype": "float64" if dtype == torch.float64 else "float32",
+        "shape": list(shape), "spacing": list(spacing), "dt": dt, "nt": nt, "nshots": nshots,
+        "nsources": nsources, "nreceivers": nreceivers, "nbg_receivers": nbg_receivers,
+        "accuracy": accuracy, "pml_width": list(pml_width), "pml_freq": pml_freq,
+        "max_vel": max_vel, "step_ratio": step_ratio, "compare_gradients": compare_gradients,
+        "v": rounded(v_t, dtype), "scatter": rounded(s_t.detach(), dtype),
+        "source_amplitudes": rounded(a_t.detach(), dtype),
+        "source_locations": src.ravel().tolist(), "receiver_locations": rec.ravel().tolist(),
+        "bg_receiver_locations": bg.ravel().tolist(),
+        "receiver_weights": rounded(weights, dtype), "bg_receiver_weights": rounded(bg_weights, dtype),
+        "receivers": rounded(sc_data.detach(), dtype),
+        "bg_receivers": rounded(bg_data.detach(), dtype),
+        "grad_scatter": rounded(s_t.grad, dtype) if compare_gradients else [],
+        "grad_source_amplitudes": rounded(a_t.grad, dtype) if compare_gradients else [],
+    }
+
+
+def born_cases():
+    return [
+        # 2-D, accuracy 4, per-side PML, anisotropic spacing, step ratio 1.
+        run_born_case("born_2d_acc4_f64", 11, (16, 14), (5.0, 6.0), 0.0008, 30, 2, 1, 4, 3, 4,
+                      (3, 4, 2, 5), 20.0, 2600.0, torch.float64),
+        run_born_case("born_2d_acc4_f32", 11, (16, 14), (5.0, 6.0), 0.0008, 30, 2, 1, 4, 3, 4,
+                      (3, 4, 2, 5), 20.0, 2600.0, torch.float32),
+        # 2-D, accuracy 8, resampled (step ratio > 1): the data compare; Deepwave stores the
+        # gradient's history every step_ratio inner steps (an approximation) where sciproxy
+        # stores every inner step (exact), so the gradients are not compared.
+        run_born_case("born_2d_acc8_resample_f64", 12, (14, 15), (5.0, 5.0), 0.003, 20, 1, 2, 3, 2,
+                      8, (4, 3, 3, 4), 25.0, 2500.0, torch.float64, compare_gradients=False),
+    ]
+
+
+def write_json(data, path):
+    with open(path + ".tmp", "w") as f:
+        json.dump(data, f, separators=(",", ":"))
+    os.replace(path + ".tmp", path)
+    print(f"wrote {path} ({os.path.getsize(path)} bytes)")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", default=OUTPUT)
+    parser.add_argument("--born-output", default=BORN_OUTPUT)
+    parser.add_argument("--only", choices=["scalar", "born"], default=None,
+                        help="write only this file (default: both)")
     args = parser.parse_args()
     torch.manual_seed(0)
+    if args.only != "scalar":
+        data = {
+            "generator": "tests/data/make_deepwave_reference.py",
+            "deepwave_version": deepwave.__version__,
+            "torch_version": torch.__version__,
+            "cases": born_cases(),
+        }
+        torch.set_default_dtype(torch.float32)
+        write_json(data, args.born_output)
+    if args.only == "born":
+        return
     cases = [
         # 2-D, accuracy 4, per-side PML, anisotropic spacing, step_ratio 1: everything identical.
         run_case("2d_acc4_f64", 1, (14, 12), (5.0, 6.0), 0.0008, 25, 2, 2, 3, 4, (3, 4, 2, 5), 20.0, 2600.0,
@@ -169,10 +271,7 @@ def main():
         "resample": resample_cases(),
     }
     torch.set_default_dtype(torch.float32)
-    with open(args.output + ".tmp", "w") as f:
-        json.dump(data, f, separators=(",", ":"))
-    os.replace(args.output + ".tmp", args.output)
-    print(f"wrote {args.output} ({os.path.getsize(args.output)} bytes)")
+    write_json(data, args.output)
 
 
 if __name__ == "__main__":
