@@ -1,6 +1,8 @@
 /* The scalar propagator's C ABI from C: a small 2-D forward run on cpu and reference, the
  * velocity gradient against a central finite difference in float64, float32 against float64,
- * and error codes with messages naming the argument. */
+ * and error codes with messages naming the argument. Born modelling: the image and the source
+ * gradient are the adjoint of the Born data (dot products in float64, relative 1e-10), cpu
+ * against reference, float32 against float64, and its error codes. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +49,162 @@ static double loss(const double* model, const double* weights) {
     return NAN;
   for (int i = 0; i < NSHOTS * NREC * NT; ++i) sum += weights[i] * r[i];
   return sum;
+}
+
+/* Born: scatter in a box, background receivers beside the scattered ones. */
+enum { NBG = 3 };
+static double scatter[NZ * NX];
+static int64_t bg_receivers[NSHOTS * NBG * 2];
+
+static double dot(const double* a, const double* b, size_t n) {
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += a[i] * b[i];
+  return sum;
+}
+
+static void test_born(void) {
+  static double sc[NSHOTS * NREC * NT], bg[NSHOTS * NBG * NT], sc_ref[NSHOTS * NREC * NT],
+      bg_ref[NSHOTS * NBG * NT];
+  static double w_sc[NSHOTS * NREC * NT], w_bg[NSHOTS * NBG * NT], image[NZ * NX],
+      grad_src[NSHOTS * NSRC * NT];
+  for (int i = 0; i < NZ * NX; ++i) scatter[i] = 0;
+  for (int z = 14; z < 18; ++z)
+    for (int x = 10; x < 20; ++x) scatter[z * NX + x] = 100.0 + 5.0 * (z + x);
+  for (int s = 0; s < NSHOTS; ++s)
+    for (int r = 0; r < NBG; ++r) {
+      bg_receivers[(s * NBG + r) * 2] = 3 + r;
+      bg_receivers[(s * NBG + r) * 2 + 1] = 5 + 7 * r + s;
+    }
+  for (int i = 0; i < NSHOTS * NREC * NT; ++i) w_sc[i] = cos(0.23 * i) - 0.2;
+  for (int i = 0; i < NSHOTS * NBG * NT; ++i) w_bg[i] = sin(0.71 * i) + 0.3;
+
+  CHECK(sciproxy_scalar_born_f64(2, shape, spacing, v, scatter, 1, dt, NT, NSHOTS, NSRC, NREC,
+                                 NBG, amplitudes, sources, receivers, bg_receivers, 4, pml, 25.0,
+                                 2500.0, "cpu", sc, bg) == SCIPROXY_OK);
+  CHECK(strcmp(sciproxy_last_error(), "") == 0);
+  CHECK(dot(sc, sc, NSHOTS * NREC * NT) > 0 && dot(bg, bg, NSHOTS * NBG * NT) > 0);
+  /* cpu against reference. */
+  CHECK(sciproxy_scalar_born_f64(2, shape, spacing, v, scatter, 1, dt, NT, NSHOTS, NSRC, NREC,
+                                 NBG, amplitudes, sources, receivers, bg_receivers, 4, pml, 25.0,
+                                 2500.0, "reference", sc_ref, bg_ref) == SCIPROXY_OK);
+  CHECK(rel_l2(sc, sc_ref, NSHOTS * NREC * NT) < 1e-12);
+  CHECK(rel_l2(bg, bg_ref, NSHOTS * NBG * NT) < 1e-12);
+  /* The background data are scalar's data at the background receivers. */
+  {
+    static double plain[NSHOTS * NBG * NT];
+    CHECK(sciproxy_scalar_f64(2, shape, spacing, v, 1, dt, NT, NSHOTS, NSRC, NBG, amplitudes,
+                              sources, bg_receivers, 4, pml, 25.0, 2500.0, "cpu",
+                              plain) == SCIPROXY_OK);
+    CHECK(rel_l2(bg, plain, NSHOTS * NBG * NT) < 1e-13);
+  }
+
+  /* Dot products: <Born data, w_sc> = <scatter, image>, and, the data being linear in the
+   * source amplitudes, <Born data, w_sc> + <background data, w_bg> = <amplitudes, grad_src>. */
+  CHECK(sciproxy_scalar_born_gradient_f64(2, shape, spacing, v, scatter, 1, dt, NT, NSHOTS, NSRC,
+                                          NREC, NBG, amplitudes, sources, receivers, bg_receivers,
+                                          4, pml, 25.0, 2500.0, "cpu", w_sc, w_bg, image,
+                                          grad_src) == SCIPROXY_OK);
+  {
+    const double lhs = dot(sc, w_sc, NSHOTS * NREC * NT);
+    const double rhs = dot(scatter, image, NZ * NX);
+    const double lhs2 = lhs + dot(bg, w_bg, NSHOTS * NBG * NT);
+    const double rhs2 = dot(amplitudes, grad_src, NSHOTS * NSRC * NT);
+    CHECK(fabs(lhs) > 0 && fabs(lhs2) > 0);
+    CHECK(fabs(lhs - rhs) <= 1e-10 * fabs(lhs));
+    CHECK(fabs(lhs2 - rhs2) <= 1e-10 * fabs(lhs2));
+    if (fabs(lhs - rhs) > 1e-10 * fabs(lhs) || fabs(lhs2 - rhs2) > 1e-10 * fabs(lhs2))
+      fprintf(stderr, "Born dot products: %.17g vs %.17g, %.17g vs %.17g\n", lhs, rhs, lhs2, rhs2);
+  }
+  /* The image does not depend on the scatter (NULL: zero) nor on the background gradient, and
+   * grad_source_amplitudes may be NULL. */
+  {
+    static double image2[NZ * NX];
+    CHECK(sciproxy_scalar_born_gradient_f64(2, shape, spacing, v, NULL, 1, dt, NT, NSHOTS, NSRC,
+                                            NREC, NBG, amplitudes, sources, receivers,
+                                            bg_receivers, 4, pml, 25.0, 2500.0, "cpu", w_sc, NULL,
+                                            image2, NULL) == SCIPROXY_OK);
+    CHECK(rel_l2(image2, image, NZ * NX) < 1e-13);
+  }
+
+  /* float32 against float64. */
+  {
+    static float vf[NZ * NX], sf[NZ * NX], af[NSHOTS * NSRC * NT], scf[NSHOTS * NREC * NT],
+        bgf[NSHOTS * NBG * NT], wf[NSHOTS * NREC * NT], imf[NZ * NX];
+    static double sc64[NSHOTS * NREC * NT], bg64[NSHOTS * NBG * NT], im64[NZ * NX];
+    for (int i = 0; i < NZ * NX; ++i) {
+      vf[i] = (float)v[i];
+      sf[i] = (float)scatter[i];
+    }
+    for (int i = 0; i < NSHOTS * NSRC * NT; ++i) af[i] = (float)amplitudes[i];
+    for (int i = 0; i < NSHOTS * NREC * NT; ++i) wf[i] = (float)w_sc[i];
+    CHECK(sciproxy_scalar_born_f32(2, shape, spacing, vf, sf, 1, dt, NT, NSHOTS, NSRC, NREC, NBG,
+                                   af, sources, receivers, bg_receivers, 4, pml, 25.0, 2500.0,
+                                   "cpu", scf, bgf) == SCIPROXY_OK);
+    CHECK(sciproxy_scalar_born_gradient_f32(2, shape, spacing, vf, sf, 1, dt, NT, NSHOTS, NSRC,
+                                            NREC, NBG, af, sources, receivers, bg_receivers, 4,
+                                            pml, 25.0, 2500.0, "cpu", wf, NULL, imf,
+                                            NULL) == SCIPROXY_OK);
+    for (int i = 0; i < NSHOTS * NREC * NT; ++i) sc64[i] = scf[i];
+    for (int i = 0; i < NSHOTS * NBG * NT; ++i) bg64[i] = bgf[i];
+    for (int i = 0; i < NZ * NX; ++i) im64[i] = imf[i];
+    CHECK(rel_l2(sc64, sc, NSHOTS * NREC * NT) < 1e-4);
+    CHECK(rel_l2(bg64, bg, NSHOTS * NBG * NT) < 1e-4);
+    CHECK(rel_l2(im64, image, NZ * NX) < 1e-4);
+  }
+
+  /* Errors: a code and a message naming the argument. */
+  {
+    static double r[NSHOTS * NREC * NT], rb[NSHOTS * NBG * NT], bad_scatter[NZ * NX];
+    int64_t outside[NSHOTS * NBG * 2];
+    memcpy(outside, bg_receivers, sizeof bg_receivers);
+    outside[2 * NBG - 1] = NX;
+    memcpy(bad_scatter, scatter, sizeof scatter);
+    bad_scatter[7] = NAN;
+    CHECK(sciproxy_scalar_born_f64(2, shape, spacing, v, NULL, 1, dt, NT, NSHOTS, NSRC, NREC, NBG,
+                                   amplitudes, sources, receivers, bg_receivers, 4, pml, 25.0,
+                                   2500.0, "cpu", r, rb) == SCIPROXY_ERROR_INVALID_ARGUMENT);
+    CHECK(strncmp(sciproxy_last_error(), "scatter", 7) == 0);
+    CHECK(sciproxy_scalar_born_f64(2, shape, spacing, v, bad_scatter, 1, dt, NT, NSHOTS, NSRC,
+                                   NREC, NBG, amplitudes, sources, receivers, bg_receivers, 4, pml,
+                                   25.0, 2500.0, "cpu", r, rb) == SCIPROXY_ERROR_INVALID_ARGUMENT);
+    CHECK(strncmp(sciproxy_last_error(), "scatter", 7) == 0 &&
+          strstr(sciproxy_last_error(), "finite") != NULL);
+    CHECK(sciproxy_scalar_born_f64(2, shape, spacing, v, scatter, 1, dt, NT, NSHOTS, NSRC, NREC,
+                                   NBG, amplitudes, sources, receivers, outside, 4, pml, 25.0,
+                                   2500.0, "cpu", r, rb) == SCIPROXY_ERROR_INVALID_ARGUMENT);
+    CHECK(strncmp(sciproxy_last_error(), "bg_receiver_locations", 21) == 0);
+    CHECK(sciproxy_scalar_born_f64(2, shape, spacing, v, scatter, 1, dt, NT, NSHOTS, NSRC, NREC,
+                                   -1, amplitudes, sources, receivers, bg_receivers, 4, pml, 25.0,
+                                   2500.0, "cpu", r, rb) == SCIPROXY_ERROR_INVALID_ARGUMENT);
+    CHECK(strncmp(sciproxy_last_error(), "nbg_receivers", 13) == 0);
+    CHECK(sciproxy_scalar_born_f64(2, shape, spacing, v, scatter, 1, dt, NT, NSHOTS, NSRC, NREC,
+                                   NBG, amplitudes, sources, receivers, NULL, 4, pml, 25.0,
+                                   2500.0, "cpu", r, rb) == SCIPROXY_ERROR_INVALID_ARGUMENT);
+    CHECK(strncmp(sciproxy_last_error(), "bg_receiver_locations", 21) == 0);
+    CHECK(sciproxy_scalar_born_f64(2, shape, spacing, v, scatter, 1, dt, NT, NSHOTS, NSRC, NREC,
+                                   NBG, amplitudes, sources, receivers, bg_receivers, 4, pml, 25.0,
+                                   2500.0, "cpu", r, NULL) == SCIPROXY_ERROR_INVALID_ARGUMENT);
+    CHECK(strncmp(sciproxy_last_error(), "bg_receiver_amplitudes", 22) == 0);
+    CHECK(sciproxy_scalar_born_gradient_f64(2, shape, spacing, v, scatter, 1, dt, NT, NSHOTS,
+                                            NSRC, NREC, NBG, amplitudes, sources, receivers,
+                                            bg_receivers, 4, pml, 25.0, 2500.0, "cpu", w_sc, w_bg,
+                                            NULL, grad_src) == SCIPROXY_ERROR_INVALID_ARGUMENT);
+    CHECK(strncmp(sciproxy_last_error(), "grad_scatter", 12) == 0);
+    CHECK(sciproxy_scalar_born_gradient_f64(2, shape, spacing, v, scatter, 1, dt, NT, NSHOTS,
+                                            NSRC, NREC, NBG, amplitudes, sources, receivers,
+                                            bg_receivers, 4, pml, 25.0, 2500.0, "cpu", NULL, w_bg,
+                                            image, grad_src) == SCIPROXY_ERROR_INVALID_ARGUMENT);
+    CHECK(strncmp(sciproxy_last_error(), "grad_receiver_amplitudes", 24) == 0);
+    CHECK(sciproxy_scalar_born_f64(2, shape, spacing, v, scatter, 1, dt, NT, NSHOTS, NSRC, NREC,
+                                   NBG, amplitudes, sources, receivers, bg_receivers, 4, pml, 25.0,
+                                   2500.0, "tpu", r, rb) == SCIPROXY_ERROR_INVALID_ARGUMENT);
+    CHECK(strncmp(sciproxy_last_error(), "device", 6) == 0);
+    /* A successful call clears the message. */
+    CHECK(sciproxy_scalar_born_f64(2, shape, spacing, v, scatter, 1, dt, NT, NSHOTS, NSRC, NREC,
+                                   NBG, amplitudes, sources, receivers, bg_receivers, 4, pml, 25.0,
+                                   2500.0, "cpu", r, rb) == SCIPROXY_OK);
+    CHECK(strcmp(sciproxy_last_error(), "") == 0);
+  }
 }
 
 int main(void) {
@@ -174,6 +332,8 @@ int main(void) {
                               sources, receivers, 4, pml, 25.0, 0.0, "cpu", r) == SCIPROXY_OK);
     CHECK(strcmp(sciproxy_last_error(), "") == 0);
   }
+
+  test_born();
 
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
