@@ -65,6 +65,7 @@
 #include <vector>
 
 #include "core/cuda_check.cuh"
+#include "core/cuda_resources.cuh"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/hd.hpp"
@@ -376,93 +377,12 @@ __global__ void __launch_bounds__(kSmallThreads) sum_shots_kernel(T* grad_v, con
 // ---------------------------------------------------------------------------------------------
 // Host side.
 
-template <class U>
-class DeviceArray {
- public:
-  DeviceArray() = default;
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-  ~DeviceArray() {
-    if (ptr_) (void)cudaFree(ptr_);
-  }
-  void allocate(std::size_t count) {
-    if (ptr_) (void)cudaFree(ptr_);
-    ptr_ = nullptr;
-    count_ = 0;
-    if (count == 0) return;
-    SCIPROXY_CUDA_CHECK(cudaMalloc(&ptr_, count * sizeof(U)));
-    count_ = count;
-  }
-  U* get() const { return ptr_; }
-  std::size_t size() const { return count_; }
-  std::size_t bytes() const { return count_ * sizeof(U); }
-
- private:
-  U* ptr_ = nullptr;
-  std::size_t count_ = 0;
-};
-
-template <class U>
-class PinnedArray {
- public:
-  PinnedArray() = default;
-  PinnedArray(const PinnedArray&) = delete;
-  PinnedArray& operator=(const PinnedArray&) = delete;
-  ~PinnedArray() {
-    if (ptr_) (void)cudaFreeHost(ptr_);
-  }
-  void allocate(std::size_t count) {
-    if (ptr_) (void)cudaFreeHost(ptr_);
-    ptr_ = nullptr;
-    if (count == 0) return;
-    SCIPROXY_CUDA_CHECK(cudaMallocHost(&ptr_, count * sizeof(U)));
-  }
-  U* get() const { return ptr_; }
-
- private:
-  U* ptr_ = nullptr;
-};
-
-// Synchronises before it destroys the stream, so that nothing still in flight touches buffers
-// released after it (declare streams after the buffers they use).
-class Stream {
- public:
-  Stream() { SCIPROXY_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  ~Stream() {
-    (void)cudaStreamSynchronize(stream_);
-    (void)cudaStreamDestroy(stream_);
-    (void)cudaGetLastError();
-  }
-  cudaStream_t get() const { return stream_; }
-
- private:
-  cudaStream_t stream_ = nullptr;
-};
-
-class Event {
- public:
-  explicit Event(bool timing = false) {
-    SCIPROXY_CUDA_CHECK(cudaEventCreateWithFlags(&event_, timing ? cudaEventDefault : cudaEventDisableTiming));
-  }
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-  ~Event() { (void)cudaEventDestroy(event_); }
-  cudaEvent_t get() const { return event_; }
-  void record(cudaStream_t stream) const { SCIPROXY_CUDA_CHECK(cudaEventRecord(event_, stream)); }
-
- private:
-  cudaEvent_t event_ = nullptr;
-};
-
-class NvtxRange {
- public:
-  explicit NvtxRange(const char* name) { nvtxRangePushA(name); }
-  ~NvtxRange() { nvtxRangePop(); }
-  NvtxRange(const NvtxRange&) = delete;
-  NvtxRange& operator=(const NvtxRange&) = delete;
-};
+using cuda_detail::DeviceArray;
+using cuda_detail::elapsed_seconds;
+using cuda_detail::Event;
+using cuda_detail::NvtxRange;
+using cuda_detail::PinnedArray;
+using cuda_detail::Stream;
 
 void require_device(int device_index) {
   const int count = sciproxy::cuda_device_count();
@@ -472,12 +392,6 @@ void require_device(int device_index) {
   if (device_index < 0 || device_index >= count)
     throw DeviceUnavailable("scalar: no CUDA device " + std::to_string(device_index) + " (" +
                             std::to_string(count) + " present)");
-}
-
-double elapsed_seconds(const Event& from, const Event& to) {
-  float ms = 0;
-  SCIPROXY_CUDA_CHECK(cudaEventElapsedTime(&ms, from.get(), to.get()));
-  return 1e-3 * static_cast<double>(ms);
 }
 
 [[noreturn]] void invalid(const char* function, const std::string& what) {
@@ -693,7 +607,7 @@ struct Propagation {
   std::array<DeviceArray<T>, kRingSlots> ring;
   std::array<PinnedArray<T>, kRingSlots> staging;
 
-  Event upload_begin{true}, steps_begin{true}, download_begin{true}, end{true};
+  Event upload_begin, steps_begin, download_begin, end;
   std::array<Event, kRingSlots> ring_ready, ring_done;
   Stream compute, copy;
 

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/cuda_check.cuh"
+#include "core/cuda_resources.cuh"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "tti_kernels.hpp"
@@ -138,60 +139,10 @@ __global__ void inject_kernel(T* P, T* M, bool inject_m, const std::int64_t* cel
 // ---------------------------------------------------------------------------------------------
 // Host side.
 
-template <class U>
-class DeviceArray {
- public:
-  DeviceArray() = default;
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-  ~DeviceArray() {
-    if (ptr_) (void)cudaFree(ptr_);
-  }
-  void allocate(std::size_t count) {
-    if (count == 0) return;
-    SCIPROXY_CUDA_CHECK(cudaMalloc(&ptr_, count * sizeof(U)));
-    count_ = count;
-  }
-  U* get() const { return ptr_; }
-  std::size_t bytes() const { return count_ * sizeof(U); }
-
- private:
-  U* ptr_ = nullptr;
-  std::size_t count_ = 0;
-};
-
-class Stream {
- public:
-  Stream() { SCIPROXY_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  ~Stream() {
-    (void)cudaStreamSynchronize(stream_);
-    (void)cudaStreamDestroy(stream_);
-    (void)cudaGetLastError();
-  }
-  cudaStream_t get() const { return stream_; }
-
- private:
-  cudaStream_t stream_ = nullptr;
-};
-
-class Event {
- public:
-  Event() { SCIPROXY_CUDA_CHECK(cudaEventCreate(&event_)); }
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-  ~Event() { (void)cudaEventDestroy(event_); }
-  void record(cudaStream_t s) const { SCIPROXY_CUDA_CHECK(cudaEventRecord(event_, s)); }
-  double seconds_since(const Event& from) const {
-    float ms = 0;
-    SCIPROXY_CUDA_CHECK(cudaEventElapsedTime(&ms, from.event_, event_));
-    return 1e-3 * ms;
-  }
-
- private:
-  cudaEvent_t event_ = nullptr;
-};
+using cuda_detail::DeviceArray;
+using cuda_detail::elapsed_seconds;
+using cuda_detail::Event;
+using cuda_detail::Stream;
 
 template <class U>
 void upload(DeviceArray<U>& to, const U* from, std::size_t count, cudaStream_t s) {
@@ -319,9 +270,9 @@ void run(const TtiProblem<T>& p, TtiFields<T> fields, const T* sources, T* recei
   done.record(s);
   SCIPROXY_CUDA_CHECK(cudaStreamSynchronize(s));
   if (timers) {
-    timers->record("upload", uploaded.seconds_since(start));
-    timers->record("steps", stepped.seconds_since(uploaded));
-    timers->record("download", done.seconds_since(stepped));
+    timers->record("upload", elapsed_seconds(start, uploaded));
+    timers->record("steps", elapsed_seconds(uploaded, stepped));
+    timers->record("download", elapsed_seconds(stepped, done));
   }
 }
 

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "core/cuda_check.cuh"
+#include "core/cuda_resources.cuh"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/hd.hpp"
 #include "wave/tti/demo_kernels.hpp"
@@ -185,70 +186,11 @@ __global__ void inject_kernel(Injection<T> src, const T* __restrict__ amplitudes
 // ---------------------------------------------------------------------------------------------
 // Host side.
 
-template <class U>
-class DeviceArray {
- public:
-  DeviceArray() = default;
-  explicit DeviceArray(int64_t count) : count_(count) {
-    if (count > 0) SCIPROXY_CUDA_CHECK(cudaMalloc(&ptr_, static_cast<std::size_t>(count) * sizeof(U)));
-  }
-  ~DeviceArray() {
-    if (ptr_) (void)cudaFree(ptr_);
-  }
-  DeviceArray(DeviceArray&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), count_(o.count_) {}
-  DeviceArray& operator=(DeviceArray&& o) noexcept {
-    std::swap(ptr_, o.ptr_);
-    std::swap(count_, o.count_);
-    return *this;
-  }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-  U* get() const { return ptr_; }
-  std::size_t bytes() const { return static_cast<std::size_t>(count_) * sizeof(U); }
-
- private:
-  U* ptr_ = nullptr;
-  int64_t count_ = 0;
-};
-
-class Stream {
- public:
-  Stream() { SCIPROXY_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
-  ~Stream() { (void)cudaStreamDestroy(stream_); }
-  Stream(const Stream&) = delete;
-  Stream& operator=(const Stream&) = delete;
-  cudaStream_t get() const { return stream_; }
-
- private:
-  cudaStream_t stream_ = nullptr;
-};
-
-class Event {
- public:
-  Event() { SCIPROXY_CUDA_CHECK(cudaEventCreate(&event_)); }
-  ~Event() {
-    if (event_) (void)cudaEventDestroy(event_);
-  }
-  Event(Event&& o) noexcept : event_(std::exchange(o.event_, nullptr)) {}
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-  void record(cudaStream_t s) const { SCIPROXY_CUDA_CHECK(cudaEventRecord(event_, s)); }
-  cudaEvent_t get() const { return event_; }
-
- private:
-  cudaEvent_t event_ = nullptr;
-};
-
-double seconds_between(const Event& from, const Event& to) {
-  float ms = 0;
-  SCIPROXY_CUDA_CHECK(cudaEventElapsedTime(&ms, from.get(), to.get()));
-  return 1e-3 * static_cast<double>(ms);
-}
-
-struct NvtxRange {
-  explicit NvtxRange(const char* name) { nvtxRangePushA(name); }
-  ~NvtxRange() { nvtxRangePop(); }
-};
+using cuda_detail::DeviceArray;
+using cuda_detail::elapsed_seconds;
+using cuda_detail::Event;
+using cuda_detail::NvtxRange;
+using cuda_detail::Stream;
 
 template <class T>
 DeviceArray<T> upload(const T* host, int64_t count, cudaStream_t s) {
@@ -349,17 +291,17 @@ void run_order(const Grid& g, const Coefficients<T>& c, const Source<T>& src, in
   SCIPROXY_CUDA_CHECK(cudaStreamSynchronize(s));
 
   if (timers) {
-    timers->record("upload", seconds_between(upload_begin, upload_end));
+    timers->record("upload", elapsed_seconds(upload_begin, upload_end));
     for (const auto& e : marks) {
       if (form == TtiDemoForm::two_pass) {
-        timers->record("flux pass", seconds_between(e[0], e[1]));
-        timers->record("divergence pass", seconds_between(e[1], e[2]));
+        timers->record("flux pass", elapsed_seconds(e[0], e[1]));
+        timers->record("divergence pass", elapsed_seconds(e[1], e[2]));
       } else {
-        timers->record("fused flux + divergence", seconds_between(e[1], e[2]));
+        timers->record("fused flux + divergence", elapsed_seconds(e[1], e[2]));
       }
-      timers->record("source injection", seconds_between(e[2], e[3]));
+      timers->record("source injection", elapsed_seconds(e[2], e[3]));
     }
-    timers->record("download", seconds_between(download_begin, download_end));
+    timers->record("download", elapsed_seconds(download_begin, download_end));
   }
 }
 
