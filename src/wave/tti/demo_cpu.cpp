@@ -135,14 +135,19 @@ inline T dminus(const T* f, int64_t s) {
 // (valignd) instead of 2M - 1 unaligned loads, each of which straddles two cache lines; the
 // sums are dplus / dminus's, in the same order.
 #if defined(__AVX512F__)
+// The all-lanes masked form of valignd: the same instruction, but GCC 12's header for the
+// unmasked one starts from an undefined vector and warns (-Wmaybe-uninitialized) at every use.
+constexpr __mmask16 kAllLanes = 0xFFFF;
 template <int O>
 inline __m512 shifted(__m512 v0, __m512 v1, __m512 v2) {  // f[k + O + lane], |O| < 16
   if constexpr (O == 0) {
     return v1;
   } else if constexpr (O > 0) {
-    return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(v2), _mm512_castps_si512(v1), O));
+    return _mm512_castsi512_ps(
+        _mm512_maskz_alignr_epi32(kAllLanes, _mm512_castps_si512(v2), _mm512_castps_si512(v1), O));
   } else {
-    return _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(v1), _mm512_castps_si512(v0), 16 + O));
+    return _mm512_castsi512_ps(_mm512_maskz_alignr_epi32(kAllLanes, _mm512_castps_si512(v1),
+                                                         _mm512_castps_si512(v0), 16 + O));
   }
 }
 template <int A, bool kPlus, int... K>
