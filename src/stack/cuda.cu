@@ -24,6 +24,7 @@
 #include <string>
 
 #include "core/cuda_check.cuh"
+#include "core/cuda_resources.cuh"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/timers.hpp"
@@ -97,13 +98,7 @@ class PinnedBuffer {
   std::size_t capacity_ = 0;
 };
 
-class NvtxRange {
- public:
-  explicit NvtxRange(const char* name) { nvtxRangePushA(name); }
-  ~NvtxRange() { nvtxRangePop(); }
-  NvtxRange(const NvtxRange&) = delete;
-  NvtxRange& operator=(const NvtxRange&) = delete;
-};
+using cuda_detail::NvtxRange;
 
 }  // namespace plan_detail
 
