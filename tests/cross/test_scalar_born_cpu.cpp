@@ -49,10 +49,12 @@ void compare(const Case& c, double tol) {
             tol)
       << c.name;
   EXPECT_LT(rel_l2(cpu.state.wavefield, ref.state.wavefield), tol) << c.name;
-  for (int d = 0; d < c.ndim; ++d)
-    if (c.pml[2 * d] + c.pml[2 * d + 1] > 0)
+  for (int d = 0; d < c.ndim; ++d) {
+    if (c.pml[2 * d] + c.pml[2 * d + 1] > 0) {
       EXPECT_LT(rel_l2(cpu.scattered_state.zeta[d], ref.scattered_state.zeta[d]), tol)
           << c.name << " zeta " << d;
+    }
+  }
 
   const auto d = random_vector<T>(ref.receiver_amplitudes.size(), 8);
   const auto d_bg = random_vector<T>(ref.bg_receiver_amplitudes.size(), 9);

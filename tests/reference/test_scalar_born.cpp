@@ -222,7 +222,9 @@ void expect_invalid(F&& f, const std::string& name, const std::string& also = ""
   } catch (const InvalidArgument& e) {
     const std::string m = e.what();
     EXPECT_EQ(m.rfind(name, 0), 0u) << m;
-    if (!also.empty()) EXPECT_NE(m.find(also), std::string::npos) << m;
+    if (!also.empty()) {
+      EXPECT_NE(m.find(also), std::string::npos) << m;
+    }
   }
 }
 
