@@ -15,91 +15,27 @@
 #include <vector>
 
 #include "sciproxy/tti.hpp"
+#include "tti_problems.hpp"
 
 using namespace sciproxy;
 using namespace sciproxy::wave;
 
 namespace {
 
+template <class T>
+using Problem = test_problems::TtiProblem<T>;
+using test_problems::rel_l2;
+
 const Device kReference{Backend::reference, 0, false};
 const Device kCpu{Backend::cpu, 0, false};
 
-template <class T>
-struct Problem {
-  Grid grid{3, {1, 1, 1}, {10, 10, 10}};
-  std::vector<T> vp, b, eps, delta, theta, phi, f, amplitudes, data;
-  std::vector<std::int64_t> sources, receivers;
-  TtiInput<T> in;
-  TtiOptions opt;
-};
+// Small grids: 9-13 x 10-14 x 11-19 cells, 2 shots of 2 sources and 3 receivers.
+constexpr test_problems::TtiProblemSize kSize{{9, 10, 11}, {4, 4, 8}, 2, 2, 3};
 
 template <class T>
 void random_problem(Problem<T>& p, int order, bool free_surface, std::int64_t nt,
                     std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(0, 1);
-  p.grid.shape = {std::int64_t(9 + 4 * u(rng)), std::int64_t(10 + 4 * u(rng)),
-                  std::int64_t(11 + 8 * u(rng))};
-  p.grid.spacing = {8, 10, 9};
-  const std::int64_t n = p.grid.cells();
-  for (std::int64_t i = 0; i < n; ++i) {
-    p.vp.push_back(T(1500 + 1000 * u(rng)));
-    p.b.push_back(T(0.4 + 0.6 * u(rng)));
-    const double e = 0.25 * u(rng);
-    p.eps.push_back(T(e));
-    p.delta.push_back(T(e - 0.2 * u(rng)));
-    p.theta.push_back(T(std::numbers::pi * u(rng)));
-    p.phi.push_back(T(2 * std::numbers::pi * u(rng)));
-    p.f.push_back(T(0.6 + 0.35 * u(rng)));
-  }
-  const std::int64_t nshots = 2, nsources = 2, nreceivers = 3;
-  auto location = [&] {
-    return std::vector<std::int64_t>{std::int64_t(u(rng) * p.grid.shape[0]),
-                                     std::int64_t(u(rng) * p.grid.shape[1]),
-                                     std::int64_t(u(rng) * p.grid.shape[2])};
-  };
-  for (std::int64_t k = 0; k < nshots * nsources; ++k)
-    for (std::int64_t x : location()) p.sources.push_back(x);
-  for (std::int64_t k = 0; k < nshots * nreceivers; ++k)
-    for (std::int64_t x : location()) p.receivers.push_back(x);
-  p.sources[0] = 0;  // on the surface
-  p.receivers[3] = 0;
-  std::normal_distribution<double> normal;
-  for (std::int64_t i = 0; i < nshots * nsources * nt; ++i) p.amplitudes.push_back(T(normal(rng)));
-  for (std::int64_t i = 0; i < nshots * nreceivers * nt; ++i) p.data.push_back(T(normal(rng)));
-  p.opt.space_order = order;
-  p.opt.sponge_width = {2, 3, 4, 1, 0, 3};
-  p.opt.free_surface = free_surface;
-  p.opt.freq_q = 15;
-  p.opt.q_min = 0.3;
-  TtiInput<T>& in = p.in;
-  in.model.grid = p.grid;
-  in.model.vp = p.vp;
-  in.model.buoyancy = p.b;
-  in.model.epsilon = p.eps;
-  in.model.delta = p.delta;
-  in.model.theta = p.theta;
-  in.model.phi = p.phi;
-  in.model.f = p.f;
-  in.nt = nt;
-  in.nshots = nshots;
-  in.nsources = nsources;
-  in.nreceivers = nreceivers;
-  in.source_amplitudes = p.amplitudes;
-  in.source_locations = p.sources;
-  in.receiver_locations = p.receivers;
-  in.dt = 0.9 * tti_max_dt(in.model, p.opt);
-}
-
-template <class T>
-double rel_l2(const std::vector<T>& a, const std::vector<T>& b) {
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (!std::isfinite(double(a[i]))) return INFINITY;
-    num += (double(a[i]) - double(b[i])) * (double(a[i]) - double(b[i]));
-    den += double(b[i]) * double(b[i]);
-  }
-  return std::sqrt(num / den);
+  test_problems::random_problem(p, order, free_surface, nt, seed, kSize);
 }
 
 struct Case {

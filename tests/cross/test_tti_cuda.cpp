@@ -6,6 +6,7 @@
 // traces and 1e-4 for the final fields (the same arithmetic; FMA contraction differs).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <numbers>
@@ -16,11 +17,16 @@
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/tti.hpp"
+#include "tti_problems.hpp"
 
 using namespace sciproxy;
 using namespace sciproxy::wave;
 
 namespace {
+
+template <class T>
+using Problem = test_problems::TtiProblem<T>;
+using test_problems::rel_l2;
 
 const Device kCpu{Backend::cpu, 0, false};
 const Device kCuda{Backend::cuda, 0, false};
@@ -32,74 +38,15 @@ class TtiCuda : public ::testing::Test {
   }
 };
 
-template <class T>
-struct Problem {
-  Grid grid{3, {1, 1, 1}, {10, 10, 10}};
-  std::vector<T> vp, b, eps, delta, theta, phi, f, amplitudes, data;
-  std::vector<std::int64_t> sources, receivers;
-  TtiInput<T> in;
-  TtiOptions opt;
-};
+// Larger along the contiguous axis (30-50 cells), so that a CUDA block row is partly filled;
+// 3 shots of 2 sources and 4 receivers, the two sources of shot 0 in one cell.
+constexpr test_problems::TtiProblemSize kSize{{12, 13, 30}, {6, 6, 20}, 3, 2, 4};
 
 template <class T>
 void random_problem(Problem<T>& p, int order, bool free_surface, std::int64_t nt,
                     std::uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(0, 1);
-  p.grid.shape = {std::int64_t(12 + 6 * u(rng)), std::int64_t(13 + 6 * u(rng)),
-                  std::int64_t(30 + 20 * u(rng))};
-  p.grid.spacing = {8, 10, 9};
-  const std::int64_t n = p.grid.cells();
-  for (std::int64_t i = 0; i < n; ++i) {
-    p.vp.push_back(T(1500 + 1000 * u(rng)));
-    p.b.push_back(T(0.4 + 0.6 * u(rng)));
-    const double e = 0.25 * u(rng);
-    p.eps.push_back(T(e));
-    p.delta.push_back(T(e - 0.2 * u(rng)));
-    p.theta.push_back(T(std::numbers::pi * u(rng)));
-    p.phi.push_back(T(2 * std::numbers::pi * u(rng)));
-    p.f.push_back(T(0.6 + 0.35 * u(rng)));
-  }
-  const std::int64_t nshots = 3, nsources = 2, nreceivers = 4;
-  auto add_location = [&](std::vector<std::int64_t>& to) {
-    for (int d = 0; d < 3; ++d) to.push_back(std::int64_t(u(rng) * p.grid.shape[d]));
-  };
-  for (std::int64_t k = 0; k < nshots * nsources; ++k) add_location(p.sources);
-  for (std::int64_t k = 0; k < nshots * nreceivers; ++k) add_location(p.receivers);
-  p.sources[0] = 0;
-  p.receivers[3] = 0;
-  p.sources[3] = p.sources[0];  // two sources of shot 0 in one cell
-  p.sources[4] = p.sources[1];
-  p.sources[5] = p.sources[2];
-  std::normal_distribution<double> normal;
-  for (std::int64_t i = 0; i < nshots * nsources * nt; ++i) p.amplitudes.push_back(T(normal(rng)));
-  for (std::int64_t i = 0; i < nshots * nreceivers * nt; ++i) p.data.push_back(T(normal(rng)));
-  p.opt.space_order = order;
-  p.opt.sponge_width = {2, 3, 4, 1, 0, 3};
-  p.opt.free_surface = free_surface;
-  p.opt.freq_q = 15;
-  p.opt.q_min = 0.3;
-  TtiInput<T>& in = p.in;
-  in.model = {p.grid, p.vp, p.b, p.eps, p.delta, p.theta, p.phi, p.f};
-  in.nt = nt;
-  in.nshots = nshots;
-  in.nsources = nsources;
-  in.nreceivers = nreceivers;
-  in.source_amplitudes = p.amplitudes;
-  in.source_locations = p.sources;
-  in.receiver_locations = p.receivers;
-  in.dt = 0.9 * tti_max_dt(in.model, p.opt);
-}
-
-template <class T>
-double rel_l2(const std::vector<T>& a, const std::vector<T>& b) {
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (!std::isfinite(double(a[i]))) return INFINITY;
-    num += (double(a[i]) - double(b[i])) * (double(a[i]) - double(b[i]));
-    den += double(b[i]) * double(b[i]);
-  }
-  return std::sqrt(num / den);
+  test_problems::random_problem(p, order, free_surface, nt, seed, kSize);
+  std::copy_n(p.sources.begin(), 3, p.sources.begin() + 3);  // two sources of shot 0 in one cell
 }
 
 template <class T>
