@@ -1,15 +1,20 @@
 // Scalar propagator, reference backend: the definition of correct. Plain loops, one shot at a
 // time, arithmetic in double, every non-halo cell through the full C-PML formula (a = b = b' = 0
 // turn it into the plain Laplacian), no interior shortcut. The scheme is in scalar_kernels.hpp:
-//   tmp_x = (1 + b_x) D2_x u + b'_x D1_x u + D1_x(a_x psi_x),   W = sum_x (1 + b_x) tmp_x + a_x
-//   zeta_x psi_x' = b_x D1_x u + a_x psi_x,   zeta_x' = b_x tmp_x + a_x zeta_x u' = v^2 dt^2 W + 2
-//   u - u_prev,   u'[source] += scaled source,   receiver = u (before the step)
+//   tmp_x = (1 + b_x) D2_x u + b'_x D1_x u + D1_x(a_x psi_x)
+//   W     = sum_x (1 + b_x) tmp_x + a_x zeta_x
+//   psi_x' = b_x D1_x u + a_x psi_x,   zeta_x' = b_x tmp_x + a_x zeta_x
+//   u'    = v^2 dt^2 W + 2 u - u_prev,   u'[source] += scaled source,   receiver = u (before)
 // The backward pass is its exact transpose, derived here by hand (independently of
 // scalar_math.hpp): with lambda the adjoint of u', g = v^2 dt^2 lambda and, per dimension,
 // tbar = (1 + b) g + b zetabar' (the adjoint of tmp) and d1bar = b' tbar + b psibar' (of D1 u):
-//   ubar   = 2 lambda + ubar_prev' + sum_x [ D2((1 + b) tbar) - D1(d1bar) ]   (D2 symmetric, D1
-//   not) psibar = a (psibar' - D1 tbar),   zetabar = a (g + zetabar'),   ubar_prev = -lambda grad
-//   source = lambda[source],  ubar[receiver] += grad receiver,  grad v += lambda * 2 v dt^2 W.
+//   ubar      = 2 lambda + ubar_prev' + sum_x [ D2((1 + b) tbar) - D1(d1bar) ]
+//               (D2 symmetric, D1 antisymmetric)
+//   psibar    = a (psibar' - D1 tbar),   zetabar = a (g + zetabar'),   ubar_prev = -lambda
+//   grad source = lambda[source],  ubar[receiver] += grad receiver,  grad v += lambda 2 v dt^2 W
+// Born modelling runs the same step on the background and the scattered field, the scattered
+// one with the coupling 2 v scatter dt^2 W(u) added; its adjoint feeds g + 2 v scatter dt^2
+// lambda_sc to the background's transpose (scalar_kernels.hpp).
 // Second derivatives are summed as neighbour-minus-centre differences (exact zero for constants).
 #include <algorithm>
 #include <array>
