@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sciproxy/wave.hpp"
+#include "wave_locations.hpp"
 
 namespace born_test {
 
@@ -99,30 +100,11 @@ inline BornProblem<double> random_born(int ndim, std::array<std::int64_t, 3> sha
   for (auto& x : p.scatter) x = 100 * normal(rng);
   p.amplitudes.resize(static_cast<std::size_t>(nshots * nsources * nt));
   for (auto& x : p.amplitudes) x = normal(rng);
-  auto cell = [&] {
-    std::vector<std::int64_t> x(static_cast<std::size_t>(ndim));
-    for (int d = 0; d < ndim; ++d)
-      x[d] = std::uniform_int_distribution<std::int64_t>(0, shape[d] - 1)(rng);
-    return x;
-  };
+  const std::array<std::int64_t, 3> lo = {0, 0, 0}, hi = {shape[0], shape[1], shape[2]};
   for (std::int64_t s = 0; s < nshots; ++s) {
-    std::vector<std::vector<std::int64_t>> taken;
-    for (std::int64_t k = 0; k < nsources; ++k) {
-      std::vector<std::int64_t> x;
-      do {
-        x = cell();
-      } while (std::find(taken.begin(), taken.end(), x) != taken.end());
-      taken.push_back(x);
-      p.sources.insert(p.sources.end(), x.begin(), x.end());
-    }
-    for (std::int64_t k = 0; k < nreceivers; ++k) {
-      const auto x = cell();
-      p.receivers.insert(p.receivers.end(), x.begin(), x.end());
-    }
-    for (std::int64_t k = 0; k < nbg; ++k) {
-      const auto x = cell();
-      p.bg_receivers.insert(p.bg_receivers.end(), x.begin(), x.end());
-    }
+    wave_test::append_random_cells(rng, ndim, lo, hi, nsources, true, p.sources);
+    wave_test::append_random_cells(rng, ndim, lo, hi, nreceivers, false, p.receivers);
+    wave_test::append_random_cells(rng, ndim, lo, hi, nbg, false, p.bg_receivers);
   }
   return p;
 }

@@ -26,6 +26,7 @@
 #include "sciproxy/core/timers.hpp"
 #include "sciproxy/wave.hpp"
 #include "wave/resample.hpp"
+#include "wave_locations.hpp"
 
 using namespace sciproxy;
 using namespace sciproxy::wave;
@@ -93,26 +94,9 @@ Problem<double> random_problem(int ndim, std::array<std::int64_t, 3> shape, std:
   for (auto& x : p.amplitudes) x = normal(rng);
   for (int d = 0; d < ndim; ++d)
     if (hi[d] == 0) hi[d] = shape[d];
-  auto cell = [&] {
-    std::vector<std::int64_t> x(static_cast<std::size_t>(ndim));
-    for (int d = 0; d < ndim; ++d)
-      x[d] = std::uniform_int_distribution<std::int64_t>(lo[d], hi[d] - 1)(rng);
-    return x;
-  };
   for (std::int64_t s = 0; s < nshots; ++s) {
-    std::vector<std::vector<std::int64_t>> taken;
-    for (std::int64_t k = 0; k < nsources; ++k) {
-      std::vector<std::int64_t> x;
-      do {
-        x = cell();
-      } while (std::find(taken.begin(), taken.end(), x) != taken.end());
-      taken.push_back(x);
-      p.sources.insert(p.sources.end(), x.begin(), x.end());
-    }
-    for (std::int64_t k = 0; k < nreceivers; ++k) {
-      const auto x = cell();
-      p.receivers.insert(p.receivers.end(), x.begin(), x.end());
-    }
+    wave_test::append_random_cells(rng, ndim, lo, hi, nsources, true, p.sources);
+    wave_test::append_random_cells(rng, ndim, lo, hi, nreceivers, false, p.receivers);
   }
   return p;
 }
