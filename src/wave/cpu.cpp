@@ -69,15 +69,18 @@ Buffer<T> zeroed(int64_t n) {
   return Buffer<T>(static_cast<T*>(p));
 }
 
-// The padded grid seen by one (NDIM, A) instantiation. Ranges [lo, hi) are the forward plain
-// (interior) cells of each dimension, clamped to the non-halo cells; [alo, ahi) the adjoint plain
-// cells: those of [lo, hi) whose whole stencil sees b = b' = 0 (so tbar = g and d1bar = 0 at
-// every neighbour), which the interface does not promise for pml_interior itself.
+// The padded grid seen by one (NDIM, A) instantiation. Ranges [lo, hi) are pml_interior, clamped
+// to the non-halo cells; [flo, fhi) the forward plain cells: [lo, hi) widened over the cells where
+// b = b' = 0 and a = 0 on the whole stencil, so that the C-PML terms vanish whatever psi and
+// zeta hold (pml_interior keeps a margin for the adjoint: about A/2 cells per side more PML
+// work); [alo, ahi) the adjoint plain cells: those of [lo, hi) whose whole stencil sees
+// b = b' = 0 (so tbar = g and d1bar = 0 at every neighbour), which the interface does not
+// promise for pml_interior itself.
 template <int NDIM, class T>
 struct Geometry {
   int64_t h = 0;
   int64_t points = 0;
-  std::array<int64_t, 3> n{}, s{}, lo{}, hi{}, alo{}, ahi{};
+  std::array<int64_t, 3> n{}, s{}, lo{}, hi{}, flo{}, fhi{}, alo{}, ahi{};
   std::array<T, 3> rdx{}, rdx2{};
   std::array<PmlProfile<T>, 3> prof{};
 
@@ -100,6 +103,18 @@ struct Geometry {
           if (prof[d].b[x + k] != T(0) || prof[d].dbdx[x + k] != T(0)) return false;
         return true;
       };
+      auto forward_quiet = [&](int64_t x) {
+        if (prof[d].b[x] != T(0) || prof[d].dbdx[x] != T(0)) return false;
+        for (int64_t k = -h; k <= h; ++k)
+          if (prof[d].a[x + k] != T(0)) return false;
+        return true;
+      };
+      flo[d] = lo[d];
+      fhi[d] = hi[d];
+      if (flo[d] < fhi[d]) {
+        while (flo[d] > first && forward_quiet(flo[d] - 1)) --flo[d];
+        while (fhi[d] < last && forward_quiet(fhi[d])) ++fhi[d];
+      }
       alo[d] = lo[d];
       ahi[d] = hi[d];
       while (alo[d] < ahi[d] && !quiet(alo[d])) ++alo[d];
@@ -292,9 +307,33 @@ struct BornShot {
   T* zeta[3];
 };
 
+// The plain (interior) cells of a row: the Laplacian of forward_segment, in the same order of
+// operations (the same rounding as the reference), out of line so that the loop keeps its few
+// pointers in registers (inlined into the driver, GCC spilled them to vector registers).
+template <int NDIM, int A, bool STORE, class T>
+[[gnu::noinline]] void plain_segment(const Geometry<NDIM, T>& g, const ForwardShot<T>& f,
+                                     int64_t base, int64_t j0, int64_t j1) {
+  const T* __restrict u = f.u + base;
+  T* __restrict un = f.u_next + base;
+  const T* __restrict v = f.v + base;
+  T* __restrict stored = STORE ? f.stored + base : nullptr;
+  const int64_t s0 = g.s[0], s1 = g.s[1];
+  const T r0 = g.rdx2[0], r1 = g.rdx2[1], r2 = g.rdx2[2];
+  const T dt2 = f.dt2;
+#pragma omp simd
+  for (int64_t j = j0; j < j1; ++j) {
+    T w = diff2<A>(u, j, NDIM == 1 ? int64_t(1) : s0, r0);
+    if constexpr (NDIM >= 2) w += diff2<A>(u, j, NDIM == 2 ? int64_t(1) : s1, r1);
+    if constexpr (NDIM >= 3) w += diff2<A>(u, j, int64_t(1), r2);
+    const T vi = v[j];
+    un[j] = vi * vi * dt2 * w + 2 * u[j] - un[j];
+    if constexpr (STORE) stored[j] = 2 * vi * dt2 * w;
+  }
+}
+
 // flatten: pml_forward must be inlined for the loop to vectorise (GCC would call it otherwise).
 template <int NDIM, int A, unsigned M, bool BORN, class T>
-[[gnu::flatten]] inline void forward_segment(const Geometry<NDIM, T>& g, const ForwardShot<T>& f,
+[[gnu::flatten, gnu::noinline]] void forward_segment(const Geometry<NDIM, T>& g, const ForwardShot<T>& f,
                                              const BornShot<T>* fs, int64_t base,
                                              const std::array<int64_t, 3>& x, int64_t j0,
                                              int64_t j1) {
@@ -339,10 +378,11 @@ template <int NDIM, int A, unsigned M, bool BORN, class T>
       return T(0);
     } else {
       const int64_t xd = D == L ? j : xo[D];
+      const int64_t sd = D == L ? int64_t(1) : st[D];  // a constant along the row: one base pointer
       if constexpr ((M >> D) & 1u)
-        return pml_forward<A>(uu, ps[D], psn[D], ze[D], i, st[D], xd, pr[D], rdx[D], rdx2[D]);
+        return pml_forward<A>(uu, ps[D], psn[D], ze[D], i, sd, xd, pr[D], rdx[D], rdx2[D]);
       else
-        return diff2<A>(uu, i, st[D], rdx2[D]);
+        return diff2<A>(uu, i, sd, rdx2[D]);
     }
   };
 #pragma omp simd
@@ -388,14 +428,18 @@ void zero_halo(const Geometry<NDIM, T>& g, T* a) {
 }
 
 // Prepares the auxiliary fields of dimension d, which alternate between `fields` (the caller's)
-// and `copies` (zeroed internal buffers). In the plain cells [lo, hi) of d they are never written:
-// every step would write zeros there (a = b = 0), so both buffers must hold zeros. The caller's
-// forward state is zero there by the interface; a final-state gradient need not be, so with
-// `zero_plain` those cells are cleared (a read-only scan when they are zero already). With `copy`
-// (an odd number of steps: the first step reads the copy) the other cells are copied.
+// and `copies` (zeroed internal buffers, or null for a field updated in place). In the plain cells
+// [plain[0], plain[1]) of d they are never written: every step would write zeros there
+// (a = b = 0), so both buffers must hold zeros. The caller's state is zero in [zero[0], zero[1])
+// by the interface (a forward state within pml_interior); the other plain cells are cleared (a
+// read-only scan when they are zero already: a final-state gradient, or a forward state next to
+// the PML, need not be). With `copy` (an odd number of steps: the first step reads the copy) the
+// non-plain cells are copied.
 template <int NDIM, class T>
 void prepare_aux(const Geometry<NDIM, T>& g, int d, int64_t nshots, std::array<T*, 2> fields,
-                 std::array<T*, 2> copies, bool zero_plain, bool copy) {
+                 std::array<T*, 2> copies, std::array<int64_t, 2> plain, std::array<int64_t, 2> zero,
+                 bool copy) {
+  const bool zero_plain = zero[0] > plain[0] || zero[1] < plain[1];
   if (!zero_plain && !copy) return;
   const int64_t inner = g.s[d], nd = g.n[d];
   const int64_t outer = nshots * g.points / (inner * nd);
@@ -403,15 +447,16 @@ void prepare_aux(const Geometry<NDIM, T>& g, int d, int64_t nshots, std::array<T
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t xd = 0; xd < nd; ++xd) {
       const int64_t first = (o * nd + xd) * inner;
-      const bool plain = xd >= g.lo[d] && xd < g.hi[d];
+      const bool in_plain = xd >= plain[0] && xd < plain[1];
+      const bool known_zero = xd >= zero[0] && xd < zero[1];
       for (int k = 0; k < 2; ++k) {
         if (fields[k] == nullptr) continue;
         T* from = fields[k] + first;
-        if (plain && zero_plain) {
+        if (in_plain && !known_zero) {
           bool nonzero = false;
           for (int64_t q = 0; q < inner; ++q) nonzero |= from[q] != T(0);
           if (nonzero) std::fill(from, from + inner, T(0));
-        } else if (!plain && copy) {
+        } else if (!in_plain && copy && copies[k] != nullptr) {
           std::copy(from, from + inner, copies[k] + first);
         }
       }
@@ -448,8 +493,8 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
   for (int k = 0; k < nfields; ++k)
     for (int d = 0; d < NDIM; ++d) {
       psi_copy[k][d] = zeroed<T>(nshots * P);
-      prepare_aux(g, d, nshots, {set[k].psi[d], nullptr}, {psi_copy[k][d].get(), nullptr}, false,
-                  nt % 2 == 1);
+      prepare_aux(g, d, nshots, {set[k].psi[d], set[k].zeta[d]}, {psi_copy[k][d].get(), nullptr},
+                  {g.flo[d], g.fhi[d]}, {g.lo[d], g.hi[d]}, nt % 2 == 1);
       psi_cur[k][d] = nt % 2 ? psi_copy[k][d].get() : set[k].psi[d];
       psi_nxt[k][d] = nt % 2 ? set[k].psi[d] : psi_copy[k][d].get();
     }
@@ -511,8 +556,15 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
         block_rows(g, blocks, block,
                    [&](int64_t base, const std::array<int64_t, 3>& x, int64_t j0, int64_t j1) {
                      row_segments<NDIM, kVector<T>>(
-                         x, g.lo, g.hi, j0, j1, [&]<unsigned M>(int64_t a, int64_t b) {
-                           forward_segment<NDIM, A, M, BORN>(g, f, &fs, base, x, a, b);
+                         x, g.flo, g.fhi, j0, j1, [&]<unsigned M>(int64_t a, int64_t b) {
+                           if constexpr (M == 0 && !BORN) {
+                             if (f.stored != nullptr)
+                               plain_segment<NDIM, A, true>(g, f, base, a, b);
+                             else
+                               plain_segment<NDIM, A, false>(g, f, base, a, b);
+                           } else {
+                             forward_segment<NDIM, A, M, BORN>(g, f, &fs, base, x, a, b);
+                           }
                          });
                    });
         for (int64_t q = src.start[w]; q < src.start[w + 1]; ++q) {
@@ -608,13 +660,14 @@ template <int NDIM, int A, unsigned M, bool COUPLED, class T>
       return T(0);
     } else {
       const int64_t xd = D == L ? j : xo[D];
+      const int64_t sd = D == L ? int64_t(1) : st[D];  // as in forward_segment
       if constexpr ((M >> D) & 1u)
-        return pml_adjoint<A, COUPLED>(in[D], psi_out[D], zeta_out[D], i, st[D], xd, pr[D], rdx[D],
+        return pml_adjoint<A, COUPLED>(in[D], psi_out[D], zeta_out[D], i, sd, xd, pr[D], rdx[D],
                                        rdx2[D]);
       else if constexpr (COUPLED)
-        return diff2_g<A, true>(in[D], i, st[D], rdx2[D]);
+        return diff2_g<A, true>(in[D], i, sd, rdx2[D]);
       else
-        return diff2_product<A>(v2dt2, lambda, i, st[D], rdx2[D]);
+        return diff2_product<A>(v2dt2, lambda, i, sd, rdx2[D]);
     }
   };
 #pragma omp simd
@@ -668,7 +721,8 @@ void backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_r
       psi_copy[k][d] = zeroed<T>(nshots * P);
       zeta_copy[k][d] = zeroed<T>(nshots * P);
       prepare_aux(g, d, nshots, {set[k].psi[d], set[k].zeta[d]},
-                  {psi_copy[k][d].get(), zeta_copy[k][d].get()}, true, nt % 2 == 1);
+                  {psi_copy[k][d].get(), zeta_copy[k][d].get()}, {g.lo[d], g.hi[d]}, {0, 0},
+                  nt % 2 == 1);
       const bool odd = nt % 2;
       psi_cur[k][d] = odd ? psi_copy[k][d].get() : set[k].psi[d];
       psi_nxt[k][d] = odd ? set[k].psi[d] : psi_copy[k][d].get();
