@@ -670,7 +670,7 @@ inline T diff2_g(const AdjointInputs<T>& in, int64_t i, int64_t s, T rdx2) {
 
 // One adjoint field over a segment. COUPLED: the Born background adjoint (g with the coupling).
 template <int NDIM, int A, unsigned M, bool COUPLED, class T>
-[[gnu::flatten]] inline void backward_segment(const Geometry<NDIM, T>& g, const BackwardShot<T>& f,
+[[gnu::flatten, gnu::noinline]] void backward_segment(const Geometry<NDIM, T>& g, const BackwardShot<T>& f,
                                               const T* coupling, const T* lambda_sc, int64_t base,
                                               const std::array<int64_t, 3>& x, int64_t j0,
                                               int64_t j1) {
