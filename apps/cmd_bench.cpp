@@ -362,6 +362,7 @@ struct BenchScalarOptions {
   int threads = 0;
   std::string json_path;
   std::string plot_path;
+  GradientStorageCli storage;  // --gradient-sampling, --storage, --storage-compression, --storage-dir
 };
 
 // The sweep: cells per dimension n (the model is n^ndim cells).
@@ -400,8 +401,10 @@ int run_bench_scalar(const BenchScalarOptions& opt) {
   const auto sizes = scalar_sweep_sizes(opt.sizes, opt.ndim);
   const auto [dtypes, script] =
       check_sweep_options(opt.dtypes, opt.devices, opt.json_path, opt.plot_path);
+  ScalarSpec storage;  // the gradient-storage options, checked once
+  opt.storage.apply(storage, opt.gradient);
   auto spec_for = [&](Dtype dtype, std::int64_t n) {
-    ScalarSpec s;
+    ScalarSpec s = storage;
     s.ndim = opt.ndim;
     s.shape.assign(static_cast<std::size_t>(opt.ndim), n);
     s.nt = opt.nt;
@@ -437,6 +440,7 @@ int run_bench_scalar(const BenchScalarOptions& opt) {
       "{} shots, accuracy {}; devices {}; {} cpu threads; {} repetitions after 1 warm-up\n",
       opt.gradient ? " (forward + gradient)" : "", opt.ndim, opt.ndim, fmt::join(sizes, ", "),
       opt.nt, opt.shots, opt.accuracy, device_names, threads, opt.reps);
+  if (opt.gradient) fmt::print("Gradient sampling: {}\n", gradient_storage_label(specs.front()));
   const std::string header =
       fmt::format("{:<10} {:<8} {:>6} {:>11} {:>11} {:>11} {:>11} {:>9} {:>9}", "device", "dtype",
                   "n", "points", "median [s]", "min [s]", "max [s]", "GPts/s", "roofline");
@@ -493,6 +497,9 @@ int run_bench_scalar(const BenchScalarOptions& opt) {
                           {"receivers", opt.receivers},
                           {"accuracy", opt.accuracy},
                           {"gradient", opt.gradient},
+                          {"gradient_storage", opt.gradient
+                                                   ? gradient_storage_json(specs.front())
+                                                   : nlohmann::json(nullptr)},
                           {"model", "5 layers, 1500..4000 m/s, spacing 5 m, dt 0.004 s, 25 Hz"},
                           {"repetitions", opt.reps},
                           {"warmup", 1}}},
@@ -537,6 +544,7 @@ Command add_bench_scalar_command(CLI::App& root) {
       ->capture_default_str();
   sub->add_option("--accuracy", opt->accuracy, "2, 4, 6 or 8")->type_name("A")->capture_default_str();
   sub->add_flag("--gradient", opt->gradient, "Time forward + adjoint instead of forward");
+  opt->storage.add_to(sub);
   sub->add_option("--reps", opt->reps, "Timed repetitions per point (after one warm-up)")
       ->type_name("R")
       ->capture_default_str();
@@ -554,8 +562,9 @@ Command add_bench_scalar_command(CLI::App& root) {
       "  default  2-D n = 64 ... 1024;  3-D n = 32 ... 128\n"
       "  large    2-D n = 128 ... 4096; 3-D n = 64 ... 320\n"
       "Each point: one warm-up, R timed calls, median/min/max seconds and GPts/s (points = the "
-      "library's work model for the call). Timing only: use `sciproxy scalar --verify` or "
-      "`sciproxy demo` to verify.");
+      "library's work model for the call). --gradient stores once per sample of dt (every "
+      "step_ratio inner steps, as Deepwave) unless --gradient-sampling says otherwise. Timing "
+      "only: use `sciproxy scalar --verify` or `sciproxy demo` to verify.");
   return {sub, [opt] { return run_bench_scalar(*opt); }};
 }
 

@@ -39,6 +39,7 @@ struct ScalarCliOptions {
   std::int64_t verify_nt = 100;
   std::int64_t verify_shots = 2;
   std::string json_path;
+  GradientStorageCli storage;  // --gradient-sampling, --storage, --storage-compression, --storage-dir
 };
 
 int run_scalar_command(const ScalarCliOptions& opt) {
@@ -63,6 +64,7 @@ int run_scalar_command(const ScalarCliOptions& opt) {
   spec.gradient = opt.gradient;
   spec.born = opt.born;
   spec.scatter = opt.scatter;
+  opt.storage.apply(spec, opt.gradient);
   check_threads(opt.threads);
   check_repetitions(opt.reps);
   if (opt.verify_nt < 1)
@@ -98,6 +100,8 @@ int run_scalar_command(const ScalarCliOptions& opt) {
     fmt::print("Scatter (velocity perturbation): {}; scattered and background data recorded at "
                "the receivers\n",
                spec.scatter_label());
+  if (spec.gradient)
+    fmt::print("Gradient sampling: {}\n", gradient_storage_label(spec));
   if (device.automatic && device.backend != Backend::cuda)
     fmt::print("auto: running on cpu; no CUDA device: {}\n", cuda_unavailable_reason());
   if (opt.verify && device.backend == Backend::reference)
@@ -123,14 +127,27 @@ int run_scalar_command(const ScalarCliOptions& opt) {
              out.stats.seconds.size(), out.stats.warmup, out.stats.median, out.stats.min,
              out.stats.max, out.gpts(out.stats.median));
   if (spec.gradient && out.storage_bytes > 0)
-    fmt::print("Gradient storage: {}\n", format_bytes(out.storage_bytes));
+    fmt::print("Gradient storage: {} stored ({} of {} inner steps{})\n",
+               format_bytes(out.storage_bytes),
+               (out.step_ratio * spec.nt + spec.store_interval() - 1) / spec.store_interval(),
+               out.step_ratio * spec.nt,
+               spec.storage == wave::StorageMode::disk ? ", on disk" : "");
   if (out.report.verification) {
+    const bool compressed = spec.gradient && spec.storage_compression &&
+                            spec.storage != wave::StorageMode::none &&
+                            scalar_compressed_tolerance(spec.dtype, spec.born).rel_l2 !=
+                                scalar_tolerance(spec.dtype, spec.born).rel_l2;
     fmt::print("Verification against the reference on {}: {} (tolerance rel L2 {:.0e}{})\n",
                out.verification_scope(), out.passed() ? "PASS" : "FAIL",
                scalar_tolerance(spec.dtype, spec.born).rel_l2,
-               spec.gradient ? ""
-                             : fmt::format(", final {}wavefield {:.0e}", spec.born ? "scattered " : "",
-                                           scalar_state_tolerance(spec.dtype, spec.born).rel_l2));
+               !spec.gradient
+                   ? fmt::format(", final {}wavefield {:.0e}", spec.born ? "scattered " : "",
+                                 scalar_state_tolerance(spec.dtype, spec.born).rel_l2)
+               : compressed
+                   ? fmt::format(", {} from compressed storage {:.0e}",
+                                 spec.born ? "image" : "velocity gradient",
+                                 scalar_compressed_tolerance(spec.dtype, spec.born).rel_l2)
+                   : std::string());
     for (const auto& [name, c] : out.checks) fmt::print("  {}: {}\n", name, c.summary());
   }
 
@@ -195,6 +212,7 @@ Command add_scalar_command(CLI::App& root) {
                 "Born modelling (Deepwave's scalar_born): the scattered data of the velocity "
                 "perturbation box (--scatter) and the background data, at the receivers; with "
                 "--gradient, the migration image (scalar_born_gradient) and the source gradient");
+  opt->storage.add_to(sub);
   CLI::Option* scatter =
       sub->add_option("--scatter", opt->scatter,
                       "With --born: the velocity perturbation in the box, m/s")
@@ -203,7 +221,8 @@ Command add_scalar_command(CLI::App& root) {
   sub->add_flag("--verify", opt->verify,
                 "Rerun a window (--verify-nt samples of --verify-shots shots) on the device and "
                 "on the reference backend and compare (rel L2 1e-5 float32, 1e-12 float64; "
-                "--born 1e-4, 1e-11)");
+                "--born 1e-4, 1e-11; the velocity gradient or image with "
+                "--storage-compression in float32: 1e-2)");
   sub->add_option("--verify-nt", opt->verify_nt, "Samples of the verification window")
       ->type_name("NT")
       ->capture_default_str();
@@ -219,6 +238,12 @@ Command add_scalar_command(CLI::App& root) {
       "receivers lie at depth 1 cell, spread along the last dimension (in 3-D on the middle "
       "line). A dt above the CFL limit is resampled (step ratio). Points = cells of the model and "
       "the PML x inner steps x shots (x 2 with --gradient: forward and adjoint).\n"
+      "--gradient stores 2 v dt^2 L u of the forward pass for the adjoint. By default once per "
+      "sample of --dt, every step_ratio inner steps, as Deepwave does (the line \"Gradient "
+      "sampling\" says which interval ran): the default 251 x 500, 10 shots, nt 500 run (step "
+      "ratio 8) stores about 3 GiB in float32. --gradient-sampling 1 stores every inner step: "
+      "the exact gradient of the discrete forward, 8 times that. --verify compares against the "
+      "reference run with the same storage options.\n"
       "--born: the scatter is --scatter m/s (default 100) in a box centred in the model, "
       "cells [n/2 - n/20, n/2 + max(n/20, 1)) along each dimension of n cells (in the middle "
       "layer for the default 5 layers); the scattered field (the derivative of the wavefield in "

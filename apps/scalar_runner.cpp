@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <numbers>
 #include <ostream>
@@ -32,12 +33,175 @@ std::int64_t padded_cells(const ScalarSpec& spec) {
   return n;
 }
 
+// Velocity of the layer holding depth cell z (make_problem's model).
+double layer_velocity(const ScalarSpec& spec, std::int64_t z) {
+  const std::int64_t depth = spec.shape[0];
+  const int layer = static_cast<int>(std::min<std::int64_t>(z * spec.layers / depth, spec.layers - 1));
+  return spec.layers > 1 ? spec.vmin + (spec.vmax - spec.vmin) * layer / (spec.layers - 1)
+                         : spec.vmin;
+}
+
+// Bytes the gradient's store keeps in host memory (the library's GradientStore): one record per
+// stored inner step and shot, of the padded grid, or compressed (one byte per cell and one scale
+// per block of 8 cells along each dimension); on disk only a chunk at a time (not counted).
+double stored_bytes_in_memory(const ScalarSpec& spec) {
+  if (!spec.gradient || spec.storage == wave::StorageMode::none ||
+      spec.storage == wave::StorageMode::disk)
+    return 0;
+  const double elem = static_cast<double>(dtype_size(spec.dtype));
+  const std::int64_t interval = spec.store_interval();
+  const std::int64_t inner = spec.nt * spec.step_ratio();
+  const double nstored = static_cast<double>((inner + interval - 1) / interval);
+  double record = static_cast<double>(padded_cells(spec)) * elem;
+  if (spec.storage_compression) {
+    double blocks = 1;
+    for (int d = 0; d < spec.ndim; ++d)
+      blocks *= static_cast<double>((spec.shape[d] + 2 * spec.pml_width + spec.accuracy + 7) / 8);
+    record = static_cast<double>(padded_cells(spec)) + blocks * elem;
+  }
+  return nstored * static_cast<double>(spec.nshots) * record;
+}
+
 }  // namespace
 
 std::int64_t ScalarSpec::cells() const {
   std::int64_t n = 1;
   for (int d = 0; d < ndim; ++d) n *= shape[d];
   return n;
+}
+
+double ScalarSpec::max_velocity() const {
+  double vmax_seen = 0;
+  for (std::int64_t z = 0; z < shape[0]; ++z) {
+    const double v = layer_velocity(*this, z);
+    // As the library sees it: max |v| of the array it is given, in dtype.
+    vmax_seen = std::max(vmax_seen, dtype == Dtype::float32
+                                        ? std::abs(static_cast<double>(static_cast<float>(v)))
+                                        : std::abs(v));
+  }
+  return vmax_seen;
+}
+
+std::int64_t ScalarSpec::step_ratio() const {
+  wave::Grid grid;
+  grid.ndim = ndim;
+  for (int d = 0; d < ndim; ++d) {
+    grid.shape[d] = shape[d];
+    grid.spacing[d] = spacing;
+  }
+  return wave::cfl_time_stepping(grid, dt, max_velocity()).step_ratio;
+}
+
+std::int64_t ScalarSpec::store_interval() const {
+  return gradient_sampling > 0 ? gradient_sampling : step_ratio();
+}
+
+wave::StorageMode parse_storage_mode(const std::string& name, std::string_view option) {
+  if (name == "device") return wave::StorageMode::device;
+  if (name == "host") return wave::StorageMode::host;
+  if (name == "disk") return wave::StorageMode::disk;
+  if (name == "none") return wave::StorageMode::none;
+  throw UsageError(
+      fmt::format("{}: expected device, host, disk or none, got \"{}\"", option, name));
+}
+
+const char* storage_mode_name(wave::StorageMode mode) {
+  switch (mode) {
+    case wave::StorageMode::device: return "device";
+    case wave::StorageMode::host: return "host";
+    case wave::StorageMode::disk: return "disk";
+    case wave::StorageMode::none: return "none";
+  }
+  return "?";
+}
+
+std::string gradient_storage_label(const ScalarSpec& spec) {
+  if (spec.storage == wave::StorageMode::none)
+    return fmt::format("nothing (--storage none: no {} gradient; the source gradient only)",
+                       spec.born ? "scatter (image)" : "velocity");
+  const std::int64_t ratio = spec.step_ratio();
+  const std::int64_t interval = spec.store_interval();
+  std::string why;
+  if (spec.gradient_sampling == 0)
+    why = fmt::format("the step ratio: once per sample of dt, as Deepwave; --gradient-sampling 1 "
+                      "for the exact gradient of the discrete forward");
+  else if (interval == 1)
+    why = "--gradient-sampling 1: the exact gradient of the discrete forward";
+  else
+    why = fmt::format("--gradient-sampling {}; the step ratio is {}", interval, ratio);
+  std::string where;
+  switch (spec.storage) {
+    case wave::StorageMode::device: where = "in the device's memory"; break;
+    case wave::StorageMode::host: where = "in host memory"; break;
+    case wave::StorageMode::disk:
+      where = fmt::format("on disk in '{}'", spec.storage_directory);
+      break;
+    case wave::StorageMode::none: break;
+  }
+  return fmt::format("every {} inner step{} ({}), {}{}", interval, interval == 1 ? "" : "s", why,
+                     where, spec.storage_compression ? ", compressed to 8 bits" : "");
+}
+
+nlohmann::json gradient_storage_json(const ScalarSpec& spec) {
+  const bool none = spec.storage == wave::StorageMode::none;
+  return {{"sampling_interval", none ? nlohmann::json(nullptr) : nlohmann::json(spec.store_interval())},
+          {"sampling_default", spec.gradient_sampling == 0},
+          {"storage", storage_mode_name(spec.storage)},
+          {"compression", spec.storage_compression}};
+}
+
+void GradientStorageCli::add_to(CLI::App* sub) {
+  sampling_option =
+      sub->add_option(
+             "--gradient-sampling", sampling,
+             "With --gradient: store what the gradient needs every N inner time steps (the "
+             "library's model_gradient_sampling_interval). Default: the step ratio, i.e. once per "
+             "sample of --dt, as Deepwave does (Deepwave samples every step_ratio inner steps; "
+             "its interval k is k x the step ratio here). 1: every inner step, the exact gradient "
+             "of the discrete forward, at step ratio times the memory")
+          ->type_name("N");
+  storage_option =
+      sub->add_option("--storage", storage,
+                      "With --gradient: where the stored steps live: device (the memory of the "
+                      "device that propagates; host memory for cpu), host (host memory, pinned "
+                      "for cuda), disk (one file per shot in --storage-dir, removed afterwards), "
+                      "none (nothing: no velocity gradient or image, the source gradient only)")
+          ->type_name("MODE")
+          ->capture_default_str();
+  compression_option = sub->add_flag(
+      "--storage-compression", compression,
+      "With --gradient: compress the stored steps to 8 bits (one scale per block of 8 cells "
+      "along each dimension): a quarter of the memory in float32, an eighth in float64; lossy");
+  directory_option =
+      sub->add_option("--storage-dir", directory,
+                      "With --storage disk: an existing directory for the storage files")
+          ->type_name("DIR")
+          ->capture_default_str();
+}
+
+void GradientStorageCli::apply(ScalarSpec& spec, bool gradient) const {
+  for (const CLI::Option* o : {sampling_option, storage_option, compression_option, directory_option})
+    if (o && o->count() > 0 && !gradient)
+      throw UsageError(fmt::format("{}: only used with --gradient (what the gradient stores)",
+                                   o->get_name()));
+  if (sampling_given() && sampling < 1)
+    throw UsageError(fmt::format("--gradient-sampling: expected an interval of at least 1 inner "
+                                 "step (1: every inner step, the exact gradient), got {}",
+                                 sampling));
+  spec.gradient_sampling = sampling_given() ? sampling : 0;
+  spec.storage = parse_storage_mode(storage);
+  spec.storage_compression = compression;
+  spec.storage_directory = directory;
+  if (directory_option && directory_option->count() > 0 && spec.storage != wave::StorageMode::disk)
+    throw UsageError(fmt::format("--storage-dir: only used with --storage disk, got --storage {}",
+                                 storage));
+  if (spec.storage == wave::StorageMode::disk) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(directory, ec))
+      throw UsageError(fmt::format("--storage-dir: expected an existing directory for --storage "
+                                   "disk, got '{}'",
+                                   directory));
+  }
 }
 
 std::string ScalarSpec::label() const {
@@ -75,6 +239,13 @@ std::string ScalarSpec::scatter_label() const {
 Tolerance scalar_tolerance(Dtype dtype, bool born) {
   Tolerance t;
   t.rel_l2 = dtype == Dtype::float32 ? (born ? 1e-4 : 1e-5) : (born ? 1e-11 : 1e-12);
+  return t;
+}
+
+Tolerance scalar_compressed_tolerance(Dtype dtype, bool born) {
+  if (dtype == Dtype::float64) return scalar_tolerance(dtype, born);
+  Tolerance t;
+  t.rel_l2 = 1e-2;
   return t;
 }
 
@@ -137,24 +308,40 @@ void check_scalar_spec(const ScalarSpec& spec, const std::vector<Device>& device
                         static_cast<double>(fields * spec.nreceivers + 1) *
                         static_cast<double>(spec.nt);
   double host = 2 * state + traces * 2 + elem * static_cast<double>(spec.cells()) * 2 * fields;
-  if (spec.gradient)
-    host += 2 * state + elem * static_cast<double>(spec.nt) * static_cast<double>(padded_cells(spec)) *
-                            static_cast<double>(spec.nshots);
+  if (spec.gradient) {
+    if (spec.gradient_sampling < 0)
+      throw UsageError(fmt::format("--gradient-sampling: expected at least 1, got {}",
+                                   spec.gradient_sampling));
+    host += 2 * state;
+  }
+  // What the gradient stores (every store_interval() inner steps, as the library counts them).
+  const double stored = stored_bytes_in_memory(spec);
+  host += stored;
   const double physical = physical_memory_bytes();
   const double limit = physical > 0 ? std::min(kMaxProblemBytes, 0.8 * physical) : kMaxProblemBytes;
   if (host > limit)
     throw UsageError(fmt::format(
-        "{} ({}, {}) needs about {} of host memory; the limit is {} ({})", spec.label(),
+        "{} ({}, {}) needs about {} of host memory; the limit is {} ({}){}", spec.label(),
         dtype_name(spec.dtype), spec.kernel(), format_bytes(host),
-        format_bytes(limit), limit < kMaxProblemBytes ? "80% of this machine's memory" : "64 GiB"));
+        format_bytes(limit), limit < kMaxProblemBytes ? "80% of this machine's memory" : "64 GiB",
+        stored > 0 ? fmt::format("; {} of it is what the gradient stores (every {} inner step{} "
+                                 "of {}): use --storage disk, --storage-compression or a larger "
+                                 "--gradient-sampling",
+                                 format_bytes(stored), spec.store_interval(),
+                                 spec.store_interval() == 1 ? "" : "s",
+                                 spec.nt * spec.step_ratio())
+                   : std::string()));
   for (const Device& d : devices) {
     if (d.backend != Backend::cuda) continue;
     const auto gpus = cuda_devices();
     if (d.index >= static_cast<int>(gpus.size()) || gpus[d.index].memory_gib <= 0) continue;
     const double gpu_bytes = 0.9 * gpus[d.index].memory_gib * kGiB;
-    if (host / 2 > gpu_bytes)
+    // The stored steps are held in host memory; the cuda backend keeps them on the GPU only
+    // when they fit, and streams them through a ring of snapshots otherwise.
+    const double on_gpu = (host - stored) / 2;
+    if (on_gpu > gpu_bytes)
       throw UsageError(fmt::format("{} ({}) needs about {} on {} ({}), which has {:.1f} GiB",
-                                   spec.label(), dtype_name(spec.dtype), format_bytes(host / 2),
+                                   spec.label(), dtype_name(spec.dtype), format_bytes(on_gpu),
                                    d.name(), gpus[d.index].name, gpus[d.index].memory_gib));
   }
 }
@@ -185,6 +372,15 @@ nlohmann::json ScalarOutcome::to_json() const {
                                                report.kernel.starts_with("scalar_born"))
                                   .rel_l2},
                              {"checks", checks_json}};
+  // With compressed gradient storage: the tolerance of the outputs computed from the stored steps.
+  const nlohmann::json& p = report.parameters;
+  if (p.is_object() && p.contains("gradient_storage") && p["gradient_storage"].value("compression", false) &&
+      p["gradient_storage"].value("storage", "") != "none")
+    j["verification_scope"]["tolerance_rel_l2_stored"] =
+        scalar_compressed_tolerance(
+            report.work.precision == Precision::fp32 ? Dtype::float32 : Dtype::float64,
+            report.kernel.starts_with("scalar_born"))
+            .rel_l2;
   return j;
 }
 
@@ -246,12 +442,8 @@ Problem<T> make_problem(const ScalarSpec& spec, std::int64_t nshots, std::int64_
   const std::int64_t depth = spec.shape[0];
   const std::int64_t per_depth = spec.cells() / depth;
   p.v.resize(static_cast<std::size_t>(spec.cells()));
-  for (std::int64_t z = 0; z < depth; ++z) {
-    const int layer = static_cast<int>(std::min<std::int64_t>(z * spec.layers / depth, spec.layers - 1));
-    const double v = spec.layers > 1 ? spec.vmin + (spec.vmax - spec.vmin) * layer / (spec.layers - 1)
-                                     : spec.vmin;
-    std::fill_n(p.v.begin() + z * per_depth, per_depth, static_cast<T>(v));
-  }
+  for (std::int64_t z = 0; z < depth; ++z)
+    std::fill_n(p.v.begin() + z * per_depth, per_depth, static_cast<T>(layer_velocity(spec, z)));
   if (spec.born) {
     // The scatter box, row-major like v.
     p.scatter.assign(p.v.size(), T(0));
@@ -315,6 +507,11 @@ nlohmann::json parameters_of(const ScalarSpec& spec, int threads, const ScalarRu
                       {"threads", threads},
                       {"warmup", options.warmup},
                       {"repetitions", options.reps}};
+  if (spec.gradient) {
+    // The interval in inner steps (as the library's model_gradient_sampling_interval counts
+    // them) and whether it was the default (the step ratio).
+    j["gradient_storage"] = gradient_storage_json(spec);
+  }
   if (spec.born) {
     const auto b = spec.box_begin(), e = spec.box_end();
     j["scatter"] = {{"value", spec.scatter},
@@ -331,6 +528,12 @@ wave::ScalarOptions options_of(const ScalarSpec& spec, int threads) {
   o.pml_freq = spec.freq;
   o.max_vel = 0;
   o.nparallel = threads;
+  if (spec.gradient) {
+    o.model_gradient_sampling_interval = spec.store_interval();
+    o.storage = spec.storage;
+    o.storage_compression = spec.storage_compression;
+    o.storage_directory = spec.storage_directory;
+  }
   return o;
 }
 
@@ -340,6 +543,7 @@ struct Output {
   const char* name;
   std::vector<T> values;
   bool state = false;
+  bool stored = false;  // computed from the stored steps (scalar_compressed_tolerance)
 };
 
 // What one call produced, for verification, and the numbers its report needs.
@@ -369,7 +573,7 @@ Result<T> run_once(const Device& device, const Problem<T>& problem, const Scalar
                                            std::span<const T>(grads.receivers),
                                            std::span<const T>(grads.bg_receivers), true, nullptr,
                                            timers);
-    r.outputs.push_back({"grad_scatter", std::move(g.scatter)});
+    r.outputs.push_back({"grad_scatter", std::move(g.scatter), false, true});
     r.outputs.push_back({"grad_source_amplitudes", std::move(g.source_amplitudes)});
     r.step_ratio = g.forward.step_ratio;
     r.inner_dt = g.forward.inner_dt;
@@ -391,7 +595,7 @@ Result<T> run_once(const Device& device, const Problem<T>& problem, const Scalar
   } else if (spec.gradient) {
     auto g = wave::scalar_gradient<T>(device, problem.input(), opt,
                                       std::span<const T>(grads.receivers), nullptr, nullptr, timers);
-    r.outputs.push_back({"grad_v", std::move(g.v)});
+    r.outputs.push_back({"grad_v", std::move(g.v), false, true});
     r.outputs.push_back({"grad_source_amplitudes", std::move(g.source_amplitudes)});
     r.step_ratio = g.forward.step_ratio;
     r.inner_dt = g.forward.inner_dt;
@@ -498,8 +702,11 @@ std::vector<ScalarOutcome> run_typed(const ScalarSpec& spec, const std::vector<D
       for (std::size_t i = 0; i < got.outputs.size(); ++i) {
         const Output<T>& g = got.outputs[i];
         const Output<T>& e = expected.outputs[i];
-        const Tolerance tol = g.state ? scalar_state_tolerance(spec.dtype, spec.born)
-                                      : scalar_tolerance(spec.dtype, spec.born);
+        const Tolerance tol =
+            g.state ? scalar_state_tolerance(spec.dtype, spec.born)
+            : g.stored && spec.storage_compression && spec.storage != wave::StorageMode::none
+                ? scalar_compressed_tolerance(spec.dtype, spec.born)
+                : scalar_tolerance(spec.dtype, spec.born);
         out.checks.emplace_back(g.name, compare<T, T>(std::span<const T>(g.values),
                                                       std::span<const T>(e.values), tol));
       }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli_common.hpp"
@@ -48,14 +49,56 @@ struct ScalarSpec {
   bool gradient = false;   // forward + adjoint (velocity and source gradient)
   bool born = false;       // Born modelling (scalar_born; with gradient: scalar_born_gradient)
   double scatter = 100;    // m/s, the perturbation inside the box (Born only)
+  // What a gradient run stores of the forward pass (wave::ScalarOptions): every
+  // `gradient_sampling` inner steps (the library's model_gradient_sampling_interval; 1, the
+  // library's default: every inner step, the exact gradient of the discrete forward; 0: every
+  // step_ratio inner steps, once per sample of dt, Deepwave's default), where, and compressed
+  // or not. See store_interval().
+  std::int64_t gradient_sampling = 1;
+  wave::StorageMode storage = wave::StorageMode::device;
+  bool storage_compression = false;
+  std::string storage_directory = ".";  // for StorageMode::disk
 
   std::int64_t cells() const;
+  double max_velocity() const;     // of the model as the library sees it (in dtype)
+  std::int64_t step_ratio() const;  // inner steps per dt (wave::cfl_time_stepping)
+  std::int64_t store_interval() const;  // gradient_sampling, with 0 resolved to step_ratio()
   std::string label() const;  // "2-D 251 x 500 cells (5 m), 10 shots x 250 receivers, nt 500 ..."
   std::string kernel() const;  // "scalar", "scalar_gradient", "scalar_born", "scalar_born_gradient"
   // The scatter box: first and one-past-last cell per dimension (first ndim entries used).
   std::array<std::int64_t, 3> box_begin() const;
   std::array<std::int64_t, 3> box_end() const;
   std::string scatter_label() const;  // "+100 m/s in cells [113, 138) x [225, 275)"
+};
+
+// --storage: "device", "host", "disk" or "none" (UsageError naming `option` otherwise).
+wave::StorageMode parse_storage_mode(const std::string& name, std::string_view option = "--storage");
+const char* storage_mode_name(wave::StorageMode mode);
+// "every 8 inner steps (the step ratio, ...), in device memory": what a gradient run stores.
+std::string gradient_storage_label(const ScalarSpec& spec);
+// {"sampling_interval": inner steps (null for none), "sampling_default": whether it is the step
+// ratio by default, "storage": "device", "compression": false}, for the JSON reports.
+nlohmann::json gradient_storage_json(const ScalarSpec& spec);
+
+// The gradient-storage options that `sciproxy scalar` and `sciproxy bench scalar` share:
+// --gradient-sampling, --storage, --storage-compression, --storage-dir. Both commands default to
+// Deepwave's sampling (once per sample of dt, every step_ratio inner steps).
+struct GradientStorageCli {
+  std::int64_t sampling = 0;  // 0: not given (the step ratio)
+  std::string storage = "device";
+  bool compression = false;
+  std::string directory = ".";
+  CLI::Option* sampling_option = nullptr;
+  CLI::Option* storage_option = nullptr;
+  CLI::Option* compression_option = nullptr;
+  CLI::Option* directory_option = nullptr;
+
+  void add_to(CLI::App* sub);
+  // Checks the values (UsageError naming the option) and sets spec's gradient_sampling, storage,
+  // storage_compression and storage_directory; `gradient`: whether --gradient was given (the
+  // options are refused without it).
+  void apply(ScalarSpec& spec, bool gradient) const;
+  bool sampling_given() const { return sampling_option && sampling_option->count() > 0; }
 };
 
 // Refuses inconsistent or absurd specs (UsageError, naming the option). Locations are left to
@@ -102,7 +145,14 @@ struct ScalarOutcome {
 // has left through the PML (in the demo's 60 x 120 problem its norm at nt 100 is 1/100 of that
 // at nt 50), so what remains sits near the rounding floor: there the float32 reference itself
 // differs from float64 by 8e-4, and cpu from the reference by 2e-3.
+// With --storage-compression, the outputs computed from the stored steps (the velocity gradient,
+// the image) in float32: 1e-2. The 8-bit quantization (steps of 1/127 of a block's largest value)
+// turns the backends' float32 rounding differences into whole steps wherever a stored value lies
+// near a rounding boundary: measured 4e-5 to 1.1e-3 between cpu and the reference on 30 x 40 to
+// 100 x 150 problems, where the uncompressed gradients pass 1e-5. float64: scalar_tolerance (its
+// rounding differences almost never cross a boundary; measured 5e-14).
 Tolerance scalar_tolerance(Dtype dtype, bool born = false);
+Tolerance scalar_compressed_tolerance(Dtype dtype, bool born = false);
 Tolerance scalar_state_tolerance(Dtype dtype, bool born = false);
 
 // The commands (cmd_scalar.cpp; cmd_bench.cpp adds `scalar` under the existing `bench`).
