@@ -646,6 +646,11 @@ struct BackwardShot {
   T* grad_v;        // this shot's accumulator, or null
   T sign;           // +1 at the first adjoint step, -1 afterwards
   T interval;
+  // The plain adjoint (not Born): g = v^2 dt^2 lambda kept as a field, so that the interior
+  // stencil D2 g reads one array instead of forming the product at every neighbour. g_out gets
+  // v^2 dt^2 times the new u_bar (the next step's lambda); null in the Born adjoint.
+  const T* g = nullptr;
+  T* g_out = nullptr;
 };
 
 // D2 (v^2 dt^2 lambda) along one dimension: the adjoint's plain term, in the order of pml_adjoint.
@@ -693,6 +698,7 @@ template <int NDIM, int A, unsigned M, bool COUPLED, class T>
   const T* __restrict lambda = f.lambda;
   const T* __restrict v2dt2 = f.v2dt2;
   T* __restrict ubar = f.u_bar;
+  T* __restrict g_out = f.g_out;
   const T* __restrict stored = f.stored;
   T* __restrict grad_v = f.grad_v;
   const T sign = f.sign, interval = f.interval;
@@ -721,7 +727,37 @@ template <int NDIM, int A, unsigned M, bool COUPLED, class T>
     if constexpr (NDIM >= 2) ub += term.template operator()<1>(i, j);
     if constexpr (NDIM >= 3) ub += term.template operator()<2>(i, j);
     ubar[i] = ub;
+    if (g_out != nullptr) g_out[i] = v2dt2[i] * ub;  // loop-invariant test
     if (grad_v != nullptr) grad_v[i] += li * stored[i] * interval;
+  }
+}
+
+// The plain cells of a row in the plain adjoint: D2 g per dimension, in the order of
+// diff2_product (the same products, formed once per cell by the previous step), out of line as
+// plain_segment.
+template <int NDIM, int A, bool GRAD, class T>
+[[gnu::noinline]] void plain_adjoint_segment(const Geometry<NDIM, T>& geo, const BackwardShot<T>& f,
+                                             int64_t base, int64_t j0, int64_t j1) {
+  const T* __restrict lambda = f.lambda + base;
+  const T* __restrict g = f.g + base;
+  const T* __restrict c = f.v2dt2 + base;
+  T* __restrict ubar = f.u_bar + base;
+  T* __restrict g_out = f.g_out + base;
+  const T* __restrict stored = GRAD ? f.stored + base : nullptr;
+  T* __restrict grad_v = GRAD ? f.grad_v + base : nullptr;
+  const int64_t s0 = geo.s[0], s1 = geo.s[1];
+  const T r0 = geo.rdx2[0], r1 = geo.rdx2[1], r2 = geo.rdx2[2];
+  const T sign = f.sign, interval = f.interval;
+#pragma omp simd
+  for (int64_t j = j0; j < j1; ++j) {
+    const T li = lambda[j];
+    T ub = 2 * li + sign * ubar[j];
+    ub += diff2<A>(g, j, NDIM == 1 ? int64_t(1) : s0, r0);
+    if constexpr (NDIM >= 2) ub += diff2<A>(g, j, NDIM == 2 ? int64_t(1) : s1, r1);
+    if constexpr (NDIM >= 3) ub += diff2<A>(g, j, int64_t(1), r2);
+    ubar[j] = ub;
+    g_out[j] = c[j] * ub;
+    if constexpr (GRAD) grad_v[j] += li * stored[j] * interval;
   }
 }
 
@@ -750,6 +786,24 @@ void backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_r
     coupling = zeroed<T>(nmodels * P);
 #pragma omp parallel for simd schedule(static)
     for (int64_t i = 0; i < nmodels * P; ++i) coupling[i] = 2 * p.v[i] * p.scatter[i] * p.dt2;
+  }
+
+  // The plain adjoint's g = v^2 dt^2 lambda for lambda (g_a) and for the other slot (g_b), so
+  // that every cell, the halo included, holds the product the stencil would form.
+  std::array<Buffer<T>, 2> g_fields;
+  if constexpr (!BORN) {
+    for (int k = 0; k < 2; ++k) {
+      g_fields[k] = zeroed<T>(nshots * P);
+      const T* from = k == 0 ? set[0].u : set[0].u_prev;
+      T* to = g_fields[k].get();
+      const T* c = v2dt2.get();
+#pragma omp parallel for schedule(static)
+      for (int64_t shot = 0; shot < nshots; ++shot) {
+        const T* cs = c + (p.v_batched ? shot * P : 0);
+#pragma omp simd
+        for (int64_t i = 0; i < P; ++i) to[shot * P + i] = cs[i] * from[shot * P + i];
+      }
+    }
   }
 
   // One model for several shots: per-shot accumulators, summed in shot order at the end.
@@ -784,6 +838,7 @@ void backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_r
     std::array<T*, 2> other{set[0].u_prev, set[1].u_prev};  // adjoint of the u^t slot, times sign
     T sign = 1;
     auto psi_a = psi_cur, psi_b = psi_nxt, zeta_a = zeta_cur, zeta_b = zeta_nxt;
+    std::array<T*, 2> g_ab{g_fields[0].get(), g_fields[1].get()};
     for (int64_t t = nt - 1; t >= 0; --t) {
       const bool store = interval > 0 && t % interval == 0;
 #pragma omp for schedule(static)
@@ -809,6 +864,10 @@ void backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_r
             f[k].zeta_bar_out[d] = zeta_b[k][d] + off;
           }
         }
+        if constexpr (!BORN) {
+          f[0].g = g_ab[0] + off;
+          f[0].g_out = g_ab[1] + off;
+        }
         for (int64_t q = src.start[w]; q < src.start[w + 1]; ++q) {
           const int64_t s = src.index[q];
           const int64_t cell = p.source_cells[shot * p.nsources + s];
@@ -821,6 +880,13 @@ void backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_r
                    [&](int64_t base, const std::array<int64_t, 3>& x, int64_t j0, int64_t j1) {
                      row_segments<NDIM, kVector<T>>(
                          x, g.alo, g.ahi, j0, j1, [&]<unsigned M>(int64_t a, int64_t b) {
+                           if constexpr (M == 0 && !BORN) {
+                             if (f[0].grad_v != nullptr)
+                               plain_adjoint_segment<NDIM, A, true>(g, f[0], base, a, b);
+                             else
+                               plain_adjoint_segment<NDIM, A, false>(g, f[0], base, a, b);
+                             return;
+                           }
                            backward_segment<NDIM, A, M, BORN, T>(g, f[0], cpl, f[1].lambda, base, x,
                                                               a, b);
                            if constexpr (BORN)
@@ -832,8 +898,9 @@ void backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_r
         T* rec_field = BORN ? f[1].u_bar : f[0].u_bar;
         for (int64_t q = rec.start[w]; q < rec.start[w + 1]; ++q) {
           const int64_t r = rec.index[q];
-          rec_field[p.receiver_cells[shot * p.nreceivers + r]] +=
-              grad_receivers[(t * nshots + shot) * p.nreceivers + r];
+          const int64_t cell = p.receiver_cells[shot * p.nreceivers + r];
+          rec_field[cell] += grad_receivers[(t * nshots + shot) * p.nreceivers + r];
+          if constexpr (!BORN) f[0].g_out[cell] = f[0].v2dt2[cell] * rec_field[cell];
         }
         if constexpr (BORN)
           for (int64_t q = bgrec.start[w]; q < bgrec.start[w + 1]; ++q) {
@@ -844,6 +911,7 @@ void backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_r
       }
       // The adjoint of u^t is in `other`; the adjoint of the u^{t-1} slot is -lambda^{t+1}.
       std::swap(lambda, other);
+      std::swap(g_ab[0], g_ab[1]);
       sign = -1;
       std::swap(psi_a, psi_b);
       std::swap(zeta_a, zeta_b);
