@@ -20,6 +20,10 @@
 //   internal (calloc) array, starting from the one that makes the last step land in the caller's.
 //   The adjoint keeps -(adjoint of u^{t-1}) in the old lambda buffer (it equals lambda^{t+1}), so
 //   it reads that slot with a sign and negates it once at the end instead of every step.
+// - The forward holds the C-PML auxiliaries psi as q = a psi (no profile at the stencil
+//   neighbours); the plain adjoint keeps g = v^2 dt^2 lambda as a field (the interior stencil
+//   reads one array). Interior rows run out of line (plain_segment, plain_adjoint_segment): GCC
+//   spills the pointers of the loops when they are inlined (bench/scalar_cpu_notes.md).
 // - Per-cell arithmetic and the order of every sum are independent of the thread count, so the
 //   results are the same for any number of threads (the shared-model velocity gradient is
 //   accumulated per shot and summed in shot order at the end).
@@ -352,10 +356,10 @@ template <int NDIM, int A, bool STORE, class T>
 
 // flatten: pml_forward must be inlined for the loop to vectorise (GCC would call it otherwise).
 template <int NDIM, int A, unsigned M, bool BORN, class T>
-[[gnu::flatten, gnu::noinline]] void forward_segment(const Geometry<NDIM, T>& g, const ForwardShot<T>& f,
-                                             const BornShot<T>* fs, int64_t base,
-                                             const std::array<int64_t, 3>& x, int64_t j0,
-                                             int64_t j1) {
+[[gnu::flatten, gnu::noinline]] void forward_segment(const Geometry<NDIM, T>& g,
+                                                     const ForwardShot<T>& f, const BornShot<T>* fs,
+                                                     int64_t base, const std::array<int64_t, 3>& x,
+                                                     int64_t j0, int64_t j1) {
   // Everything the loop reads besides the arrays, in locals (no aliasing with the stores).
   int64_t st[3], xo[3];
   T rdx[3], rdx2[3];
@@ -459,8 +463,8 @@ void zero_halo(const Geometry<NDIM, T>& g, T* a) {
 // non-plain cells are copied.
 template <int NDIM, class T>
 void prepare_aux(const Geometry<NDIM, T>& g, int d, int64_t nshots, std::array<T*, 2> fields,
-                 std::array<T*, 2> copies, std::array<int64_t, 2> plain, std::array<int64_t, 2> zero,
-                 bool copy) {
+                 std::array<T*, 2> copies, std::array<int64_t, 2> plain,
+                 std::array<int64_t, 2> zero, bool copy) {
   const bool zero_plain = zero[0] > plain[0] || zero[1] < plain[1];
   if (!zero_plain && !copy) return;
   const int64_t inner = g.s[d], nd = g.n[d];
@@ -675,10 +679,11 @@ inline T diff2_g(const AdjointInputs<T>& in, int64_t i, int64_t s, T rdx2) {
 
 // One adjoint field over a segment. COUPLED: the Born background adjoint (g with the coupling).
 template <int NDIM, int A, unsigned M, bool COUPLED, class T>
-[[gnu::flatten, gnu::noinline]] void backward_segment(const Geometry<NDIM, T>& g, const BackwardShot<T>& f,
-                                              const T* coupling, const T* lambda_sc, int64_t base,
-                                              const std::array<int64_t, 3>& x, int64_t j0,
-                                              int64_t j1) {
+[[gnu::flatten, gnu::noinline]] void backward_segment(const Geometry<NDIM, T>& g,
+                                                      const BackwardShot<T>& f, const T* coupling,
+                                                      const T* lambda_sc, int64_t base,
+                                                      const std::array<int64_t, 3>& x, int64_t j0,
+                                                      int64_t j1) {
   int64_t st[3], xo[3];
   T rdx[3], rdx2[3];
   PmlProfile<T> pr[3];
