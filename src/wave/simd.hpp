@@ -5,7 +5,8 @@
 // for prev, cur, next the vectors at j - W, j, j + W. One new load per W cells replaces the
 // 2 * radius + 1 unaligned loads of a stencil row, each of which straddles two cache lines
 // (bench/scalar_cpu_notes.md: the 2-D accuracy-4 plain loop went from 21-24 to 11-13 cycles per
-// 16 cells). Masked loads and stores handle segment ends: masked-off lanes are never touched.
+// 16 cells). Masked loads and stores handle segment ends (masked-off lanes are never touched);
+// the loops run their whole vectors unmasked (`FULL`) and a last partial one masked.
 #pragma once
 
 #if defined(__AVX512F__)
@@ -28,8 +29,21 @@ struct Simd<float> {
   static Mask first(std::int64_t n) {  // the lanes [0, n)
     return n >= W ? Mask(0xFFFF) : n <= 0 ? Mask(0) : Mask((1u << n) - 1);
   }
-  static V load(const float* p, Mask m) { return _mm512_maskz_loadu_ps(m, p); }
-  static void store(float* p, V v, Mask m) { _mm512_mask_storeu_ps(p, m, v); }
+  // FULL: all lanes (m is ignored), without the mask, which costs a masked store on Zen 4.
+  template <bool FULL = false>
+  static V load(const float* p, Mask m) {
+    if constexpr (FULL)
+      return _mm512_loadu_ps(p);
+    else
+      return _mm512_maskz_loadu_ps(m, p);
+  }
+  template <bool FULL = false>
+  static void store(float* p, V v, Mask m) {
+    if constexpr (FULL)
+      _mm512_storeu_ps(p, v);
+    else
+      _mm512_mask_storeu_ps(p, m, v);
+  }
   static V zero() { return _mm512_setzero_ps(); }
   // The all-lanes masked valignd: GCC 12's unmasked form starts from an undefined vector and
   // warns (-Wmaybe-uninitialized) at every use.
@@ -48,8 +62,21 @@ struct Simd<double> {
   static Mask first(std::int64_t n) {
     return n >= W ? Mask(0xFF) : n <= 0 ? Mask(0) : Mask((1u << n) - 1);
   }
-  static V load(const double* p, Mask m) { return _mm512_maskz_loadu_pd(m, p); }
-  static void store(double* p, V v, Mask m) { _mm512_mask_storeu_pd(p, m, v); }
+  // FULL: all lanes (m is ignored), without the mask, which costs a masked store on Zen 4.
+  template <bool FULL = false>
+  static V load(const double* p, Mask m) {
+    if constexpr (FULL)
+      return _mm512_loadu_pd(p);
+    else
+      return _mm512_maskz_loadu_pd(m, p);
+  }
+  template <bool FULL = false>
+  static void store(double* p, V v, Mask m) {
+    if constexpr (FULL)
+      _mm512_storeu_pd(p, v);
+    else
+      _mm512_mask_storeu_pd(p, m, v);
+  }
   static V zero() { return _mm512_setzero_pd(); }
   template <int K>
   static V align(V hi, V lo) {
@@ -75,7 +102,8 @@ struct Window {
   }
   // Loads the vector at j + W (the lanes the stencils of [j, j1) read).
   void fetch(const T* f, std::int64_t j, std::int64_t j1, int h) {
-    next = S::load(f + j + S::W, S::first(j1 + h - j - S::W));
+    const std::int64_t needed = j1 + h - j - S::W;
+    next = needed >= S::W ? S::template load<true>(f + j + S::W, 0) : S::load(f + j + S::W, S::first(needed));
   }
   void advance() {
     prev = cur;

@@ -508,7 +508,7 @@ ScalarState<T> make_state(const Setup<T>& s, const ScalarState<T>* given, const 
       check_finite(st.zeta[d], fmt::format("{}.zeta[{}]", name, d));
     }
   }
-  project_state(s, st);
+  if (src) project_state(s, st);  // a state of zeros is projected already
   return st;
 }
 
