@@ -988,6 +988,137 @@ template <int NDIM, int A, bool GRAD, class T>
 }
 
 #if defined(SCIPROXY_WAVE_SIMD)
+// backward_segment (plain adjoint, not Born) on vectors: pml_adjoint per PML dimension, D2 g per
+// other dimension. Along the contiguous dimension the per-cell quantities of the neighbours,
+//   tbar = (1+b) g + b zetabar',   (1+b) tbar,   d1bar = b' tbar + b psibar',
+// are formed once per cell (for the vector entering the window) and shifted in registers.
+template <int NDIM, int A, unsigned M, bool GRAD, class T>
+[[gnu::noinline]] void backward_segment_simd(const Geometry<NDIM, T>& geo, const BackwardShot<T>& f,
+                                             int64_t base, const std::array<int64_t, 3>& x,
+                                             int64_t j0, int64_t j1) {
+  using S = simd::Simd<T>;
+  using V = typename S::V;
+  using Mask = typename S::Mask;
+  constexpr int H = A / 2, L = NDIM - 1;
+  constexpr bool kPmlLast = (M >> L) & 1u;
+  const T* __restrict lambda = f.lambda + base;
+  const T* __restrict g = f.g + base;
+  const T* __restrict c = f.v2dt2 + base;
+  T* __restrict ubar = f.u_bar + base;
+  T* __restrict g_out = f.g_out + base;
+  const T* __restrict stored = GRAD ? f.stored + base : nullptr;
+  T* __restrict grad_v = GRAD ? f.grad_v + base : nullptr;
+  const T sign = f.sign, interval = f.interval;
+  const T* pbar[3] = {};
+  const T* zbar[3] = {};
+  T* pout[3] = {};
+  T* zout[3] = {};
+  // Outer PML dimensions: the profiles at the row's coordinate x[d] + k, k = -H .. H.
+  T ob[3][2 * H + 1] = {}, odb[3][2 * H + 1] = {}, oa[3] = {};
+  for (int d = 0; d < NDIM; ++d) {
+    if (!((M >> d) & 1u)) continue;
+    pbar[d] = f.psi_bar[d] + base;
+    zbar[d] = f.zeta_bar[d] + base;
+    pout[d] = f.psi_bar_out[d] + base;
+    zout[d] = f.zeta_bar_out[d] + base;
+    if (d < L) {
+      oa[d] = geo.prof[d].a[x[d]];
+      for (int k = -H; k <= H; ++k) {
+        ob[d][k + H] = geo.prof[d].b[x[d] + k];
+        odb[d][k + H] = geo.prof[d].dbdx[x[d] + k];
+      }
+    }
+  }
+  const PmlProfile<T> last = geo.prof[L];
+  // The derived windows of the contiguous dimension (kPmlLast): tbar, (1+b) tbar, d1bar.
+  simd::Window<T> tw{}, ow{}, dw{};
+  auto derive = [&](int64_t at, Mask m, V& t, V& o, V& d) {
+    const V b = S::load(last.b + at, m), db = S::load(last.dbdx + at, m);
+    t = (1 + b) * S::load(g + at, m) + b * S::load(zbar[L] + at, m);
+    o = (1 + b) * t;
+    d = db * t + b * S::load(pbar[L] + at, m);
+  };
+  if constexpr (kPmlLast) {
+    derive(j0 - S::W, Mask(~0u << (S::W - H)), tw.prev, ow.prev, dw.prev);
+    derive(j0, S::first(j1 + H - j0), tw.cur, ow.cur, dw.cur);
+  }
+  auto gw = simd::Window<T>::start(g, j0, j1, H);
+  over_vectors<T>(j0, j1, [&]<bool FULL>(int64_t j, Mask m) {
+    gw.fetch(g, j, j1, H);
+    if constexpr (kPmlLast) derive(j + S::W, S::first(j1 + H - j - S::W), tw.next, ow.next, dw.next);
+    const V li = S::template load<FULL>(lambda + j, m);
+    V ub = 2 * li + sign * S::template load<FULL>(ubar + j, m);
+    for_dims<NDIM>([&]<int D>() {
+      const T rdx = geo.rdx[D], rdx2 = geo.rdx2[D];
+      if constexpr (!((M >> D) & 1u)) {
+        if constexpr (D == L)
+          ub += vdiff2<A>(AlongWindow<T>{gw}, rdx2);
+        else
+          ub += vdiff2<A>(AlongStride<FULL, T>{g + j, geo.s[D], m, gw.cur}, rdx2);
+      } else if constexpr (D == L) {
+        V second = T(d2_coefficient<A>(0)) * ow.cur, first = S::zero(), dtbar = S::zero();
+        [&]<int... K>(std::integer_sequence<int, K...>) {
+          ((second += T(d2_coefficient<A>(K + 1)) *
+                      (ow.template up<K + 1>() + ow.template down<K + 1>()),
+            first += T(d1_coefficient<A>(K + 1)) *
+                     (dw.template up<K + 1>() - dw.template down<K + 1>()),
+            dtbar += T(d1_coefficient<A>(K + 1)) *
+                     (tw.template up<K + 1>() - tw.template down<K + 1>())),
+           ...);
+        }(std::make_integer_sequence<int, H>{});
+        const V pa = S::template load<FULL>(last.a + j, m);
+        S::template store<FULL>(pout[D] + j, pa * (S::template load<FULL>(pbar[D] + j, m) - dtbar * rdx),
+                                m);
+        S::template store<FULL>(zout[D] + j, pa * (gw.cur + S::template load<FULL>(zbar[D] + j, m)),
+                                m);
+        ub += second * rdx2 - first * rdx;
+      } else {
+        const int64_t s = geo.s[D];
+        auto tbar = [&](int64_t off, int k) {
+          const T b = ob[D][k + H];
+          return (1 + b) * S::template load<FULL>(g + j + off, m) +
+                 b * S::template load<FULL>(zbar[D] + j + off, m);
+        };
+        auto d1bar = [&](int64_t off, int k, V t) {
+          return odb[D][k + H] * t + ob[D][k + H] * S::template load<FULL>(pbar[D] + j + off, m);
+        };
+        const V zc = S::template load<FULL>(zbar[D] + j, m);
+        const V t0 = (1 + ob[D][H]) * gw.cur + ob[D][H] * zc;
+        V second = T(d2_coefficient<A>(0)) * (1 + ob[D][H]) * t0, first = S::zero(),
+          dtbar = S::zero();
+        [&]<int... K>(std::integer_sequence<int, K...>) {
+          (
+              [&] {
+                constexpr int k = K + 1;
+                const V tu = tbar(k * s, k), td = tbar(-k * s, -k);
+                second += T(d2_coefficient<A>(k)) * ((1 + ob[D][H + k]) * tu + (1 + ob[D][H - k]) * td);
+                first += T(d1_coefficient<A>(k)) * (d1bar(k * s, k, tu) - d1bar(-k * s, -k, td));
+                dtbar += T(d1_coefficient<A>(k)) * (tu - td);
+              }(),
+              ...);
+        }(std::make_integer_sequence<int, H>{});
+        S::template store<FULL>(
+            pout[D] + j, oa[D] * (S::template load<FULL>(pbar[D] + j, m) - dtbar * rdx), m);
+        S::template store<FULL>(zout[D] + j, oa[D] * (gw.cur + zc), m);
+        ub += second * rdx2 - first * rdx;
+      }
+    });
+    S::template store<FULL>(ubar + j, ub, m);
+    S::template store<FULL>(g_out + j, S::template load<FULL>(c + j, m) * ub, m);
+    if constexpr (GRAD)
+      S::template store<FULL>(grad_v + j,
+                              S::template load<FULL>(grad_v + j, m) +
+                                  li * S::template load<FULL>(stored + j, m) * interval,
+                              m);
+    gw.advance();
+    if constexpr (kPmlLast) {
+      tw.advance();
+      ow.advance();
+      dw.advance();
+    }
+  });
+}
+
 // plain_adjoint_segment on vectors.
 template <int NDIM, int A, bool GRAD, class T>
 [[gnu::noinline]] void plain_adjoint_segment_simd(const Geometry<NDIM, T>& geo,
@@ -1154,6 +1285,15 @@ void backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_r
 #endif
                              return;
                            }
+#if defined(SCIPROXY_WAVE_SIMD)
+                           if constexpr (!BORN) {
+                             if (f[0].grad_v != nullptr)
+                               backward_segment_simd<NDIM, A, M, true>(g, f[0], base, x, a, b);
+                             else
+                               backward_segment_simd<NDIM, A, M, false>(g, f[0], base, x, a, b);
+                             return;
+                           }
+#endif
                            backward_segment<NDIM, A, M, BORN, T>(g, f[0], cpl, f[1].lambda, base, x,
                                                               a, b);
                            if constexpr (BORN)
