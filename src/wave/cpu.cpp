@@ -1,18 +1,23 @@
 // Scalar wave propagator, CPU backend: the scheme of scalar_kernels.hpp with the per-cell
 // arithmetic of scalar_math.hpp, unrolled per (ndim, accuracy).
 //
-// - One OpenMP parallel region per call; the time loop runs inside it and each step is one
-//   statically scheduled `omp for` over (shot, block) with its implicit barrier as the only
-//   synchronisation: a block is a row of the outermost dimension (2D), a tile of rows of one plane
-//   (3D: a thread runs through the planes of a tile, so the A+1 planes of u that a plane reads stay
-//   in L2), or a chunk of the line (1D). The schedule is the same at every step, so a thread keeps
-//   its cells. Shots go in batches that run all their steps before the next batch starts (about
-//   2 MiB of fields per thread, so that a batch stays in cache): parallel over shots and space.
+// - One OpenMP parallel region per call, with the time loop inside it. As many shots as fill the
+//   threads evenly run one per thread through all their steps, with no synchronisation (as
+//   Deepwave's CPU backend does). The rest run shared: each step is one statically scheduled
+//   `omp for` over (shot, block), whose implicit barrier is the only synchronisation. A block is
+//   a row of the outermost dimension (2D), a tile of rows of one plane (3D: a thread runs through
+//   the planes of a tile, so the A+1 planes of u that a plane reads stay in L2), or a chunk of the
+//   line (1D). Shared shots go in batches that run all their steps before the next batch starts
+//   (about 2 MiB of fields per thread, so that a batch stays in cache).
 // - Every row is cut along the contiguous dimension into a PML-left, a middle and a PML-right
-//   segment; each segment runs a `#pragma omp simd` loop compiled for its set of PML dimensions
-//   (a bit mask), so the interior box is the plain Laplacian and a PML cell only pays for the
-//   dimensions in whose PML it lies. The PML segments are widened to whole AVX-512 vectors (the
-//   C-PML formula is exact in the interior, where it reduces to the plain stencil).
+//   segment. Each segment runs a loop compiled for its set of PML dimensions (a bit mask), so the
+//   interior box is the plain Laplacian and a PML cell pays only for the dimensions in whose PML
+//   it lies. The PML segments are widened to whole AVX-512 vectors (the C-PML formula is exact in
+//   the interior, where it reduces to the plain stencil).
+// - With AVX-512 the segments are written with vectors (simd.hpp, the `*_simd` functions): the
+//   contiguous dimension's neighbours come from a sliding window of registers. GCC's `omp simd`
+//   loops (the other segments, and every segment without AVX-512) load each neighbour unaligned,
+//   and that took twice the cycles.
 // - Receivers and sources (and in the adjoint, source gradients and receiver injection) are
 //   handled by the thread that owns their cells' block, right after the block: no second barrier.
 // - Double buffering without copies per step: u^{t+1} overwrites u^{t-1} and the pointers swap;
@@ -22,8 +27,8 @@
 //   it reads that slot with a sign and negates it once at the end instead of every step.
 // - The forward holds the C-PML auxiliaries psi as q = a psi (no profile at the stencil
 //   neighbours); the plain adjoint keeps g = v^2 dt^2 lambda as a field (the interior stencil
-//   reads one array). Interior rows run out of line (plain_segment, plain_adjoint_segment): GCC
-//   spills the pointers of the loops when they are inlined (bench/scalar_cpu_notes.md).
+//   reads one array). Segments run out of line: GCC spills the pointers of the loops when they
+//   are inlined (bench/scalar_cpu_notes.md).
 // - Per-cell arithmetic and the order of every sum are independent of the thread count, so the
 //   results are the same for any number of threads (the shared-model velocity gradient is
 //   accumulated per shot and summed in shot order at the end).
@@ -458,10 +463,11 @@ template <int NDIM, int A, unsigned M, bool BORN, class T>
 
 #if defined(SCIPROXY_WAVE_SIMD)
 // ---------------------------------------------------------------------------------------------
-// AVX-512 segments (simd.hpp): the per-cell arithmetic of plain_segment / forward_segment and of
-// plain_adjoint_segment, in the same order, a vector of W cells at a time; the contiguous
-// dimension's neighbours come from sliding windows, the outer ones from loads at j +- k s.
-// GCC's vectoriser gives these loops 2 to 5 unaligned loads per stencil point, the windows one.
+// AVX-512 segments (simd.hpp). They do the per-cell arithmetic of plain_segment,
+// forward_segment, backward_segment and plain_adjoint_segment (Born aside), in the same order,
+// one vector of W cells at a time. The contiguous dimension's neighbours come from sliding
+// windows, the outer dimensions' from loads at j +- k s. GCC's loops load each neighbour
+// unaligned, across two cache lines; a window loads one vector per W cells.
 
 // The stencil neighbours of one field along one dimension, for the vector at j.
 template <class T>
