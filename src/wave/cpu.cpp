@@ -1125,40 +1125,6 @@ template <int NDIM, int A, unsigned M, bool GRAD, class T>
   });
 }
 
-// plain_adjoint_segment on vectors.
-template <int NDIM, int A, bool GRAD, class T>
-[[gnu::noinline]] void plain_adjoint_segment_simd(const Geometry<NDIM, T>& geo,
-                                                  const BackwardShot<T>& f, int64_t base,
-                                                  int64_t j0, int64_t j1) {
-  using S = simd::Simd<T>;
-  using V = typename S::V;
-  constexpr int H = A / 2, L = NDIM - 1;
-  const T* __restrict lambda = f.lambda + base;
-  const T* __restrict g = f.g + base;
-  const T* __restrict c = f.v2dt2 + base;
-  T* __restrict ubar = f.u_bar + base;
-  T* __restrict g_out = f.g_out + base;
-  const T* __restrict stored = GRAD ? f.stored + base : nullptr;
-  T* __restrict grad_v = GRAD ? f.grad_v + base : nullptr;
-  const T sign = f.sign, interval = f.interval;
-  auto gw = simd::Window<T>::start(g, j0, j1, H);
-  over_vectors<T>(j0, j1, [&]<bool FULL>(int64_t j, typename S::Mask m) {
-    gw.fetch(g, j, j1, H);
-    const V li = S::template load<FULL>(lambda + j, m);
-    V ub = 2 * li + sign * S::template load<FULL>(ubar + j, m);
-    for_dims<NDIM>([&]<int D>() {
-      if constexpr (D == L)
-        ub += vdiff2<A>(AlongWindow<T>{gw}, geo.rdx2[D]);
-      else
-        ub += vdiff2<A>(AlongStride<FULL, T>{g + j, geo.s[D], m, gw.cur}, geo.rdx2[D]);
-    });
-    S::template store<FULL>(ubar + j, ub, m);
-    S::template store<FULL>(g_out + j, S::template load<FULL>(c + j, m) * ub, m);
-    if constexpr (GRAD)
-      S::template store<FULL>(grad_v + j, S::template load<FULL>(grad_v + j, m) + li * S::template load<FULL>(stored + j, m) * interval, m);
-    gw.advance();
-  });
-}
 #endif
 
 // The adjoint driver. BORN: two adjoint fields, set 0 the background (coupled to set 1 through
@@ -1277,26 +1243,20 @@ void backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_r
                    [&](int64_t base, const std::array<int64_t, 3>& x, int64_t j0, int64_t j1) {
                      row_segments<NDIM, kVector<T>>(
                          x, g.alo, g.ahi, j0, j1, [&]<unsigned M>(int64_t a, int64_t b) {
-                           if constexpr (M == 0 && !BORN) {
 #if defined(SCIPROXY_WAVE_SIMD)
-                             if (f[0].grad_v != nullptr)
-                               plain_adjoint_segment_simd<NDIM, A, true>(g, f[0], base, a, b);
-                             else
-                               plain_adjoint_segment_simd<NDIM, A, false>(g, f[0], base, a, b);
-#else
-                             if (f[0].grad_v != nullptr)
-                               plain_adjoint_segment<NDIM, A, true>(g, f[0], base, a, b);
-                             else
-                               plain_adjoint_segment<NDIM, A, false>(g, f[0], base, a, b);
-#endif
-                             return;
-                           }
-#if defined(SCIPROXY_WAVE_SIMD)
-                           if constexpr (!BORN) {
+                           if constexpr (!BORN) {  // M = 0 included: D2 g along every dimension
                              if (f[0].grad_v != nullptr)
                                backward_segment_simd<NDIM, A, M, true>(g, f[0], base, x, a, b);
                              else
                                backward_segment_simd<NDIM, A, M, false>(g, f[0], base, x, a, b);
+                             return;
+                           }
+#else
+                           if constexpr (M == 0 && !BORN) {
+                             if (f[0].grad_v != nullptr)
+                               plain_adjoint_segment<NDIM, A, true>(g, f[0], base, a, b);
+                             else
+                               plain_adjoint_segment<NDIM, A, false>(g, f[0], base, a, b);
                              return;
                            }
 #endif
