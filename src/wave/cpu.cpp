@@ -17,12 +17,15 @@
 // - With AVX-512 the segments are written with vectors (simd.hpp, the `*_simd` functions): the
 //   contiguous dimension's neighbours come from a sliding window of registers. GCC's `omp simd`
 //   loops (the other segments, and every segment without AVX-512) load each neighbour unaligned,
-//   and that took twice the cycles.
+//   and that took twice the cycles. The forward runs a whole row in one call (forward_row_simd,
+//   one window through its three segments) on copies of the fields whose rows start on a
+//   64-byte boundary at the first computed cell (PaddedRows), so that its loads are aligned.
 // - Receivers and sources (and in the adjoint, source gradients and receiver injection) are
 //   handled by the thread that owns their cells' block, right after the block: no second barrier.
 // - Double buffering without copies per step: u^{t+1} overwrites u^{t-1} and the pointers swap;
-//   psi (forward) and psi_bar, zeta_bar (adjoint) alternate between the caller's array and one
-//   internal (calloc) array, starting from the one that makes the last step land in the caller's.
+//   the forward's copies of psi alternate between two buffers, and it copies the final state
+//   back; the adjoint's psi_bar, zeta_bar alternate between the caller's array and one internal
+//   (calloc) array, starting from the one that makes the last step land in the caller's.
 //   The adjoint keeps -(adjoint of u^{t-1}) in the old lambda buffer (it equals lambda^{t+1}), so
 //   it reads that slot with a sign and negates it once at the end instead of every step.
 // - The forward holds the C-PML auxiliaries psi as q = a psi (no profile at the stencil
@@ -94,12 +97,14 @@ struct Geometry {
   std::array<T, 3> rdx{}, rdx2{};
   std::array<PmlProfile<T>, 3> prof{};
 
-  Geometry(const ScalarProblem<T>& p, int accuracy) {
+  // pitch: cells per row (along the contiguous dimension) in memory, n[NDIM - 1] when 0.
+  Geometry(const ScalarProblem<T>& p, int accuracy, int64_t pitch = 0) {
     h = accuracy / 2;
-    points = p.points();
     for (int d = 0; d < NDIM; ++d) n[d] = p.n[d];
+    if (pitch == 0) pitch = n[NDIM - 1];
+    points = p.points() / n[NDIM - 1] * pitch;
     s[NDIM - 1] = 1;
-    for (int d = NDIM - 2; d >= 0; --d) s[d] = s[d + 1] * n[d + 1];
+    for (int d = NDIM - 2; d >= 0; --d) s[d] = s[d + 1] * (d + 1 == NDIM - 1 ? pitch : n[d + 1]);
     for (int d = 0; d < NDIM; ++d) {
       rdx[d] = p.rdx[d];
       rdx2[d] = p.rdx2[d];
@@ -325,7 +330,7 @@ inline void over_shots(int64_t nshots, int64_t batch, RunShots&& run_shots) {
 // the contiguous dimension) and a multiplication per neighbour. The step computes
 //   psi^{t+1} = b D1 u^t + a psi^t = b D1 u^t + q^t   and stores  psi_scale * psi^{t+1},
 // psi_scale = a (q^{t+1}), or 1 at the last step, so that the caller gets psi back. q^0 = a psi^0
-// is formed on entry (scale_aux).
+// is formed on entry (PaddedRows::aux_in).
 template <class T>
 struct ForwardShot {
   const T* u;  // u^t
@@ -540,25 +545,55 @@ inline void for_dims(F&& f) {
   }(std::make_integer_sequence<int, N>{});
 }
 
-// forward_segment (not Born) and plain_segment (M = 0) on vectors.
-template <int NDIM, int A, unsigned M, bool STORE, class T>
-[[gnu::noinline]] void forward_segment_simd(const Geometry<NDIM, T>& g, const ForwardShot<T>& f,
-                                            int64_t base, const std::array<int64_t, 3>& x,
-                                            int64_t j0, int64_t j1) {
+// The layout of one row of [j0, j1) for the vector loops: the mask of the outer dimensions in
+// whose PML the row lies, and the contiguous dimension's PML strips [j0, a) and [b, j1) around
+// its plain cells [a, b). a and b lie on the vector grid from j0 (the strips are widened into the
+// plain cells, where the C-PML formula is exact: a = b = b' = 0 reduce it to the plain stencil
+// and it writes zeros), so one window runs through the row and only its last vector is partial.
+struct RowLayout {
+  unsigned outer;
+  int64_t a, b;
+};
+template <int NDIM, int V>
+inline RowLayout row_layout(const std::array<int64_t, 3>& x, const std::array<int64_t, 3>& plain_lo,
+                            const std::array<int64_t, 3>& plain_hi, int64_t j0, int64_t j1) {
+  constexpr int L = NDIM - 1;
+  RowLayout r{0, 0, 0};
+  for (int d = 0; d < L; ++d)
+    if (x[d] < plain_lo[d] || x[d] >= plain_hi[d]) r.outer |= 1u << d;
+  r.a = std::clamp(plain_lo[L], j0, j1);
+  r.b = std::clamp(plain_hi[L], r.a, j1);
+  if (r.a > j0) r.a = std::min(j1, j0 + (r.a - j0 + V - 1) / V * V);
+  r.b = std::max(r.b, r.a);
+  if (r.b < j1) r.b = r.a + (r.b - r.a) / V * V;
+  return r;
+}
+
+// One row of forward_segment (not Born) and plain_segment on vectors: the strips of the row
+// layout with mask OUTER | (the contiguous dimension) and the cells between with mask OUTER, in
+// one call with one window of u through the row (a call per segment cost its set-up three times
+// per row, and the PML strips are only a few vectors long).
+template <int NDIM, int A, unsigned OUTER, bool STORE, class T>
+[[gnu::flatten, gnu::noinline]] void forward_row_simd(const Geometry<NDIM, T>& g, const ForwardShot<T>& f,
+                                        int64_t base, const std::array<int64_t, 3>& x,
+                                        int64_t j0, RowLayout layout, int64_t j1) {
   using S = simd::Simd<T>;
   using V = typename S::V;
+  using Mask = typename S::Mask;
   constexpr int H = A / 2, L = NDIM - 1;
-  constexpr bool kPmlLast = (M >> L) & 1u;
+  constexpr unsigned kLast = 1u << L;
   const T* __restrict u = f.u + base;
   T* __restrict un = f.u_next + base;
   const T* __restrict v = f.v + base;
-  T* __restrict stored = STORE ? f.stored + base : nullptr;
+  // The stored slices keep the caller's layout: rows of n cells, not of the pitch.
+  const int64_t stored_base = NDIM >= 2 ? base / g.s[NDIM >= 2 ? NDIM - 2 : 0] * g.n[L] : 0;
+  T* __restrict stored = STORE ? f.stored + stored_base : nullptr;
   const T* q[3] = {};
   T* qn[3] = {};
   T* ze[3] = {};
   T a[3] = {}, b[3] = {}, db[3] = {}, sc[3] = {};  // outer dimensions' profiles at this row
   for (int d = 0; d < NDIM; ++d) {
-    if (!((M >> d) & 1u)) continue;
+    if (!(((OUTER | kLast) >> d) & 1u)) continue;
     q[d] = f.psi[d] + base;
     qn[d] = f.psi_next[d] + base;
     ze[d] = f.zeta[d] + base;
@@ -569,33 +604,27 @@ template <int NDIM, int A, unsigned M, bool STORE, class T>
       sc[d] = f.psi_scale[d][x[d]];
     }
   }
+  // Locals, not g's members: the stores through un could alias those (both are T), and GCC
+  // would load them again every vector.
+  const std::array<T, 3> rdx = g.rdx, rdx2 = g.rdx2;
+  const std::array<int64_t, 3> stride = g.s;
   const PmlProfile<T> last = g.prof[L];
   const T* last_scale = f.psi_scale[L];
   const T dt2 = f.dt2;
   auto uw = simd::Window<T>::start(u, j0, j1, H);
-  auto qw = kPmlLast ? simd::Window<T>::start(q[L], j0, j1, H) : simd::Window<T>{};
-  // The auxiliaries of the contiguous dimension are touched only in its PML strips, a few cache
-  // lines per row that the hardware prefetchers do not follow (3-D: a third of the forward's time
-  // waited on them): fetch those of the row kRowsAhead further on.
-  constexpr int64_t kRowsAhead = 4;
-  const int64_t ahead = NDIM >= 2 ? kRowsAhead * g.s[NDIM >= 2 ? NDIM - 2 : 0] : 0;
-  if constexpr (kPmlLast && NDIM >= 2) {
-    constexpr int64_t kLine = 64 / sizeof(T);
-    for (int64_t k = j0 - H; k < j1 + H + kLine; k += kLine) __builtin_prefetch(q[L] + k + ahead, 0);
-    for (int64_t k = j0; k < j1 + kLine; k += kLine) {
-      __builtin_prefetch(qn[L] + k + ahead, 1);
-      __builtin_prefetch(ze[L] + k + ahead, 1);
-    }
-  }
-  over_vectors<T>(j0, j1, [&]<bool FULL>(int64_t j, typename S::Mask m) {
+  simd::Window<T> qw{};  // q of the contiguous dimension, through the strip being run
+  int64_t strip_end = j0;
+
+  auto vector = [&]<unsigned M, bool FULL>(int64_t j, Mask m) {
+    constexpr bool kPmlLast = (M >> L) & 1u;
     uw.fetch(u, j, j1, H);
-    if constexpr (kPmlLast) qw.fetch(q[L], j, j1, H);
+    if constexpr (kPmlLast) qw.fetch(q[L], j, strip_end, H);
     V w = S::zero();
     for_dims<NDIM>([&]<int D>() {
       V term;
       auto with_u = [&](auto&& along) {
         if constexpr (!((M >> D) & 1u)) {
-          term = vdiff2<A>(along, g.rdx2[D]);
+          term = vdiff2<A>(along, rdx2[D]);
         } else {
           // pml_forward_q: the profiles along D at the cell, q = a psi and zeta of D.
           V pa, pb, pdb, psc;
@@ -610,16 +639,16 @@ template <int NDIM, int A, unsigned M, bool STORE, class T>
             pdb = db[D] + S::zero();
             psc = sc[D] + S::zero();
           }
-          const V du = vdiff1<A>(along, g.rdx[D]);
+          const V du = vdiff1<A>(along, rdx[D]);
           V dq, qc;
           if constexpr (D == L) {
-            dq = vdiff1<A>(AlongWindow<T>{qw}, g.rdx[D]);
+            dq = vdiff1<A>(AlongWindow<T>{qw}, rdx[D]);
             qc = qw.cur;
           } else {
             qc = S::template load<FULL>(q[D] + j, m);
-            dq = vdiff1<A>(AlongStride<FULL, T>{q[D] + j, g.s[D], m, qc}, g.rdx[D]);
+            dq = vdiff1<A>(AlongStride<FULL, T>{q[D] + j, stride[D], m, qc}, rdx[D]);
           }
-          const V tmp = (1 + pb) * vdiff2<A>(along, g.rdx2[D]) + pdb * du + dq;
+          const V tmp = (1 + pb) * vdiff2<A>(along, rdx2[D]) + pdb * du + dq;
           const V zc = S::template load<FULL>(ze[D] + j, m);
           term = (1 + pb) * tmp + pa * zc;
           S::template store<FULL>(qn[D] + j, psc * (pb * du + qc), m);
@@ -629,7 +658,7 @@ template <int NDIM, int A, unsigned M, bool STORE, class T>
       if constexpr (D == L)
         with_u(AlongWindow<T>{uw});
       else
-        with_u(AlongStride<FULL, T>{u + j, g.s[D], m, uw.cur});
+        with_u(AlongStride<FULL, T>{u + j, stride[D], m, uw.cur});
       if constexpr (D == 0)
         w = term;
       else
@@ -641,7 +670,36 @@ template <int NDIM, int A, unsigned M, bool STORE, class T>
     if constexpr (STORE) S::template store<FULL>(stored + j, 2 * vi * dt2 * w, m);
     uw.advance();
     if constexpr (kPmlLast) qw.advance();
-  });
+  };
+  auto plain = [&](int64_t from, int64_t to) {
+    over_vectors<T>(from, to, [&]<bool FULL>(int64_t j, Mask m) {
+      vector.template operator()<OUTER, FULL>(j, m);
+    });
+  };
+  // The auxiliaries of the contiguous dimension are touched only in its PML strips, a few cache
+  // lines per row that the hardware prefetchers do not follow (3-D: a third of the forward's time
+  // waited on them): fetch those of the row kRowsAhead further on.
+  constexpr int64_t kRowsAhead = 4;
+  auto strip = [&](int64_t from, int64_t to) {
+    if constexpr (NDIM >= 2) {
+      const int64_t ahead = kRowsAhead * stride[NDIM - 2];
+      constexpr int64_t kLine = 64 / sizeof(T);
+      for (int64_t k = from - H; k < to + H + kLine; k += kLine)
+        __builtin_prefetch(q[L] + k + ahead, 0);
+      for (int64_t k = from; k < to + kLine; k += kLine) {
+        __builtin_prefetch(qn[L] + k + ahead, 1);
+        __builtin_prefetch(ze[L] + k + ahead, 1);
+      }
+    }
+    qw = simd::Window<T>::start(q[L], from, to, H);
+    strip_end = to;
+    over_vectors<T>(from, to, [&]<bool FULL>(int64_t j, Mask m) {
+      vector.template operator()<OUTER | kLast, FULL>(j, m);
+    });
+  };
+  if (j0 < layout.a) strip(j0, layout.a);
+  if (layout.a < layout.b) plain(layout.a, layout.b);
+  if (layout.b < j1) strip(layout.b, j1);
 }
 
 #endif
@@ -706,21 +764,6 @@ void prepare_aux(const Geometry<NDIM, T>& g, int d, int64_t nshots, std::array<T
     }
 }
 
-// q = a psi in place, for the non-plain cells of dimension d (the plain ones hold zeros).
-template <int NDIM, class T>
-void scale_aux(const Geometry<NDIM, T>& g, int d, int64_t nshots, T* psi) {
-  const int64_t inner = g.s[d], nd = g.n[d];
-  const int64_t outer = nshots * g.points / (inner * nd);
-  const T* a = g.prof[d].a;
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t xd = 0; xd < nd; ++xd) {
-      if (xd >= g.flo[d] && xd < g.fhi[d]) continue;
-      T* line = psi + (o * nd + xd) * inner;
-      for (int64_t q = 0; q < inner; ++q) line[q] *= a[xd];
-    }
-}
-
 // Born: what the forward driver adds (scattered fields, their sources, background receivers).
 template <class T>
 struct BornArgs {
@@ -730,39 +773,137 @@ struct BornArgs {
   const T* grad_bg;       // adjoint: gradient of the background receiver data
 };
 
+// The forward steps copies of the fields whose rows (along the contiguous dimension) are padded
+// to whole vectors and start `shift` cells before a 64-byte boundary, so that the first computed
+// cell of every row and every vector after it are aligned: an unaligned AVX-512 access spans two
+// cache lines, and a row of the accuracy-8 stencil makes eleven of them per vector
+// (bench/scalar_cpu_notes.md). Cell c of the caller's layout is cell(c) of the copies'. Without
+// AVX-512, and for Born, rows are not padded (GCC's loops index the stored slices with the
+// copies' cell numbers), but the fields are copied all the same.
+template <int NDIM, class T>
+struct PaddedRows {
+  int64_t nl, rows, shift, pitch;
+
+  PaddedRows(const ScalarProblem<T>& p, int64_t h, bool pad)
+      : nl(p.n[NDIM - 1]), rows(p.points() / p.n[NDIM - 1]) {
+    constexpr int64_t W = kVector<T>;
+    shift = pad ? (h + W - 1) / W * W - h : 0;
+    pitch = pad ? (nl + W - 1) / W * W : nl;  // every row starts shift cells into its pitch
+  }
+  int64_t points() const { return rows * pitch; }
+  int64_t cell(int64_t c) const { return c / nl * pitch + c % nl; }
+
+  // Zeroed copies of `count` grids; data + cell(c) is cell c of the first (64-byte aligned at
+  // cell -shift of each row).
+  struct Copy {
+    Buffer<T> memory;
+    T* data = nullptr;
+  };
+  Copy allocate(int64_t count) const {
+    Copy c;
+    c.memory = zeroed<T>(count * points() + shift + 64 / int64_t(sizeof(T)));
+    const auto address = reinterpret_cast<std::uintptr_t>(c.memory.get());
+    c.data = reinterpret_cast<T*>((address + 63) / 64 * 64) + shift;
+    return c;
+  }
+  // Rows of `count` grids, between the caller's layout (from, or to) and the copies'.
+  void copy_in(const T* from, T* to, int64_t count) const {
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < count * rows; ++r) std::copy_n(from + r * nl, nl, to + r * pitch);
+  }
+  void copy_out(const T* from, T* to, int64_t count) const {
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < count * rows; ++r) std::copy_n(from + r * pitch, nl, to + r * nl);
+  }
+  // The C-PML auxiliaries of dimension d into the copies, in the cells outside d's plain cells
+  // [plain_lo, plain_hi) (the copies hold zeros there, which the steps keep: a = b = 0), psi as
+  // q = a psi (see ForwardShot).
+  void aux_in(const Geometry<NDIM, T>& g, int d, int64_t count, const T* psi, const T* zeta,
+              T* q, T* ze, int64_t plain_lo, int64_t plain_hi) const {
+    constexpr int L = NDIM - 1;
+    int64_t row_stride = 1;  // rows per step of coordinate d (d < L)
+    for (int e = d + 1; e < L; ++e) row_stride *= g.n[e];
+    const T* a = g.prof[d].a;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < count * rows; ++r) {
+      auto one = [&](int64_t j, T scale) {
+        q[r * pitch + j] = scale * psi[r * nl + j];
+        ze[r * pitch + j] = zeta[r * nl + j];
+      };
+      if (d == L) {
+        for (int64_t j = 0; j < nl; ++j)
+          if (j < plain_lo || j >= plain_hi) one(j, a[j]);
+      } else {
+        const int64_t x = (r % rows) / row_stride % g.n[d];
+        if (x < plain_lo || x >= plain_hi)
+          for (int64_t j = 0; j < nl; ++j) one(j, a[x]);
+      }
+    }
+  }
+};
+
 template <int NDIM, int A, bool BORN, class T>
 void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources, T* receivers,
              T* stored, const BornArgs<T>* born) {
   if (p.nt <= 0 || p.nshots <= 0) return;
-  const Geometry<NDIM, T> g(p, A);
+#if defined(SCIPROXY_WAVE_SIMD)
+  constexpr bool kPadRows = !BORN;
+#else
+  constexpr bool kPadRows = false;
+#endif
+  const PaddedRows<NDIM, T> layout(p, A / 2, kPadRows);
+  const Geometry<NDIM, T> g(p, A, layout.pitch);  // the copies' layout
+  const Geometry<NDIM, T> caller(p, A);           // the caller's: stored slices, point cells
   const Blocks<NDIM, T> blocks(g, p.nshots);
-  const PointLists src(g, blocks, p.nshots, p.nsources, p.source_cells);
-  const PointLists rec(g, blocks, p.nshots, p.nreceivers, p.receiver_cells);
-  const PointLists bgrec(g, blocks, p.nshots, BORN ? p.nbg_receivers : 0, p.bg_receiver_cells);
+  const PointLists src(caller, blocks, p.nshots, p.nsources, p.source_cells);
+  const PointLists rec(caller, blocks, p.nshots, p.nreceivers, p.receiver_cells);
+  const PointLists bgrec(caller, blocks, p.nshots, BORN ? p.nbg_receivers : 0, p.bg_receiver_cells);
   const int64_t P = g.points, nshots = p.nshots, nt = p.nt;
   const int64_t interval = stored != nullptr ? p.store_interval : 0;
   constexpr int nfields = BORN ? 2 : 1;
   // Field sets: 0 the background (or only) field, 1 the scattered one.
   std::array<ScalarFields<T>, 2> set{fields, BORN ? born->sc : fields};
+  // Point cells in the copies' layout.
+  auto cells_of = [&](const int64_t* cells, int64_t n) {
+    std::vector<int64_t> out(static_cast<std::size_t>(n));
+    for (int64_t k = 0; k < n; ++k) out[k] = layout.cell(cells[k]);
+    return out;
+  };
+  const std::vector<int64_t> source_cells = cells_of(p.source_cells, nshots * p.nsources);
+  const std::vector<int64_t> receiver_cells = cells_of(p.receiver_cells, nshots * p.nreceivers);
+  const std::vector<int64_t> bg_receiver_cells =
+      cells_of(p.bg_receiver_cells, BORN ? nshots * p.nbg_receivers : 0);
 
-  // psi: the caller's array and one more; start in the one that makes step nt land in the caller's.
-  std::array<std::array<Buffer<T>, 3>, 2> psi_copy;
-  std::array<std::array<T*, 3>, 2> psi_cur{}, psi_nxt{};
-  for (int k = 0; k < nfields; ++k)
+  // The copies: u^t and u^{t-1} (u^{t+1} overwrites u^{t-1}), q = a psi at t and t+1, zeta (in
+  // place), and the model (and scatter).
+  using Copy = typename PaddedRows<NDIM, T>::Copy;
+  const int64_t nmodels = p.v_batched ? nshots : 1;
+  std::array<std::array<Copy, 2>, 2> u_copy;
+  std::array<std::array<std::array<Copy, 2>, 3>, 2> psi_copy;
+  std::array<std::array<Copy, 3>, 2> zeta_copy;
+  for (int k = 0; k < nfields; ++k) {
+    for (int c = 0; c < 2; ++c) u_copy[k][c] = layout.allocate(nshots);
+    layout.copy_in(set[k].u, u_copy[k][0].data, nshots);
+    layout.copy_in(set[k].u_prev, u_copy[k][1].data, nshots);
     for (int d = 0; d < NDIM; ++d) {
-      psi_copy[k][d] = zeroed<T>(nshots * P);
-      prepare_aux(g, d, nshots, {set[k].psi[d], set[k].zeta[d]}, {psi_copy[k][d].get(), nullptr},
-                  {g.flo[d], g.fhi[d]}, {g.lo[d], g.hi[d]}, nt % 2 == 1);
-      psi_cur[k][d] = nt % 2 ? psi_copy[k][d].get() : set[k].psi[d];
-      psi_nxt[k][d] = nt % 2 ? set[k].psi[d] : psi_copy[k][d].get();
-      scale_aux(g, d, nshots, psi_cur[k][d]);
+      for (int c = 0; c < 2; ++c) psi_copy[k][d][c] = layout.allocate(nshots);
+      zeta_copy[k][d] = layout.allocate(nshots);
+      layout.aux_in(g, d, nshots, set[k].psi[d], set[k].zeta[d], psi_copy[k][d][0].data,
+                    zeta_copy[k][d].data, g.flo[d], g.fhi[d]);
     }
+  }
+  Copy v_copy = layout.allocate(nmodels), scatter_copy;
+  layout.copy_in(p.v, v_copy.data, nmodels);
+  if constexpr (BORN) {
+    scatter_copy = layout.allocate(nmodels);
+    layout.copy_in(p.scatter, scatter_copy.data, nmodels);
+  }
   std::array<std::vector<T>, 3> ones;
   for (int d = 0; d < NDIM; ++d) ones[d].assign(static_cast<std::size_t>(g.n[d]), T(1));
   if (interval > 0) {
     const int64_t slices = (nt + interval - 1) / interval * nshots;
 #pragma omp parallel for schedule(static)
-    for (int64_t q = 0; q < slices; ++q) zero_halo(g, stored + q * P);
+    for (int64_t q = 0; q < slices; ++q) zero_halo(caller, stored + q * caller.points);
   }
 
   const int64_t batch = shots_per_batch(
@@ -772,19 +913,25 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
   // Shots [first, last) through all steps; `shared`: every thread takes part (an `omp for` per
   // step), else the calling thread runs them alone.
   auto run_shots = [&](int64_t first, int64_t last, bool shared) {
-    std::array<T*, 2> u{set[0].u, set[1].u}, u_other{set[0].u_prev, set[1].u_prev};
-    auto psi_a = psi_cur, psi_b = psi_nxt;
+    std::array<T*, 2> u{u_copy[0][0].data, u_copy[1][0].data};
+    std::array<T*, 2> u_other{u_copy[0][1].data, u_copy[1][1].data};
+    std::array<std::array<T*, 3>, 2> psi_a{}, psi_b{};
+    for (int k = 0; k < nfields; ++k)
+      for (int d = 0; d < NDIM; ++d) {
+        psi_a[k][d] = psi_copy[k][d][0].data;
+        psi_b[k][d] = psi_copy[k][d][1].data;
+      }
     for (int64_t t = 0; t < nt; ++t) {
       const bool store = interval > 0 && t % interval == 0;
       for_items(first * blocks.nblocks, last * blocks.nblocks, shared, [&](int64_t w) {
         const int64_t shot = w / blocks.nblocks, block = w % blocks.nblocks, off = shot * P;
         ForwardShot<T> f{u[0] + off,
                          u_other[0] + off,
-                         p.v + (p.v_batched ? off : 0),
+                         v_copy.data + (p.v_batched ? off : 0),
                          {},
                          {},
                          {},
-                         store ? stored + ((t / interval) * nshots + shot) * P : nullptr,
+                         store ? stored + ((t / interval) * nshots + shot) * caller.points : nullptr,
                          p.dt2,
                          {}};
         BornShot<T> fs{};
@@ -792,42 +939,47 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
           f.psi_scale[d] = t + 1 < nt ? g.prof[d].a : ones[d].data();
           f.psi[d] = psi_a[0][d] + off;
           f.psi_next[d] = psi_b[0][d] + off;
-          f.zeta[d] = set[0].zeta[d] + off;
+          f.zeta[d] = zeta_copy[0][d].data + off;
         }
         if constexpr (BORN) {
           fs.u = u[1] + off;
           fs.u_next = u_other[1] + off;
-          fs.scatter = p.scatter + (p.v_batched ? off : 0);
+          fs.scatter = scatter_copy.data + (p.v_batched ? off : 0);
           for (int d = 0; d < NDIM; ++d) {
             fs.psi[d] = psi_a[1][d] + off;
             fs.psi_next[d] = psi_b[1][d] + off;
-            fs.zeta[d] = set[1].zeta[d] + off;
+            fs.zeta[d] = zeta_copy[1][d].data + off;
           }
           for (int64_t q = bgrec.start[w]; q < bgrec.start[w + 1]; ++q) {
             const int64_t r = bgrec.index[q];
             born->bg_receivers[(t * nshots + shot) * p.nbg_receivers + r] =
-                f.u[p.bg_receiver_cells[shot * p.nbg_receivers + r]];
+                f.u[bg_receiver_cells[shot * p.nbg_receivers + r]];
           }
         }
         const T* recorded = BORN ? fs.u : f.u;  // Born: the receivers record u_sc
         for (int64_t q = rec.start[w]; q < rec.start[w + 1]; ++q) {
           const int64_t r = rec.index[q];
           receivers[(t * nshots + shot) * p.nreceivers + r] =
-              recorded[p.receiver_cells[shot * p.nreceivers + r]];
+              recorded[receiver_cells[shot * p.nreceivers + r]];
         }
         block_rows(g, blocks, block,
                    [&](int64_t base, const std::array<int64_t, 3>& x, int64_t j0, int64_t j1) {
+#if defined(SCIPROXY_WAVE_SIMD)
+                     if constexpr (!BORN) {
+                       const RowLayout layout = row_layout<NDIM, kVector<T>>(x, g.flo, g.fhi, j0, j1);
+                       with_mask<NDIM>(layout.outer, [&]<unsigned OUTER>() {
+                         if constexpr (!((OUTER >> (NDIM - 1)) & 1u)) {
+                           if (f.stored != nullptr)
+                             forward_row_simd<NDIM, A, OUTER, true>(g, f, base, x, j0, layout, j1);
+                           else
+                             forward_row_simd<NDIM, A, OUTER, false>(g, f, base, x, j0, layout, j1);
+                         }
+                       });
+                       return;
+                     }
+#endif
                      row_segments<NDIM, kVector<T>>(
                          x, g.flo, g.fhi, j0, j1, [&]<unsigned M>(int64_t a, int64_t b) {
-#if defined(SCIPROXY_WAVE_SIMD)
-                           if constexpr (!BORN) {
-                             if (f.stored != nullptr)
-                               forward_segment_simd<NDIM, A, M, true>(g, f, base, x, a, b);
-                             else
-                               forward_segment_simd<NDIM, A, M, false>(g, f, base, x, a, b);
-                             return;
-                           }
-#endif
                            if constexpr (M == 0 && !BORN) {
                              if (f.stored != nullptr)
                                plain_segment<NDIM, A, true>(g, f, base, a, b);
@@ -840,7 +992,7 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
                    });
         for (int64_t q = src.start[w]; q < src.start[w + 1]; ++q) {
           const int64_t s = src.index[q];
-          const int64_t cell = p.source_cells[shot * p.nsources + s];
+          const int64_t cell = source_cells[shot * p.nsources + s];
           f.u_next[cell] += sources[(t * nshots + shot) * p.nsources + s];
           if constexpr (BORN) fs.u_next[cell] += born->sc_sources[(t * nshots + shot) * p.nsources + s];
         }
@@ -851,12 +1003,14 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
   };
 #pragma omp parallel
   over_shots(nshots, batch, run_shots);
-  if (nt % 2) {  // u^nt is in the caller's u_prev array
-    for (int k = 0; k < nfields; ++k) {
-      T* a = set[k].u;
-      T* b = set[k].u_prev;
-#pragma omp parallel for simd schedule(static)
-      for (int64_t i = 0; i < nshots * P; ++i) std::swap(a[i], b[i]);
+  // After nt steps (the pointers swap every step) u^nt is in copy nt % 2, u^{nt-1} in the other,
+  // and psi^nt in psi copy nt % 2.
+  for (int k = 0; k < nfields; ++k) {
+    layout.copy_out(u_copy[k][nt % 2].data, set[k].u, nshots);
+    layout.copy_out(u_copy[k][1 - nt % 2].data, set[k].u_prev, nshots);
+    for (int d = 0; d < NDIM; ++d) {
+      layout.copy_out(psi_copy[k][d][nt % 2].data, set[k].psi[d], nshots);
+      layout.copy_out(zeta_copy[k][d].data, set[k].zeta[d], nshots);
     }
   }
 }
