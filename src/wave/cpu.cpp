@@ -910,20 +910,19 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
       g, nshots,
       (2 * nfields + (p.v_batched ? nfields : 0) + (interval > 0 ? 1 : 0)) * P * int64_t(sizeof(T)),
       3 * nfields * int64_t(sizeof(T)));
-  // Shots [first, last) through all steps; `shared`: every thread takes part (an `omp for` per
-  // step), else the calling thread runs them alone.
-  auto run_shots = [&](int64_t first, int64_t last, bool shared) {
-    std::array<T*, 2> u{u_copy[0][0].data, u_copy[1][0].data};
-    std::array<T*, 2> u_other{u_copy[0][1].data, u_copy[1][1].data};
-    std::array<std::array<T*, 3>, 2> psi_a{}, psi_b{};
-    for (int k = 0; k < nfields; ++k)
-      for (int d = 0; d < NDIM; ++d) {
-        psi_a[k][d] = psi_copy[k][d][0].data;
-        psi_b[k][d] = psi_copy[k][d][1].data;
-      }
-    for (int64_t t = 0; t < nt; ++t) {
-      const bool store = interval > 0 && t % interval == 0;
-      for_items(first * blocks.nblocks, last * blocks.nblocks, shared, [&](int64_t w) {
+  // Step t of work item w = (shot, block): u^{t+1} overwrites u^{t-1}, q^{t+1} q^{t-1}, so the
+  // buffers alternate with the parity of t.
+  auto step_item = [&](int64_t t, int64_t w) {
+        const int c = int(t % 2);
+        std::array<T*, 2> u{u_copy[0][c].data, u_copy[1][c].data};
+        std::array<T*, 2> u_other{u_copy[0][1 - c].data, u_copy[1][1 - c].data};
+        std::array<std::array<T*, 3>, 2> psi_a{}, psi_b{};
+        for (int k = 0; k < nfields; ++k)
+          for (int d = 0; d < NDIM; ++d) {
+            psi_a[k][d] = psi_copy[k][d][c].data;
+            psi_b[k][d] = psi_copy[k][d][1 - c].data;
+          }
+        const bool store = interval > 0 && t % interval == 0;
         const int64_t shot = w / blocks.nblocks, block = w % blocks.nblocks, off = shot * P;
         ForwardShot<T> f{u[0] + off,
                          u_other[0] + off,
@@ -996,15 +995,36 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
           f.u_next[cell] += sources[(t * nshots + shot) * p.nsources + s];
           if constexpr (BORN) fs.u_next[cell] += born->sc_sources[(t * nshots + shot) * p.nsources + s];
         }
-      });
-      std::swap(u, u_other);
-      std::swap(psi_a, psi_b);
+  };
+  // Shots [first, last) through all steps; `shared`: every thread takes part (an `omp for` per
+  // step), else the calling thread runs them alone. Alone in 2-D, it runs kDepth steps in one
+  // sweep over the rows (temporal blocking): row b of step t + l follows row b + h of step
+  // t + l - 1, so the rows a step reads are still in cache from the step before, and each sweep
+  // streams the fields from memory once instead of kDepth times. The two buffers of u (and of q)
+  // suffice: row b of step t + l overwrites row b of u^{t+l-1}, which only rows up to b + h of
+  // step t + l - 1 read, and those have run; sources and receivers go with their row as before.
+  auto run_shots = [&](int64_t first, int64_t last, bool shared) {
+    const int64_t nblocks = blocks.nblocks;
+    if (shared || NDIM != 2) {
+      for (int64_t t = 0; t < nt; ++t)
+        for_items(first * nblocks, last * nblocks, shared, [&](int64_t w) { step_item(t, w); });
+      return;
     }
+    constexpr int64_t kDepth = 4, lag = A / 2;
+    for (int64_t shot = first; shot < last; ++shot)
+      for (int64_t t0 = 0; t0 < nt; t0 += kDepth) {
+        const int64_t depth = std::min(kDepth, nt - t0);
+        for (int64_t i = 0; i < nblocks + (depth - 1) * lag; ++i)
+          for (int64_t l = 0; l < depth; ++l) {
+            const int64_t block = i - l * lag;
+            if (block >= 0 && block < nblocks) step_item(t0 + l, shot * nblocks + block);
+          }
+      }
   };
 #pragma omp parallel
   over_shots(nshots, batch, run_shots);
-  // After nt steps (the pointers swap every step) u^nt is in copy nt % 2, u^{nt-1} in the other,
-  // and psi^nt in psi copy nt % 2.
+  // After nt steps (the buffers alternate every step) u^nt is in copy nt % 2, u^{nt-1} in the
+  // other, and psi^nt in psi copy nt % 2.
   for (int k = 0; k < nfields; ++k) {
     layout.copy_out(u_copy[k][nt % 2].data, set[k].u, nshots);
     layout.copy_out(u_copy[k][1 - nt % 2].data, set[k].u_prev, nshots);
