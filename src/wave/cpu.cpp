@@ -138,10 +138,13 @@ struct Geometry {
   }
 };
 
-// Work items: (shot, block), block = a row (2D) of the outermost dimension, a tile of `tile` rows
+// Work items: (shot, block), block = `tile` rows (2D) of the outermost dimension (a few, so that
+// the per-item set-up is shared; kRowsPerBlock2D), a tile of `tile` rows
 // of one plane (3D: blocks run through the planes of one tile first, so that a thread's next
 // plane finds the A planes of u it shares with the previous one in L2), or a chunk of the line
 // (1D); and for each item the sources or receivers whose cells lie in it.
+constexpr int64_t kRowsPerBlock2D = 4;
+
 template <int NDIM, class T>
 struct Blocks {
   int64_t nblocks = 1, chunk = 1, planes = 1, tile = 1;
@@ -149,7 +152,8 @@ struct Blocks {
   Blocks(const Geometry<NDIM, T>& g, int64_t nshots) {
     const int64_t inner = std::max<int64_t>(0, g.n[0] - 2 * g.h);
     if constexpr (NDIM == 2) {
-      nblocks = std::max<int64_t>(1, inner);
+      tile = kRowsPerBlock2D;
+      nblocks = std::max<int64_t>(1, (inner + tile - 1) / tile);
     } else if constexpr (NDIM == 3) {
       // A+1 planes of u and of psi_0 per tile within about a quarter of a 1 MiB L2.
       planes = std::max<int64_t>(1, inner);
@@ -169,7 +173,7 @@ struct Blocks {
   int64_t of_cell(const Geometry<NDIM, T>& g, int64_t cell) const {
     int64_t b = 0;
     if constexpr (NDIM == 1) b = (cell - g.h) / chunk;
-    if constexpr (NDIM == 2) b = cell / g.s[0] - g.h;
+    if constexpr (NDIM == 2) b = (cell / g.s[0] - g.h) / tile;
     if constexpr (NDIM == 3) {
       const int64_t i0 = std::clamp<int64_t>(cell / g.s[0] - g.h, 0, planes - 1);
       const int64_t i1 =
@@ -269,8 +273,8 @@ inline void block_rows(const Geometry<NDIM, T>& g, const Blocks<NDIM, T>& blocks
     const int64_t j0 = h + block * blocks.chunk, j1 = std::min(g.n[0] - h, j0 + blocks.chunk);
     if (j0 < j1) row(int64_t(0), x, j0, j1);
   } else if constexpr (NDIM == 2) {
-    x[0] = h + block;
-    if (x[0] < g.n[0] - h) row(x[0] * g.s[0], x, h, g.n[1] - h);
+    const int64_t first = h + block * blocks.tile, last = std::min(g.n[0] - h, first + blocks.tile);
+    for (x[0] = first; x[0] < last; ++x[0]) row(x[0] * g.s[0], x, h, g.n[1] - h);
   } else {
     x[0] = h + block % blocks.planes;
     const int64_t first = h + block / blocks.planes * blocks.tile;
@@ -998,11 +1002,12 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
   };
   // Shots [first, last) through all steps; `shared`: every thread takes part (an `omp for` per
   // step), else the calling thread runs them alone. Alone in 2-D, it runs kDepth steps in one
-  // sweep over the rows (temporal blocking): row b of step t + l follows row b + h of step
-  // t + l - 1, so the rows a step reads are still in cache from the step before, and each sweep
-  // streams the fields from memory once instead of kDepth times. The two buffers of u (and of q)
-  // suffice: row b of step t + l overwrites row b of u^{t+l-1}, which only rows up to b + h of
-  // step t + l - 1 read, and those have run; sources and receivers go with their row as before.
+  // sweep over the rows (temporal blocking): the rows of step t + l trail those of step t + l - 1
+  // by h rows (rounded up to blocks), so the rows a step reads are still in cache from the step
+  // before, and each sweep streams the fields from memory once instead of kDepth times. The two
+  // buffers of u (and of q) suffice: row r of step t + l overwrites row r of u^{t+l-1}, which only
+  // rows up to r + h of step t + l - 1 read, and those have run; sources and receivers go with
+  // their block as before.
   auto run_shots = [&](int64_t first, int64_t last, bool shared) {
     const int64_t nblocks = blocks.nblocks;
     if (shared || NDIM != 2) {
@@ -1010,7 +1015,9 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
         for_items(first * nblocks, last * nblocks, shared, [&](int64_t w) { step_item(t, w); });
       return;
     }
-    constexpr int64_t kDepth = 4, lag = A / 2;
+    // Blocks of step t + l trail those of step t + l - 1 by the blocks that h rows span.
+    constexpr int64_t kDepth = 4;
+    const int64_t lag = (A / 2 + blocks.tile - 1) / blocks.tile;
     for (int64_t shot = first; shot < last; ++shot)
       for (int64_t t0 = 0; t0 < nt; t0 += kDepth) {
         const int64_t depth = std::min(kDepth, nt - t0);
