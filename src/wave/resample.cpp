@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <numbers>
@@ -139,24 +141,41 @@ void copy(const T* x, std::int64_t count, T* y) {
   std::copy(x, x + count, y);
 }
 
-// Runs `map` on every trace: in[j] for j < in_len (window w_in, zero beyond), out[j] for j <
-// out_len (window w_out). Empty windows mean 1.
+// Runs y = irfft_{n_out}(d * rfft_{n_in}(x)) on every trace: in[j] for j < in_len (window w_in,
+// zero beyond), out[j] for j < out_len (window w_out). Empty windows mean 1. The traces are shared
+// among the OpenMP threads, each with its own map (plans and buffers), when there are enough of
+// them to outweigh planning (2500 receivers x 4000 inner steps: 62 ms on one thread).
 template <class T>
-void run(SpectralMap& map, std::int64_t n_in, const T* in, std::int64_t in_len,
-         const std::vector<double>& w_in, T* out, std::int64_t out_len,
+void run(std::int64_t n_in, std::int64_t n_out, const std::vector<double>& d, const T* in,
+         std::int64_t in_len, const std::vector<double>& w_in, T* out, std::int64_t out_len,
          const std::vector<double>& w_out, std::int64_t ntraces) {
-  for (std::int64_t tr = 0; tr < ntraces; ++tr) {
-    double* buf = map.input();
-    const T* src = in + tr * in_len;
-    for (std::int64_t j = 0; j < in_len; ++j)
-      buf[j] = static_cast<double>(src[j]) * (w_in.empty() ? 1.0 : w_in[j]);
-    std::fill(buf + in_len, buf + n_in, 0.0);
-    map.apply();
-    const double* res = map.output();
-    T* dst = out + tr * out_len;
-    for (std::int64_t j = 0; j < out_len; ++j)
-      dst[j] = static_cast<T>(res[j] * (w_out.empty() ? 1.0 : w_out[j]));
+  const bool parallel = ntraces >= 16 && ntraces * (n_in + n_out) >= (std::int64_t(1) << 20);
+  std::exception_ptr failure;
+#pragma omp parallel if (parallel)
+  {
+    std::unique_ptr<SpectralMap> map;
+    try {
+      map = std::make_unique<SpectralMap>(n_in, n_out, d);
+    } catch (...) {
+#pragma omp critical(sciproxy_resample_failure)
+      failure = std::current_exception();
+    }
+#pragma omp for schedule(static)
+    for (std::int64_t tr = 0; tr < ntraces; ++tr) {
+      if (!map) continue;
+      double* buf = map->input();
+      const T* src = in + tr * in_len;
+      for (std::int64_t j = 0; j < in_len; ++j)
+        buf[j] = static_cast<double>(src[j]) * (w_in.empty() ? 1.0 : w_in[j]);
+      std::fill(buf + in_len, buf + n_in, 0.0);
+      map->apply();
+      const double* res = map->output();
+      T* dst = out + tr * out_len;
+      for (std::int64_t j = 0; j < out_len; ++j)
+        dst[j] = static_cast<T>(res[j] * (w_out.empty() ? 1.0 : w_out[j]));
+    }
   }
+  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace
@@ -166,10 +185,9 @@ void upsample(const T* x, std::int64_t ntraces, std::int64_t nt, const Resamplin
   if (ntraces == 0 || nt == 0) return;
   if (r.step_ratio == 1) return copy(x, ntraces * nt, y);
   const std::int64_t n = nt + time_padding(r.time_pad_frac, nt), m = n * r.step_ratio;
-  SpectralMap map(
-      n, m, gains(n / 2 + 1, r.freq_taper_frac, n, std::sqrt(static_cast<double>(r.step_ratio))));
+  const auto d = gains(n / 2 + 1, r.freq_taper_frac, n, std::sqrt(static_cast<double>(r.step_ratio)));
   const std::int64_t len = nt * r.step_ratio;
-  run(map, n, x, nt, {}, y, len, r.time_taper ? hann(len) : std::vector<double>{}, ntraces);
+  run(n, m, d, x, nt, {}, y, len, r.time_taper ? hann(len) : std::vector<double>{}, ntraces);
 }
 
 template <class T>
@@ -178,12 +196,10 @@ void upsample_adjoint(const T* y, std::int64_t ntraces, std::int64_t nt, const R
   if (ntraces == 0 || nt == 0) return;
   if (r.step_ratio == 1) return copy(y, ntraces * nt, x);
   const std::int64_t n = nt + time_padding(r.time_pad_frac, nt), m = n * r.step_ratio;
-  SpectralMap map(m, n,
-                  adjoint_gains(gains(n / 2 + 1, r.freq_taper_frac, n,
-                                      std::sqrt(static_cast<double>(r.step_ratio))),
-                                n, m));
+  const auto d = adjoint_gains(
+      gains(n / 2 + 1, r.freq_taper_frac, n, std::sqrt(static_cast<double>(r.step_ratio))), n, m);
   const std::int64_t len = nt * r.step_ratio;
-  run(map, m, y, len, r.time_taper ? hann(len) : std::vector<double>{}, x, nt, {}, ntraces);
+  run(m, n, d, y, len, r.time_taper ? hann(len) : std::vector<double>{}, x, nt, {}, ntraces);
 }
 
 template <class T>
@@ -191,11 +207,10 @@ void downsample(const T* x, std::int64_t ntraces, std::int64_t nt, const Resampl
   if (ntraces == 0 || nt == 0) return;
   if (r.step_ratio == 1) return copy(x, ntraces * nt, y);
   const std::int64_t m = nt + time_padding(r.time_pad_frac, nt), n = m * r.step_ratio;
-  SpectralMap map(
-      n, m,
-      gains(m / 2 + 1, r.freq_taper_frac, m, 1.0 / std::sqrt(static_cast<double>(r.step_ratio))));
+  const auto d =
+      gains(m / 2 + 1, r.freq_taper_frac, m, 1.0 / std::sqrt(static_cast<double>(r.step_ratio)));
   const std::int64_t len = nt * r.step_ratio;
-  run(map, n, x, len, r.time_taper ? hann(len) : std::vector<double>{}, y, nt, {}, ntraces);
+  run(n, m, d, x, len, r.time_taper ? hann(len) : std::vector<double>{}, y, nt, {}, ntraces);
 }
 
 template <class T>
@@ -204,12 +219,11 @@ void downsample_adjoint(const T* y, std::int64_t ntraces, std::int64_t nt, const
   if (ntraces == 0 || nt == 0) return;
   if (r.step_ratio == 1) return copy(y, ntraces * nt, x);
   const std::int64_t m = nt + time_padding(r.time_pad_frac, nt), n = m * r.step_ratio;
-  SpectralMap map(m, n,
-                  adjoint_gains(gains(m / 2 + 1, r.freq_taper_frac, m,
-                                      1.0 / std::sqrt(static_cast<double>(r.step_ratio))),
-                                n, m));
+  const auto d = adjoint_gains(
+      gains(m / 2 + 1, r.freq_taper_frac, m, 1.0 / std::sqrt(static_cast<double>(r.step_ratio))),
+      n, m);
   const std::int64_t len = nt * r.step_ratio;
-  run(map, m, y, nt, {}, x, len, r.time_taper ? hann(len) : std::vector<double>{}, ntraces);
+  run(m, n, d, y, nt, {}, x, len, r.time_taper ? hann(len) : std::vector<double>{}, ntraces);
 }
 
 #define SCIPROXY_INSTANTIATE(T)                                                                   \

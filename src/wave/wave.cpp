@@ -547,14 +547,28 @@ std::vector<T> scaled_sources(const Setup<T>& s, std::span<const T> amplitudes,
   return out;
 }
 
+// out[c * rows + r] = in[r * cols + c], in tiles that fit in L1, the tiles shared among the
+// threads (element by element, the writes or the reads stride a whole row).
+template <class T>
+void transpose(const T* in, std::int64_t rows, std::int64_t cols, T* out) {
+  constexpr std::int64_t kTile = 32;
+  const std::int64_t row_tiles = (rows + kTile - 1) / kTile, col_tiles = (cols + kTile - 1) / kTile;
+#pragma omp parallel for schedule(static) if (rows * cols >= (std::int64_t(1) << 20))
+  for (std::int64_t tile = 0; tile < row_tiles * col_tiles; ++tile) {
+    const std::int64_t r0 = tile / col_tiles * kTile, c0 = tile % col_tiles * kTile;
+    const std::int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
+    for (std::int64_t c = c0; c < c1; ++c)
+      for (std::int64_t r = r0; r < r1; ++r) out[c * rows + r] = in[r * cols + c];
+  }
+}
+
 // [nt_inner, nshots, nreceivers] -> [nshots, nreceivers, nt]
 template <class T>
 std::vector<T> receivers_out(const Setup<T>& s, const std::vector<T>& tm) {
   const std::int64_t ntr = s.nshots * s.nreceivers;
   std::vector<T> traces(static_cast<std::size_t>(ntr * s.nt_inner)),
       out(static_cast<std::size_t>(ntr * s.nt));
-  for (std::int64_t t = 0; t < s.nt_inner; ++t)
-    for (std::int64_t tr = 0; tr < ntr; ++tr) traces[tr * s.nt_inner + t] = tm[t * ntr + tr];
+  transpose(tm.data(), s.nt_inner, ntr, traces.data());
   detail::downsample(traces.data(), ntr, s.nt, s.resampling, out.data());
   return out;
 }
@@ -566,9 +580,10 @@ std::vector<T> receivers_in_adjoint(const Setup<T>& s, std::span<const T> grad) 
   std::vector<T> traces(static_cast<std::size_t>(ntr * s.nt_inner)), tm(traces.size(), T(0));
   if (grad.empty()) return tm;
   detail::downsample_adjoint(grad.data(), ntr, s.nt, s.resampling, traces.data());
-  for (std::int64_t t = 0; t < s.nt_inner; ++t)
-    for (std::int64_t tr = 0; tr < ntr; ++tr)
-      if (s.receiver_cells[tr] != kIgnoredCell) tm[t * ntr + tr] = traces[tr * s.nt_inner + t];
+  transpose(traces.data(), ntr, s.nt_inner, tm.data());
+  for (std::int64_t tr = 0; tr < ntr; ++tr)
+    if (s.receiver_cells[tr] == kIgnoredCell)
+      for (std::int64_t t = 0; t < s.nt_inner; ++t) tm[t * ntr + tr] = T(0);
   return tm;
 }
 
