@@ -619,7 +619,7 @@ template <int NDIM, int A, unsigned OUTER, bool STORE, class T>
   simd::Window<T> qw{};  // q of the contiguous dimension, through the strip being run
   int64_t strip_end = j0;
 
-  auto vector = [&]<unsigned M, bool FULL>(int64_t j, Mask m) {
+  auto one_vector = [&]<unsigned M, bool FULL>(int64_t j, Mask m) {
     constexpr bool kPmlLast = (M >> L) & 1u;
     uw.fetch(u, j, j1, H);
     if constexpr (kPmlLast) qw.fetch(q[L], j, strip_end, H);
@@ -677,7 +677,7 @@ template <int NDIM, int A, unsigned OUTER, bool STORE, class T>
   };
   auto plain = [&](int64_t from, int64_t to) {
     over_vectors<T>(from, to, [&]<bool FULL>(int64_t j, Mask m) {
-      vector.template operator()<OUTER, FULL>(j, m);
+      one_vector.template operator()<OUTER, FULL>(j, m);
     });
   };
   // The auxiliaries of the contiguous dimension are touched only in its PML strips, a few cache
@@ -698,7 +698,7 @@ template <int NDIM, int A, unsigned OUTER, bool STORE, class T>
     qw = simd::Window<T>::start(q[L], from, to, H);
     strip_end = to;
     over_vectors<T>(from, to, [&]<bool FULL>(int64_t j, Mask m) {
-      vector.template operator()<OUTER | kLast, FULL>(j, m);
+      one_vector.template operator()<OUTER | kLast, FULL>(j, m);
     });
   };
   if (j0 < layout.a) strip(j0, layout.a);
@@ -855,8 +855,8 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
 #else
   constexpr bool kPadRows = false;
 #endif
-  const PaddedRows<NDIM, T> layout(p, A / 2, kPadRows);
-  const Geometry<NDIM, T> g(p, A, layout.pitch);  // the copies' layout
+  const PaddedRows<NDIM, T> padded(p, A / 2, kPadRows);
+  const Geometry<NDIM, T> g(p, A, padded.pitch);  // the copies' layout
   const Geometry<NDIM, T> caller(p, A);           // the caller's: stored slices, point cells
   const Blocks<NDIM, T> blocks(g, p.nshots);
   const PointLists src(caller, blocks, p.nshots, p.nsources, p.source_cells);
@@ -870,7 +870,7 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
   // Point cells in the copies' layout.
   auto cells_of = [&](const int64_t* cells, int64_t n) {
     std::vector<int64_t> out(static_cast<std::size_t>(n));
-    for (int64_t k = 0; k < n; ++k) out[k] = layout.cell(cells[k]);
+    for (int64_t k = 0; k < n; ++k) out[k] = padded.cell(cells[k]);
     return out;
   };
   const std::vector<int64_t> source_cells = cells_of(p.source_cells, nshots * p.nsources);
@@ -886,21 +886,21 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
   std::array<std::array<std::array<Copy, 2>, 3>, 2> psi_copy;
   std::array<std::array<Copy, 3>, 2> zeta_copy;
   for (int k = 0; k < nfields; ++k) {
-    for (int c = 0; c < 2; ++c) u_copy[k][c] = layout.allocate(nshots);
-    layout.copy_in(set[k].u, u_copy[k][0].data, nshots);
-    layout.copy_in(set[k].u_prev, u_copy[k][1].data, nshots);
+    for (int c = 0; c < 2; ++c) u_copy[k][c] = padded.allocate(nshots);
+    padded.copy_in(set[k].u, u_copy[k][0].data, nshots);
+    padded.copy_in(set[k].u_prev, u_copy[k][1].data, nshots);
     for (int d = 0; d < NDIM; ++d) {
-      for (int c = 0; c < 2; ++c) psi_copy[k][d][c] = layout.allocate(nshots);
-      zeta_copy[k][d] = layout.allocate(nshots);
-      layout.aux_in(g, d, nshots, set[k].psi[d], set[k].zeta[d], psi_copy[k][d][0].data,
+      for (int c = 0; c < 2; ++c) psi_copy[k][d][c] = padded.allocate(nshots);
+      zeta_copy[k][d] = padded.allocate(nshots);
+      padded.aux_in(g, d, nshots, set[k].psi[d], set[k].zeta[d], psi_copy[k][d][0].data,
                     zeta_copy[k][d].data, g.flo[d], g.fhi[d]);
     }
   }
-  Copy v_copy = layout.allocate(nmodels), scatter_copy;
-  layout.copy_in(p.v, v_copy.data, nmodels);
+  Copy v_copy = padded.allocate(nmodels), scatter_copy;
+  padded.copy_in(p.v, v_copy.data, nmodels);
   if constexpr (BORN) {
-    scatter_copy = layout.allocate(nmodels);
-    layout.copy_in(p.scatter, scatter_copy.data, nmodels);
+    scatter_copy = padded.allocate(nmodels);
+    padded.copy_in(p.scatter, scatter_copy.data, nmodels);
   }
   std::array<std::vector<T>, 3> ones;
   for (int d = 0; d < NDIM; ++d) ones[d].assign(static_cast<std::size_t>(g.n[d]), T(1));
@@ -917,88 +917,88 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
   // Step t of work item w = (shot, block): u^{t+1} overwrites u^{t-1}, q^{t+1} q^{t-1}, so the
   // buffers alternate with the parity of t.
   auto step_item = [&](int64_t t, int64_t w) {
-        const int c = int(t % 2);
-        std::array<T*, 2> u{u_copy[0][c].data, u_copy[1][c].data};
-        std::array<T*, 2> u_other{u_copy[0][1 - c].data, u_copy[1][1 - c].data};
-        std::array<std::array<T*, 3>, 2> psi_a{}, psi_b{};
-        for (int k = 0; k < nfields; ++k)
-          for (int d = 0; d < NDIM; ++d) {
-            psi_a[k][d] = psi_copy[k][d][c].data;
-            psi_b[k][d] = psi_copy[k][d][1 - c].data;
-          }
-        const bool store = interval > 0 && t % interval == 0;
-        const int64_t shot = w / blocks.nblocks, block = w % blocks.nblocks, off = shot * P;
-        ForwardShot<T> f{u[0] + off,
-                         u_other[0] + off,
-                         v_copy.data + (p.v_batched ? off : 0),
-                         {},
-                         {},
-                         {},
-                         store ? stored + ((t / interval) * nshots + shot) * caller.points : nullptr,
-                         p.dt2,
-                         {}};
-        BornShot<T> fs{};
-        for (int d = 0; d < NDIM; ++d) {
-          f.psi_scale[d] = t + 1 < nt ? g.prof[d].a : ones[d].data();
-          f.psi[d] = psi_a[0][d] + off;
-          f.psi_next[d] = psi_b[0][d] + off;
-          f.zeta[d] = zeta_copy[0][d].data + off;
-        }
-        if constexpr (BORN) {
-          fs.u = u[1] + off;
-          fs.u_next = u_other[1] + off;
-          fs.scatter = scatter_copy.data + (p.v_batched ? off : 0);
-          for (int d = 0; d < NDIM; ++d) {
-            fs.psi[d] = psi_a[1][d] + off;
-            fs.psi_next[d] = psi_b[1][d] + off;
-            fs.zeta[d] = zeta_copy[1][d].data + off;
-          }
-          for (int64_t q = bgrec.start[w]; q < bgrec.start[w + 1]; ++q) {
-            const int64_t r = bgrec.index[q];
-            born->bg_receivers[(t * nshots + shot) * p.nbg_receivers + r] =
-                f.u[bg_receiver_cells[shot * p.nbg_receivers + r]];
-          }
-        }
-        const T* recorded = BORN ? fs.u : f.u;  // Born: the receivers record u_sc
-        for (int64_t q = rec.start[w]; q < rec.start[w + 1]; ++q) {
-          const int64_t r = rec.index[q];
-          receivers[(t * nshots + shot) * p.nreceivers + r] =
-              recorded[receiver_cells[shot * p.nreceivers + r]];
-        }
-        block_rows(g, blocks, block,
-                   [&](int64_t base, const std::array<int64_t, 3>& x, int64_t j0, int64_t j1) {
+    const int c = int(t % 2);
+    std::array<T*, 2> u{u_copy[0][c].data, u_copy[1][c].data};
+    std::array<T*, 2> u_other{u_copy[0][1 - c].data, u_copy[1][1 - c].data};
+    std::array<std::array<T*, 3>, 2> psi_a{}, psi_b{};
+    for (int k = 0; k < nfields; ++k)
+      for (int d = 0; d < NDIM; ++d) {
+        psi_a[k][d] = psi_copy[k][d][c].data;
+        psi_b[k][d] = psi_copy[k][d][1 - c].data;
+      }
+    const bool store = interval > 0 && t % interval == 0;
+    const int64_t shot = w / blocks.nblocks, block = w % blocks.nblocks, off = shot * P;
+    ForwardShot<T> f{u[0] + off,
+                     u_other[0] + off,
+                     v_copy.data + (p.v_batched ? off : 0),
+                     {},
+                     {},
+                     {},
+                     store ? stored + ((t / interval) * nshots + shot) * caller.points : nullptr,
+                     p.dt2,
+                     {}};
+    BornShot<T> fs{};
+    for (int d = 0; d < NDIM; ++d) {
+      f.psi_scale[d] = t + 1 < nt ? g.prof[d].a : ones[d].data();
+      f.psi[d] = psi_a[0][d] + off;
+      f.psi_next[d] = psi_b[0][d] + off;
+      f.zeta[d] = zeta_copy[0][d].data + off;
+    }
+    if constexpr (BORN) {
+      fs.u = u[1] + off;
+      fs.u_next = u_other[1] + off;
+      fs.scatter = scatter_copy.data + (p.v_batched ? off : 0);
+      for (int d = 0; d < NDIM; ++d) {
+        fs.psi[d] = psi_a[1][d] + off;
+        fs.psi_next[d] = psi_b[1][d] + off;
+        fs.zeta[d] = zeta_copy[1][d].data + off;
+      }
+      for (int64_t q = bgrec.start[w]; q < bgrec.start[w + 1]; ++q) {
+        const int64_t r = bgrec.index[q];
+        born->bg_receivers[(t * nshots + shot) * p.nbg_receivers + r] =
+            f.u[bg_receiver_cells[shot * p.nbg_receivers + r]];
+      }
+    }
+    const T* recorded = BORN ? fs.u : f.u;  // Born: the receivers record u_sc
+    for (int64_t q = rec.start[w]; q < rec.start[w + 1]; ++q) {
+      const int64_t r = rec.index[q];
+      receivers[(t * nshots + shot) * p.nreceivers + r] =
+          recorded[receiver_cells[shot * p.nreceivers + r]];
+    }
+    block_rows(g, blocks, block,
+               [&](int64_t base, const std::array<int64_t, 3>& x, int64_t j0, int64_t j1) {
 #if defined(SCIPROXY_WAVE_SIMD)
-                     if constexpr (!BORN) {
-                       const RowLayout layout = row_layout<NDIM, kVector<T>>(x, g.flo, g.fhi, j0, j1);
-                       with_mask<NDIM>(layout.outer, [&]<unsigned OUTER>() {
-                         if constexpr (!((OUTER >> (NDIM - 1)) & 1u)) {
-                           if (f.stored != nullptr)
-                             forward_row_simd<NDIM, A, OUTER, true>(g, f, base, x, j0, layout, j1);
-                           else
-                             forward_row_simd<NDIM, A, OUTER, false>(g, f, base, x, j0, layout, j1);
-                         }
-                       });
-                       return;
+                 if constexpr (!BORN) {
+                   const RowLayout segments = row_layout<NDIM, kVector<T>>(x, g.flo, g.fhi, j0, j1);
+                   with_mask<NDIM>(segments.outer, [&]<unsigned OUTER>() {
+                     if constexpr (!((OUTER >> (NDIM - 1)) & 1u)) {
+                       if (f.stored != nullptr)
+                         forward_row_simd<NDIM, A, OUTER, true>(g, f, base, x, j0, segments, j1);
+                       else
+                         forward_row_simd<NDIM, A, OUTER, false>(g, f, base, x, j0, segments, j1);
                      }
-#endif
-                     row_segments<NDIM, kVector<T>>(
-                         x, g.flo, g.fhi, j0, j1, [&]<unsigned M>(int64_t a, int64_t b) {
-                           if constexpr (M == 0 && !BORN) {
-                             if (f.stored != nullptr)
-                               plain_segment<NDIM, A, true>(g, f, base, a, b);
-                             else
-                               plain_segment<NDIM, A, false>(g, f, base, a, b);
-                           } else {
-                             forward_segment<NDIM, A, M, BORN>(g, f, &fs, base, x, a, b);
-                           }
-                         });
                    });
-        for (int64_t q = src.start[w]; q < src.start[w + 1]; ++q) {
-          const int64_t s = src.index[q];
-          const int64_t cell = source_cells[shot * p.nsources + s];
-          f.u_next[cell] += sources[(t * nshots + shot) * p.nsources + s];
-          if constexpr (BORN) fs.u_next[cell] += born->sc_sources[(t * nshots + shot) * p.nsources + s];
-        }
+                   return;
+                 }
+#endif
+                 row_segments<NDIM, kVector<T>>(
+                     x, g.flo, g.fhi, j0, j1, [&]<unsigned M>(int64_t a, int64_t b) {
+                       if constexpr (M == 0 && !BORN) {
+                         if (f.stored != nullptr)
+                           plain_segment<NDIM, A, true>(g, f, base, a, b);
+                         else
+                           plain_segment<NDIM, A, false>(g, f, base, a, b);
+                       } else {
+                         forward_segment<NDIM, A, M, BORN>(g, f, &fs, base, x, a, b);
+                       }
+                     });
+               });
+    for (int64_t q = src.start[w]; q < src.start[w + 1]; ++q) {
+      const int64_t s = src.index[q];
+      const int64_t cell = source_cells[shot * p.nsources + s];
+      f.u_next[cell] += sources[(t * nshots + shot) * p.nsources + s];
+      if constexpr (BORN) fs.u_next[cell] += born->sc_sources[(t * nshots + shot) * p.nsources + s];
+    }
   };
   // Shots [first, last) through all steps; `shared`: every thread takes part (an `omp for` per
   // step), else the calling thread runs them alone. Alone in 2-D, it runs kDepth steps in one
@@ -1033,11 +1033,11 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
   // After nt steps (the buffers alternate every step) u^nt is in copy nt % 2, u^{nt-1} in the
   // other, and psi^nt in psi copy nt % 2.
   for (int k = 0; k < nfields; ++k) {
-    layout.copy_out(u_copy[k][nt % 2].data, set[k].u, nshots);
-    layout.copy_out(u_copy[k][1 - nt % 2].data, set[k].u_prev, nshots);
+    padded.copy_out(u_copy[k][nt % 2].data, set[k].u, nshots);
+    padded.copy_out(u_copy[k][1 - nt % 2].data, set[k].u_prev, nshots);
     for (int d = 0; d < NDIM; ++d) {
-      layout.copy_out(psi_copy[k][d][nt % 2].data, set[k].psi[d], nshots);
-      layout.copy_out(zeta_copy[k][d].data, set[k].zeta[d], nshots);
+      padded.copy_out(psi_copy[k][d][nt % 2].data, set[k].psi[d], nshots);
+      padded.copy_out(zeta_copy[k][d].data, set[k].zeta[d], nshots);
     }
   }
 }
