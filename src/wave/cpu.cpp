@@ -340,6 +340,7 @@ struct ForwardShot {
   const T* u;  // u^t
   T* u_next;   // in: u^{t-1}, out: u^{t+1}
   const T* v;
+  const T* v2dt2;   // v^2 dt^2 (the AVX-512 rows that store no slice), or null
   const T* psi[3];  // q^t = a psi^t
   T* psi_next[3];   // q^{t+1}, or psi^{t+1} at the last step
   T* zeta[3];       // in place
@@ -541,6 +542,25 @@ inline typename simd::Simd<T>::V vdiff1(const Along& f, T rdx) {
   return sum * rdx;
 }
 
+// With the weights of FoldedStencils: acc + sum_k w[k] (f[j + k] + f[j - k]), and
+// sum_k w[k] (f[j + k] - f[j - k]), k = 1 .. H.
+template <int H, class T, class Along>
+inline typename simd::Simd<T>::V add_pairs(typename simd::Simd<T>::V acc, const Along& f,
+                                           const T* w) {
+  [&]<int... K>(std::integer_sequence<int, K...>) {
+    ((acc += w[K + 1] * (f.template up<K + 1>() + f.template down<K + 1>())), ...);
+  }(std::make_integer_sequence<int, H>{});
+  return acc;
+}
+template <int H, class T, class Along>
+inline typename simd::Simd<T>::V differences(const Along& f, const T* w) {
+  typename simd::Simd<T>::V sum = w[1] * (f.template up<1>() - f.template down<1>());
+  [&]<int... K>(std::integer_sequence<int, K...>) {
+    ((sum += w[K + 2] * (f.template up<K + 2>() - f.template down<K + 2>())), ...);
+  }(std::make_integer_sequence<int, H - 1>{});
+  return sum;
+}
+
 // Calls f.template operator()<D>() for D = 0 .. N-1 in order.
 template <int N, class F>
 inline void for_dims(F&& f) {
@@ -573,14 +593,49 @@ inline RowLayout row_layout(const std::array<int64_t, 3>& x, const std::array<in
   return r;
 }
 
+// The stencils of the forward with 1/dx and 1/dx^2 in their weights. Outside the PML of a cell,
+// the Laplacian is one sum whose centre weight is that of all those dimensions: a multiply per
+// neighbour pair and one for the centre (diff2 per dimension, scaled and summed, took 2 + NDIM
+// more: 11.4 against 9.9 cycles per 16 cells in a micro-benchmark of the 2-D accuracy-4 loop; the
+// whole forward's gain was within the machine's noise). This rounds differently from the
+// reference (see the tolerance of tests/cross/test_scalar_cpu.cpp). A centre weight is minus twice
+// the sum of the others as rounded, so that a constant field has a Laplacian of (nearly) zero:
+// c0 / dx^2 rounded on its own leaves a residual that acts like a mass term, and it doubled the
+// float32 error of `sciproxy scalar --verify` (1.3e-5 against 5.9e-6 before the folding; 2.9e-6
+// with this centre, at accuracy 4).
+template <class T, int H>
+struct FoldedStencils {
+  T d2[3][H + 1] = {};  // [d][k] = c2_k / dx_d^2, k >= 1 (d2_coefficient)
+  T d1[3][H + 1] = {};  // [d][k] = c1_k / dx_d (d1_coefficient)
+  T centre[8] = {};     // by the mask of dimensions left out (those in the PML)
+
+  template <int NDIM>
+  explicit FoldedStencils(const Geometry<NDIM, T>& g) {
+    for (int d = 0; d < NDIM; ++d)
+      for (int k = 1; k <= H; ++k) {
+        d2[d][k] = T(d2_coefficient<2 * H>(k)) * g.rdx2[d];
+        d1[d][k] = T(d1_coefficient<2 * H>(k)) * g.rdx[d];
+      }
+    for (unsigned out = 0; out < 8; ++out) {
+      double sum = 0;
+      for (int d = 0; d < NDIM; ++d)
+        if (!((out >> d) & 1u))
+          for (int k = 1; k <= H; ++k) sum += double(d2[d][k]);
+      centre[out] = T(-2 * sum);
+    }
+  }
+};
+
 // One row of forward_segment (not Born) and plain_segment on vectors: the strips of the row
 // layout with mask OUTER | (the contiguous dimension) and the cells between with mask OUTER, in
 // one call with one window of u through the row (a call per segment cost its set-up three times
 // per row, and the PML strips are only a few vectors long).
 template <int NDIM, int A, unsigned OUTER, bool STORE, class T>
-[[gnu::flatten, gnu::noinline]] void forward_row_simd(const Geometry<NDIM, T>& g, const ForwardShot<T>& f,
-                                        int64_t base, const std::array<int64_t, 3>& x,
-                                        int64_t j0, RowLayout layout, int64_t j1) {
+[[gnu::flatten, gnu::noinline]] void forward_row_simd(const Geometry<NDIM, T>& g,
+                                                      const FoldedStencils<T, A / 2>& st,
+                                                      const ForwardShot<T>& f, int64_t base,
+                                                      const std::array<int64_t, 3>& x, int64_t j0,
+                                                      RowLayout layout, int64_t j1) {
   using S = simd::Simd<T>;
   using V = typename S::V;
   using Mask = typename S::Mask;
@@ -608,13 +663,18 @@ template <int NDIM, int A, unsigned OUTER, bool STORE, class T>
       sc[d] = f.psi_scale[d][x[d]];
     }
   }
-  // Locals, not g's members: the stores through un could alias those (both are T), and GCC
-  // would load them again every vector.
-  const std::array<T, 3> rdx = g.rdx, rdx2 = g.rdx2;
+  // Locals, not g's or st's members: the stores through un could alias those (both are T), and
+  // GCC would load them again every vector.
   const std::array<int64_t, 3> stride = g.s;
   const PmlProfile<T> last = g.prof[L];
   const T* last_scale = f.psi_scale[L];
   const T dt2 = f.dt2;
+  const T* __restrict v2dt2 = STORE ? nullptr : f.v2dt2 + base;
+  T d2[3][H + 1], d1[3][H + 1], centre_alone[3];
+  std::copy(&st.d2[0][0], &st.d2[0][0] + 3 * (H + 1), &d2[0][0]);
+  std::copy(&st.d1[0][0], &st.d1[0][0] + 3 * (H + 1), &d1[0][0]);
+  for (int d = 0; d < 3; ++d) centre_alone[d] = st.centre[7u & ~(1u << d)];
+  const T centre_plain = st.centre[OUTER], centre_strip = st.centre[OUTER | kLast];
   auto uw = simd::Window<T>::start(u, j0, j1, H);
   simd::Window<T> qw{};  // q of the contiguous dimension, through the strip being run
   int64_t strip_end = j0;
@@ -623,12 +683,12 @@ template <int NDIM, int A, unsigned OUTER, bool STORE, class T>
     constexpr bool kPmlLast = (M >> L) & 1u;
     uw.fetch(u, j, j1, H);
     if constexpr (kPmlLast) qw.fetch(q[L], j, strip_end, H);
-    V w = S::zero();
+    constexpr bool kAnyPlain = (M & ((1u << NDIM) - 1)) != (1u << NDIM) - 1;
+    V w = kAnyPlain ? (M == OUTER ? centre_plain : centre_strip) * uw.cur : S::zero();
     for_dims<NDIM>([&]<int D>() {
-      V term;
       auto with_u = [&](auto&& along) {
         if constexpr (!((M >> D) & 1u)) {
-          term = vdiff2<A>(along, rdx2[D]);
+          w = add_pairs<H>(w, along, d2[D]);
         } else {
           // pml_forward_q: the profiles along D at the cell, q = a psi and zeta of D.
           V pa, pb, pdb, psc;
@@ -643,18 +703,19 @@ template <int NDIM, int A, unsigned OUTER, bool STORE, class T>
             pdb = db[D] + S::zero();
             psc = sc[D] + S::zero();
           }
-          const V du = vdiff1<A>(along, rdx[D]);
+          const V du = differences<H>(along, d1[D]);
           V dq, qc;
           if constexpr (D == L) {
-            dq = vdiff1<A>(AlongWindow<T>{qw}, rdx[D]);
+            dq = differences<H>(AlongWindow<T>{qw}, d1[D]);
             qc = qw.cur;
           } else {
             qc = S::template load<FULL>(q[D] + j, m);
-            dq = vdiff1<A>(AlongStride<FULL, T>{q[D] + j, stride[D], m, qc}, rdx[D]);
+            dq = differences<H>(AlongStride<FULL, T>{q[D] + j, stride[D], m, qc}, d1[D]);
           }
-          const V tmp = (1 + pb) * vdiff2<A>(along, rdx2[D]) + pdb * du + dq;
+          const V laplacian = add_pairs<H>(centre_alone[D] * along.centre(), along, d2[D]);
+          const V tmp = (1 + pb) * laplacian + pdb * du + dq;
           const V zc = S::template load<FULL>(ze[D] + j, m);
-          term = (1 + pb) * tmp + pa * zc;
+          w += (1 + pb) * tmp + pa * zc;
           S::template store<FULL>(qn[D] + j, psc * (pb * du + qc), m);
           S::template store<FULL>(ze[D] + j, pb * tmp + pa * zc, m);
         }
@@ -663,15 +724,15 @@ template <int NDIM, int A, unsigned OUTER, bool STORE, class T>
         with_u(AlongWindow<T>{uw});
       else
         with_u(AlongStride<FULL, T>{u + j, stride[D], m, uw.cur});
-      if constexpr (D == 0)
-        w = term;
-      else
-        w += term;
     });
-    const V vi = S::template load<FULL>(v + j, m);
-    S::template store<FULL>(un + j, vi * vi * dt2 * w + 2 * uw.cur - S::template load<FULL>(un + j, m),
-                            m);
-    if constexpr (STORE) S::template store<FULL>(stored + j, 2 * vi * dt2 * w, m);
+    const V u_prev = S::template load<FULL>(un + j, m);
+    if constexpr (STORE) {
+      const V vi = S::template load<FULL>(v + j, m);
+      S::template store<FULL>(un + j, vi * vi * dt2 * w + 2 * uw.cur - u_prev, m);
+      S::template store<FULL>(stored + j, 2 * vi * dt2 * w, m);
+    } else {
+      S::template store<FULL>(un + j, S::template load<FULL>(v2dt2 + j, m) * w + (uw.cur + uw.cur - u_prev), m);
+    }
     uw.advance();
     if constexpr (kPmlLast) qw.advance();
   };
@@ -815,6 +876,13 @@ struct PaddedRows {
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < count * rows; ++r) std::copy_n(from + r * nl, nl, to + r * pitch);
   }
+  // As copy_in, each value through f.
+  template <class F>
+  void map_in(const T* from, T* to, int64_t count, F&& f) const {
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < count * rows; ++r)
+      for (int64_t c = 0; c < nl; ++c) to[r * pitch + c] = f(from[r * nl + c]);
+  }
   void copy_out(const T* from, T* to, int64_t count) const {
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < count * rows; ++r) std::copy_n(from + r * pitch, nl, to + r * nl);
@@ -858,6 +926,9 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
   const PaddedRows<NDIM, T> padded(p, A / 2, kPadRows);
   const Geometry<NDIM, T> g(p, A, padded.pitch);  // the copies' layout
   const Geometry<NDIM, T> caller(p, A);           // the caller's: stored slices, point cells
+#if defined(SCIPROXY_WAVE_SIMD)
+  const FoldedStencils<T, A / 2> stencils(g);
+#endif
   const Blocks<NDIM, T> blocks(g, p.nshots);
   const PointLists src(caller, blocks, p.nshots, p.nsources, p.source_cells);
   const PointLists rec(caller, blocks, p.nshots, p.nreceivers, p.receiver_cells);
@@ -896,8 +967,12 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
                     zeta_copy[k][d].data, g.flo[d], g.fhi[d]);
     }
   }
-  Copy v_copy = padded.allocate(nmodels), scatter_copy;
+  Copy v_copy = padded.allocate(nmodels), v2dt2_copy, scatter_copy;
   padded.copy_in(p.v, v_copy.data, nmodels);
+  if (kPadRows) {
+    v2dt2_copy = padded.allocate(nmodels);
+    padded.map_in(p.v, v2dt2_copy.data, nmodels, [&](T v) { return v * v * p.dt2; });
+  }
   if constexpr (BORN) {
     scatter_copy = padded.allocate(nmodels);
     padded.copy_in(p.scatter, scatter_copy.data, nmodels);
@@ -931,6 +1006,7 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
     ForwardShot<T> f{u[0] + off,
                      u_other[0] + off,
                      v_copy.data + (p.v_batched ? off : 0),
+                     kPadRows ? v2dt2_copy.data + (p.v_batched ? off : 0) : nullptr,
                      {},
                      {},
                      {},
@@ -973,9 +1049,11 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
                    with_mask<NDIM>(segments.outer, [&]<unsigned OUTER>() {
                      if constexpr (!((OUTER >> (NDIM - 1)) & 1u)) {
                        if (f.stored != nullptr)
-                         forward_row_simd<NDIM, A, OUTER, true>(g, f, base, x, j0, segments, j1);
+                         forward_row_simd<NDIM, A, OUTER, true>(g, stencils, f, base, x, j0, segments,
+                                                                j1);
                        else
-                         forward_row_simd<NDIM, A, OUTER, false>(g, f, base, x, j0, segments, j1);
+                         forward_row_simd<NDIM, A, OUTER, false>(g, stencils, f, base, x, j0, segments,
+                                                                 j1);
                      }
                    });
                    return;
