@@ -107,6 +107,83 @@ sciproxy_status sciproxy_scalar_gradient_f64(
     double max_vel, const char* device, const double* grad_receiver_amplitudes, double* grad_v,
     double* grad_source_amplitudes);
 
+/* The propagator's state on its padded grid, so that one call can continue another (Deepwave's
+ * wavefield_0, wavefield_m1, psi_0 and zeta_0, and the final ones it returns). The padded grid is
+ * the model window (the whole model, or the cells survey_pad keeps) plus pml_width and accuracy/2
+ * halo cells per side. Each array is [nshots, padded_shape[0], ..., padded_shape[ndim - 1]],
+ * row-major; psi and zeta per dimension, the first ndim used. As an input, any array may be NULL
+ * (zero); as an output, padded_shape is written and each non-NULL array receives its field. */
+typedef struct sciproxy_scalar_state_f32 {
+  int64_t padded_shape[3];
+  float* wavefield;
+  float* previous_wavefield;
+  float* psi[3];
+  float* zeta[3];
+} sciproxy_scalar_state_f32;
+typedef struct sciproxy_scalar_state_f64 {
+  int64_t padded_shape[3];
+  double* wavefield;
+  double* previous_wavefield;
+  double* psi[3];
+  double* zeta[3];
+} sciproxy_scalar_state_f64;
+
+/* scalar_ex: sciproxy_scalar with Deepwave's survey_pad[2 * ndim] (NULL: the whole model; -1 on a
+ * side: to the edge of the model), origin[ndim] (NULL: none; with an initial state, the model cell
+ * where the state's window starts), an initial state (NULL: zero) and the state after the last
+ * step (final_state, NULL: not returned).
+ * scalar_gradient_ex: sciproxy_scalar_gradient with the same additions, grad_final (NULL: zero;
+ * the gradient of the loss with respect to the final state) and grad_initial (NULL: not
+ * returned; the gradient with respect to the initial state).
+ * scalar_state_shape: the padded_shape[ndim] of the states of a call with these arguments
+ * (without running it), to size final_state and grad_initial. */
+sciproxy_status sciproxy_scalar_state_shape_f32(
+    int ndim, const int64_t* shape, const double* spacing, const float* v, int64_t nmodels,
+    double dt, int64_t nt, int64_t nshots, int64_t nsources, int64_t nreceivers,
+    const float* source_amplitudes, const int64_t* source_locations,
+    const int64_t* receiver_locations, int accuracy, const int64_t* pml_width, double pml_freq,
+    double max_vel, const int64_t* survey_pad, int64_t* padded_shape);
+sciproxy_status sciproxy_scalar_state_shape_f64(
+    int ndim, const int64_t* shape, const double* spacing, const double* v, int64_t nmodels,
+    double dt, int64_t nt, int64_t nshots, int64_t nsources, int64_t nreceivers,
+    const double* source_amplitudes, const int64_t* source_locations,
+    const int64_t* receiver_locations, int accuracy, const int64_t* pml_width, double pml_freq,
+    double max_vel, const int64_t* survey_pad, int64_t* padded_shape);
+sciproxy_status sciproxy_scalar_ex_f32(
+    int ndim, const int64_t* shape, const double* spacing, const float* v, int64_t nmodels,
+    double dt, int64_t nt, int64_t nshots, int64_t nsources, int64_t nreceivers,
+    const float* source_amplitudes, const int64_t* source_locations,
+    const int64_t* receiver_locations, int accuracy, const int64_t* pml_width, double pml_freq,
+    double max_vel, const int64_t* survey_pad, const int64_t* origin,
+    const sciproxy_scalar_state_f32* initial, const char* device, float* receiver_amplitudes,
+    sciproxy_scalar_state_f32* final_state);
+sciproxy_status sciproxy_scalar_ex_f64(
+    int ndim, const int64_t* shape, const double* spacing, const double* v, int64_t nmodels,
+    double dt, int64_t nt, int64_t nshots, int64_t nsources, int64_t nreceivers,
+    const double* source_amplitudes, const int64_t* source_locations,
+    const int64_t* receiver_locations, int accuracy, const int64_t* pml_width, double pml_freq,
+    double max_vel, const int64_t* survey_pad, const int64_t* origin,
+    const sciproxy_scalar_state_f64* initial, const char* device, double* receiver_amplitudes,
+    sciproxy_scalar_state_f64* final_state);
+sciproxy_status sciproxy_scalar_gradient_ex_f32(
+    int ndim, const int64_t* shape, const double* spacing, const float* v, int64_t nmodels,
+    double dt, int64_t nt, int64_t nshots, int64_t nsources, int64_t nreceivers,
+    const float* source_amplitudes, const int64_t* source_locations,
+    const int64_t* receiver_locations, int accuracy, const int64_t* pml_width, double pml_freq,
+    double max_vel, const int64_t* survey_pad, const int64_t* origin,
+    const sciproxy_scalar_state_f32* initial, const char* device,
+    const float* grad_receiver_amplitudes, const sciproxy_scalar_state_f32* grad_final,
+    float* grad_v, float* grad_source_amplitudes, sciproxy_scalar_state_f32* grad_initial);
+sciproxy_status sciproxy_scalar_gradient_ex_f64(
+    int ndim, const int64_t* shape, const double* spacing, const double* v, int64_t nmodels,
+    double dt, int64_t nt, int64_t nshots, int64_t nsources, int64_t nreceivers,
+    const double* source_amplitudes, const int64_t* source_locations,
+    const int64_t* receiver_locations, int accuracy, const int64_t* pml_width, double pml_freq,
+    double max_vel, const int64_t* survey_pad, const int64_t* origin,
+    const sciproxy_scalar_state_f64* initial, const char* device,
+    const double* grad_receiver_amplitudes, const sciproxy_scalar_state_f64* grad_final,
+    double* grad_v, double* grad_source_amplitudes, sciproxy_scalar_state_f64* grad_initial);
+
 /* scalar_born: Born (linearised) modelling, Deepwave's scalar_born; arguments as for scalar, plus
  * scatter [nmodels, *shape] m/s (the velocity perturbation) and nbg_receivers background receivers
  * at bg_receiver_locations [nshots, nbg_receivers, ndim] (NULL when 0). Writes the scattered data

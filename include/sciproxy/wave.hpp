@@ -131,6 +131,14 @@ template <class T>
 ScalarOutput<T> scalar(const Device& device, const ScalarInput<T>& in, const ScalarOptions& opt,
                        const ScalarState<T>* initial = nullptr, Timers* timers = nullptr);
 
+// The padded_shape of the states of scalar() and scalar_gradient() with these arguments (the
+// model window + PML + accuracy/2 halo cells per side), without running anything. The arguments
+// are checked as those calls check them.
+template <class T>
+std::array<std::int64_t, kMaxDims> scalar_state_shape(const ScalarInput<T>& in,
+                                                      const ScalarOptions& opt,
+                                                      const ScalarState<T>* initial = nullptr);
+
 // Gradient of a loss with respect to v, the source amplitudes and the initial state, given the
 // gradient of the loss with respect to the receiver amplitudes [nshots, nreceivers, nt] (and,
 // optionally, with respect to the final state). Runs the forward pass, then its exact adjoint.

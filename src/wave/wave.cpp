@@ -900,6 +900,15 @@ class GradientStore {
 // ---------------------------------------------------------------------------------------------
 
 template <class T>
+std::array<std::int64_t, kMaxDims> scalar_state_shape(const ScalarInput<T>& in,
+                                                      const ScalarOptions& opt,
+                                                      const ScalarState<T>* initial) {
+  Setup<T> s;
+  make_setup(s, in, opt, 0, initial);
+  return s.n;
+}
+
+template <class T>
 ScalarOutput<T> scalar(const Device& device, const ScalarInput<T>& in, const ScalarOptions& opt,
                        const ScalarState<T>* initial, Timers* timers) {
   auto top = Timers::region(timers, "scalar");
@@ -1369,6 +1378,8 @@ ScalarBornGradient<T> scalar_born_gradient(const Device& device, const ScalarBor
 }
 
 #define SCIPROXY_INSTANTIATE(T)                                                                  \
+  template std::array<std::int64_t, kMaxDims> scalar_state_shape<T>(                             \
+      const ScalarInput<T>&, const ScalarOptions&, const ScalarState<T>*);                       \
   template ScalarOutput<T> scalar<T>(const Device&, const ScalarInput<T>&, const ScalarOptions&, \
                                      const ScalarState<T>*, Timers*);                            \
   template ScalarGradient<T> scalar_gradient<T>(                                                 \

@@ -1,6 +1,6 @@
 /* The scalar propagator's C ABI from C: a small 2-D forward run on cpu and reference, the
  * velocity gradient against a central finite difference in float64, float32 against float64,
- * and error codes with messages naming the argument. Born modelling: the image and the source
+ * and error codes with messages naming the argument. States in and out (test_state). Born modelling: the image and the source
  * gradient are the adjoint of the Born data (dot products in float64, relative 1e-10), cpu
  * against reference, float32 against float64, and its error codes. */
 #include <math.h>
@@ -207,6 +207,144 @@ static void test_born(void) {
   }
 }
 
+/* States (scalar_ex, scalar_gradient_ex, scalar_state_shape): a run of NT2 samples against two
+ * runs of HALF samples, the second started from the first's final state (step ratio 1, so that
+ * the split does not change the resampling), on the whole model and on a survey_pad window
+ * (relative 1e-12 in float64); the gradient with respect to the initial state against the change
+ * of the loss, which is affine in the state (relative 1e-10); and errors naming the argument. */
+enum { NT2 = 80, HALF = NT2 / 2, NFIELDS = 6 };
+
+typedef struct {
+  double* memory;
+  sciproxy_scalar_state_f64 state;
+} owned_state;
+
+static owned_state new_state(const int64_t* n) {
+  owned_state o;
+  const size_t size = (size_t)NSHOTS * (size_t)(n[0] * n[1]);
+  o.memory = calloc(NFIELDS * size, sizeof(double));
+  memset(&o.state, 0, sizeof o.state);
+  o.state.padded_shape[0] = n[0];
+  o.state.padded_shape[1] = n[1];
+  o.state.padded_shape[2] = 1;
+  o.state.wavefield = o.memory;
+  o.state.previous_wavefield = o.memory + size;
+  for (int d = 0; d < 2; ++d) {
+    o.state.psi[d] = o.memory + (2 + d) * size;
+    o.state.zeta[d] = o.memory + (4 + d) * size;
+  }
+  return o;
+}
+
+static void test_state(void) {
+  const double pi = 3.14159265358979323846, dt2 = 0.0004;
+  static double amp[NSHOTS * NSRC * NT2], first[NSHOTS * NSRC * HALF], second[NSHOTS * NSRC * HALF];
+  static double full[NSHOTS * NREC * NT2], r1[NSHOTS * NREC * HALF], r2[NSHOTS * NREC * HALF],
+      joined[NSHOTS * NREC * NT2];
+  static double weights[NSHOTS * NREC * NT2], grad_v[NZ * NX];
+  const int64_t pad[4] = {3, 3, 4, 4};
+  for (int tr = 0; tr < NSHOTS * NSRC; ++tr)
+    for (int t = 0; t < NT2; ++t) {
+      const double a = pi * 25.0 * (t * dt2 - 0.012 - 0.002 * tr);
+      amp[tr * NT2 + t] = (1 - 2 * a * a) * exp(-a * a);
+      if (t < HALF)
+        first[tr * HALF + t] = amp[tr * NT2 + t];
+      else
+        second[tr * HALF + t - HALF] = amp[tr * NT2 + t];
+    }
+  for (int window = 0; window < 2; ++window) {
+    const int64_t* survey_pad = window ? pad : NULL;
+    int64_t n[2] = {0, 0};
+    owned_state mid;
+    CHECK(sciproxy_scalar_state_shape_f64(2, shape, spacing, v, 1, dt2, NT2, NSHOTS, NSRC, NREC,
+                                          amp, sources, receivers, 4, pml, 25.0, 2500.0,
+                                          survey_pad, n) == SCIPROXY_OK);
+    /* The window + 6 PML + 2 halo cells per side. Locations span depths 1-2 and columns 3-27:
+     * survey_pad {3, 3, 4, 4} keeps depths [0, 6) and every column. */
+    CHECK(n[0] == (window ? 6 : NZ) + 16 && n[1] == NX + 16);
+    {
+      static float vf[NZ * NX], af[NSHOTS * NSRC * NT2];
+      int64_t nf[2] = {0, 0};
+      for (int i = 0; i < NZ * NX; ++i) vf[i] = (float)v[i];
+      for (int i = 0; i < NSHOTS * NSRC * NT2; ++i) af[i] = (float)amp[i];
+      CHECK(sciproxy_scalar_state_shape_f32(2, shape, spacing, vf, 1, dt2, NT2, NSHOTS, NSRC, NREC,
+                                            af, sources, receivers, 4, pml, 25.0, 2500.0,
+                                            survey_pad, nf) == SCIPROXY_OK);
+      CHECK(nf[0] == n[0] && nf[1] == n[1]);
+    }
+    mid = new_state(n);
+    CHECK(sciproxy_scalar_ex_f64(2, shape, spacing, v, 1, dt2, NT2, NSHOTS, NSRC, NREC, amp,
+                                 sources, receivers, 4, pml, 25.0, 2500.0, survey_pad, NULL, NULL,
+                                 "cpu", full, NULL) == SCIPROXY_OK);
+    CHECK(sciproxy_scalar_ex_f64(2, shape, spacing, v, 1, dt2, HALF, NSHOTS, NSRC, NREC, first,
+                                 sources, receivers, 4, pml, 25.0, 2500.0, survey_pad, NULL, NULL,
+                                 "cpu", r1, &mid.state) == SCIPROXY_OK);
+    CHECK(mid.state.padded_shape[0] == n[0] && mid.state.padded_shape[1] == n[1]);
+    CHECK(sciproxy_scalar_ex_f64(2, shape, spacing, v, 1, dt2, HALF, NSHOTS, NSRC, NREC, second,
+                                 sources, receivers, 4, pml, 25.0, 2500.0, survey_pad, NULL,
+                                 &mid.state, "cpu", r2, NULL) == SCIPROXY_OK);
+    for (int tr = 0; tr < NSHOTS * NREC; ++tr)
+      for (int t = 0; t < NT2; ++t)
+        joined[tr * NT2 + t] = t < HALF ? r1[tr * HALF + t] : r2[tr * HALF + t - HALF];
+    CHECK(dot(full, full, NSHOTS * NREC * NT2) > 0);
+    CHECK(rel_l2(joined, full, NSHOTS * NREC * NT2) < 1e-12);
+
+    /* d loss / d initial state: without sources the loss is linear in the initial state,
+     * loss(initial) = <grad_initial, initial> (with them, the difference of two losses lost
+     * digits: 3e-10 relative on the reference backend). */
+    if (window == 0) {
+      static double silent[NSHOTS * NSRC * NT2];
+      owned_state grad = new_state(n), start = new_state(n);
+      const size_t size = (size_t)NSHOTS * (size_t)(n[0] * n[1]);
+      double changed = 0, predicted = 0;
+      for (int i = 0; i < NSHOTS * NREC * NT2; ++i) weights[i] = cos(0.11 * i) + 0.2;
+      CHECK(sciproxy_scalar_gradient_ex_f64(
+                2, shape, spacing, v, 1, dt2, NT2, NSHOTS, NSRC, NREC, silent, sources, receivers,
+                4, pml, 25.0, 2500.0, NULL, NULL, NULL, "cpu", weights, NULL, grad_v, NULL,
+                &grad.state) == SCIPROXY_OK);
+      for (size_t i = 0; i < size; ++i) {
+        start.state.wavefield[i] = 1e-3 * sin(0.05 * (double)i);
+        start.state.previous_wavefield[i] = 1e-3 * cos(0.07 * (double)i);
+      }
+      start.state.psi[0] = start.state.psi[1] = NULL; /* NULL arrays: zero */
+      start.state.zeta[0] = start.state.zeta[1] = NULL;
+      CHECK(sciproxy_scalar_ex_f64(2, shape, spacing, v, 1, dt2, NT2, NSHOTS, NSRC, NREC, silent,
+                                   sources, receivers, 4, pml, 25.0, 2500.0, NULL, NULL,
+                                   &start.state, "cpu", joined, NULL) == SCIPROXY_OK);
+      changed = dot(weights, joined, NSHOTS * NREC * NT2);
+      predicted = dot(grad.state.wavefield, start.state.wavefield, size) +
+                  dot(grad.state.previous_wavefield, start.state.previous_wavefield, size);
+      CHECK(fabs(predicted) > 0);
+      CHECK(fabs(changed - predicted) <= 1e-10 * fabs(predicted));
+      if (fabs(changed - predicted) > 1e-10 * fabs(predicted))
+        fprintf(stderr, "initial state: loss %.15g, gradient predicts %.15g\n", changed,
+                predicted);
+
+      /* Errors: a state of another shape, an origin without a state. */
+      start.state.padded_shape[0] = n[0] + 1;
+      CHECK(sciproxy_scalar_ex_f64(2, shape, spacing, v, 1, dt2, NT2, NSHOTS, NSRC, NREC, amp,
+                                   sources, receivers, 4, pml, 25.0, 2500.0, NULL, NULL,
+                                   &start.state, "cpu", joined, NULL) ==
+            SCIPROXY_ERROR_INVALID_ARGUMENT);
+      CHECK(strstr(sciproxy_last_error(), "initial.padded_shape") != NULL);
+      {
+        const int64_t origin[2] = {0, 0};
+        CHECK(sciproxy_scalar_ex_f64(2, shape, spacing, v, 1, dt2, NT2, NSHOTS, NSRC, NREC, amp,
+                                     sources, receivers, 4, pml, 25.0, 2500.0, NULL, origin, NULL,
+                                     "cpu", joined, NULL) == SCIPROXY_ERROR_INVALID_ARGUMENT);
+        CHECK(strstr(sciproxy_last_error(), "origin") != NULL);
+      }
+      CHECK(sciproxy_scalar_state_shape_f64(2, shape, spacing, v, 1, dt2, NT2, NSHOTS, NSRC, NREC,
+                                            amp, sources, receivers, 4, pml, 25.0, 2500.0, NULL,
+                                            NULL) == SCIPROXY_ERROR_INVALID_ARGUMENT);
+      CHECK(strstr(sciproxy_last_error(), "padded_shape") != NULL);
+      free(grad.memory);
+      free(start.memory);
+    }
+    free(mid.memory);
+  }
+}
+
 int main(void) {
   const double pi = 3.14159265358979323846;
   for (int z = 0; z < NZ; ++z)
@@ -334,6 +472,7 @@ int main(void) {
   }
 
   test_born();
+  test_state();
 
   if (failures) {
     fprintf(stderr, "%d check(s) failed\n", failures);
