@@ -210,8 +210,9 @@ static void test_born(void) {
 /* States (scalar_ex, scalar_gradient_ex, scalar_state_shape): a run of NT2 samples against two
  * runs of HALF samples, the second started from the first's final state (step ratio 1, so that
  * the split does not change the resampling), on the whole model and on a survey_pad window
- * (relative 1e-12 in float64); the gradient with respect to the initial state against the change
- * of the loss, which is affine in the state (relative 1e-10); and errors naming the argument. */
+ * (relative 1e-12 in float64); the gradient with respect to the initial state against the loss,
+ * which is linear in the state without sources, and with grad_final against <grad_final, final
+ * state> (relative 1e-10); and errors naming the argument. */
 enum { NT2 = 80, HALF = NT2 / 2, NFIELDS = 6 };
 
 typedef struct {
@@ -319,6 +320,37 @@ static void test_state(void) {
       if (fabs(changed - predicted) > 1e-10 * fabs(predicted))
         fprintf(stderr, "initial state: loss %.15g, gradient predicts %.15g\n", changed,
                 predicted);
+
+      /* grad_final: d <G, final state> / d initial state, with no loss on the receivers:
+       * <G, final(initial)> = <grad_initial, initial>. */
+      {
+        static double nothing[NSHOTS * NREC * NT2];
+        owned_state g_final = new_state(n), end = new_state(n), grad2 = new_state(n);
+        double lhs, rhs;
+        for (size_t i = 0; i < size; ++i) {
+          g_final.state.wavefield[i] = sin(0.03 * (double)i);
+          g_final.state.previous_wavefield[i] = cos(0.02 * (double)i);
+        }
+        CHECK(sciproxy_scalar_gradient_ex_f64(
+                  2, shape, spacing, v, 1, dt2, NT2, NSHOTS, NSRC, NREC, silent, sources,
+                  receivers, 4, pml, 25.0, 2500.0, NULL, NULL, NULL, "cpu", nothing,
+                  &g_final.state, grad_v, NULL, &grad2.state) == SCIPROXY_OK);
+        CHECK(sciproxy_scalar_ex_f64(2, shape, spacing, v, 1, dt2, NT2, NSHOTS, NSRC, NREC,
+                                     silent, sources, receivers, 4, pml, 25.0, 2500.0, NULL, NULL,
+                                     &start.state, "cpu", joined, &end.state) == SCIPROXY_OK);
+        lhs = dot(g_final.state.wavefield, end.state.wavefield, size) +
+              dot(g_final.state.previous_wavefield, end.state.previous_wavefield, size);
+        rhs = dot(grad2.state.wavefield, start.state.wavefield, size) +
+              dot(grad2.state.previous_wavefield, start.state.previous_wavefield, size);
+        CHECK(fabs(lhs) > 0);
+        CHECK(fabs(lhs - rhs) <= 1e-10 * fabs(lhs));
+        if (fabs(lhs - rhs) > 1e-10 * fabs(lhs))
+          fprintf(stderr, "grad_final: <G, final> %.15g, <grad_initial, initial> %.15g\n", lhs,
+                  rhs);
+        free(g_final.memory);
+        free(end.memory);
+        free(grad2.memory);
+      }
 
       /* Errors: a state of another shape, an origin without a state. */
       start.state.padded_shape[0] = n[0] + 1;
