@@ -19,7 +19,9 @@
 //   loops (the other segments, and every segment without AVX-512) load each neighbour unaligned,
 //   and that took twice the cycles. The forward runs a whole row in one call (forward_row_simd,
 //   one window through its three segments) on copies of the fields whose rows start on a
-//   64-byte boundary at the first computed cell (PaddedRows), so that its loads are aligned.
+//   64-byte boundary at the first computed cell (PaddedRows), so that its loads are aligned. Its
+//   stencil weights carry 1/dx and 1/dx^2, and outside the PML the Laplacian of all dimensions is
+//   one sum with one centre weight (FoldedStencils); it reads v^2 dt^2 when it stores no slice.
 // - Receivers and sources (and in the adjoint, source gradients and receiver injection) are
 //   handled by the thread that owns their cells' block, right after the block: no second barrier.
 // - Double buffering without copies per step: u^{t+1} overwrites u^{t-1} and the pointers swap;
