@@ -21,7 +21,7 @@
 //   one window through its three segments) on copies of the fields whose rows start on a
 //   64-byte boundary at the first computed cell (PaddedRows), so that its loads are aligned. Its
 //   stencil weights carry 1/dx and 1/dx^2, and outside the PML the Laplacian of all dimensions is
-//   one sum with one centre weight (FoldedStencils); it reads v^2 dt^2 when it stores no slice.
+//   one sum with one centre weight (FoldedStencils), and it reads v^2 dt^2 for the update.
 // - Receivers and sources (and in the adjoint, source gradients and receiver injection) are
 //   handled by the thread that owns their cells' block, right after the block: no second barrier.
 // - Double buffering without copies per step: u^{t+1} overwrites u^{t-1} and the pointers swap;
@@ -342,7 +342,7 @@ struct ForwardShot {
   const T* u;  // u^t
   T* u_next;   // in: u^{t-1}, out: u^{t+1}
   const T* v;
-  const T* v2dt2;   // v^2 dt^2 (the AVX-512 rows that store no slice), or null
+  const T* v2dt2;   // v^2 dt^2 (the AVX-512 rows), or null
   const T* psi[3];  // q^t = a psi^t
   T* psi_next[3];   // q^{t+1}, or psi^{t+1} at the last step
   T* zeta[3];       // in place
@@ -671,7 +671,7 @@ template <int NDIM, int A, unsigned OUTER, bool STORE, class T>
   const PmlProfile<T> last = g.prof[L];
   const T* last_scale = f.psi_scale[L];
   const T dt2 = f.dt2;
-  const T* __restrict v2dt2 = STORE ? nullptr : f.v2dt2 + base;
+  const T* __restrict v2dt2 = f.v2dt2 + base;
   T d2[3][H + 1], d1[3][H + 1], centre_alone[3];
   std::copy(&st.d2[0][0], &st.d2[0][0] + 3 * (H + 1), &d2[0][0]);
   std::copy(&st.d1[0][0], &st.d1[0][0] + 3 * (H + 1), &d1[0][0]);
@@ -728,13 +728,8 @@ template <int NDIM, int A, unsigned OUTER, bool STORE, class T>
         with_u(AlongStride<FULL, T>{u + j, stride[D], m, uw.cur});
     });
     const V u_prev = S::template load<FULL>(un + j, m);
-    if constexpr (STORE) {
-      const V vi = S::template load<FULL>(v + j, m);
-      S::template store<FULL>(un + j, vi * vi * dt2 * w + 2 * uw.cur - u_prev, m);
-      S::template store<FULL>(stored + j, 2 * vi * dt2 * w, m);
-    } else {
-      S::template store<FULL>(un + j, S::template load<FULL>(v2dt2 + j, m) * w + (uw.cur + uw.cur - u_prev), m);
-    }
+    S::template store<FULL>(un + j, S::template load<FULL>(v2dt2 + j, m) * w + (uw.cur + uw.cur - u_prev), m);
+    if constexpr (STORE) S::template store<FULL>(stored + j, 2 * S::template load<FULL>(v + j, m) * dt2 * w, m);
     uw.advance();
     if constexpr (kPmlLast) qw.advance();
   };
@@ -875,8 +870,7 @@ struct PaddedRows {
   }
   // Rows of `count` grids, between the caller's layout (from, or to) and the copies'.
   void copy_in(const T* from, T* to, int64_t count) const {
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < count * rows; ++r) std::copy_n(from + r * nl, nl, to + r * pitch);
+    map_in(from, to, count, [](T value) { return value; });
   }
   // As copy_in, each value through f.
   template <class F>
