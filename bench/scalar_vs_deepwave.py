@@ -42,10 +42,6 @@ from benchlib import cpu_model, git_commit, rel_l2, timed, write_json_atomically
 TOLERANCE = {"float32": 1e-4, "float64": 1e-10}  # receivers and gradients, relative L2
 
 
-
-
-
-
 def make_case(name: str, args) -> dict:
     """The model, sources and receivers of one case (numpy, dtype float32 or float64)."""
     dtype = np.dtype(args.dtype)
