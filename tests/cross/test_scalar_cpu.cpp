@@ -46,6 +46,7 @@ struct Shape {
   int64_t nt = 7;
   int64_t nsources = 2, nreceivers = 3;
   int64_t max_model = 10;  // model cells per dimension at most (PML and halo come on top)
+  std::array<int64_t, 3> model_cells{};  // where > 0, the model cells of that dimension
 };
 
 // The propagator's state (or its gradient) for all shots: u, u_prev, psi and zeta per dimension.
@@ -114,7 +115,7 @@ struct RandomProblem {
     double dx_min = 1e9;
     for (int d = 0; d < s.ndim; ++d) {
       // [halo | PML low | model | PML high | halo]; a PML of width 0 is a side without one.
-      const int64_t wlo = integer(0, 5), whi = integer(0, 5), model = integer(1, s.max_model);
+      const int64_t wlo = integer(0, 5), whi = integer(0, 5), model = s.model_cells[d] > 0 ? s.model_cells[d] : integer(1, s.max_model);
       p.n[d] = 2 * h + wlo + model + whi;
       const double dx = uniform(0.8, 1.25);
       dx_min = std::min(dx_min, dx);
@@ -334,6 +335,24 @@ TEST(ScalarCpu, MatchesReference2D) {
 TEST(ScalarCpu, MatchesReference3D) {
   sweep<float>(31, 3);
   sweep<double>(32, 3);
+}
+
+// 3-D work items over long rows: at accuracy 4, tiles of about 30 rows (two per plane here) that
+// run through the planes; at accuracy 8 a tile would be thinner than 6h rows, and the blocks are
+// whole planes (Blocks in src/wave/cpu.cpp). Sources and receivers fall in many blocks.
+TEST(ScalarCpu, ThreeDimensionalTilesAndWholePlanes) {
+  std::mt19937_64 rng(61);
+  for (int accuracy : {4, 8}) {
+    Shape s;
+    s.ndim = 3;
+    s.accuracy = accuracy;
+    s.store_interval = 2;
+    s.nsources = 4;
+    s.nreceivers = 12;
+    s.model_cells = {5, 50, 200};
+    compare_with_reference(RandomProblem<float>(rng, s),
+                           "3-D long rows, accuracy " + std::to_string(accuracy));
+  }
 }
 
 TEST(ScalarCpu, NoStorageAndNoSourcesOrReceivers) {
