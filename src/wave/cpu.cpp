@@ -5,9 +5,9 @@
 //   threads evenly run one per thread through all their steps, with no synchronisation (as
 //   Deepwave's CPU backend does). The rest run shared: each step is one statically scheduled
 //   `omp for` over (shot, block), whose implicit barrier is the only synchronisation. A block is
-//   a row of the outermost dimension (2D), a tile of rows of one plane (3D: a thread runs through
-//   the planes of a tile, so the A+1 planes of u that a plane reads stay in L2), or a chunk of the
-//   line (1D). Shared shots go in batches that run all their steps before the next batch starts
+//   a few rows of the outermost dimension (2D), a tile of rows of one plane (3D: a thread runs
+//   through the planes of a tile, so the A+1 planes of u that a plane reads stay in L2) or, where
+//   such a tile would be thin, a whole plane, or a chunk of the line (1D). Shared shots go in batches that run all their steps before the next batch starts
 //   (about 2 MiB of fields per thread, so that a batch stays in cache).
 // - Every row is cut along the contiguous dimension into a PML-left, a middle and a PML-right
 //   segment. Each segment runs a loop compiled for its set of PML dimensions (a bit mask), so the
