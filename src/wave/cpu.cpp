@@ -7,8 +7,9 @@
 //   `omp for` over (shot, block), whose implicit barrier is the only synchronisation. A block is
 //   a few rows of the outermost dimension (2D), a tile of rows of one plane (3D: a thread runs
 //   through the planes of a tile, so the A+1 planes of u that a plane reads stay in L2) or, where
-//   such a tile would be thin, a whole plane, or a chunk of the line (1D). Shared shots go in batches that run all their steps before the next batch starts
-//   (about 2 MiB of fields per thread, so that a batch stays in cache).
+//   such a tile would be thin, a whole plane, or a chunk of the line (1D). Shared shots go in
+//   batches that run all their steps before the next batch starts (about 2 MiB of fields per
+//   thread, so that a batch stays in cache).
 // - Every row is cut along the contiguous dimension into a PML-left, a middle and a PML-right
 //   segment. Each segment runs a loop compiled for its set of PML dimensions (a bit mask), so the
 //   interior box is the plain Laplacian and a PML cell pays only for the dimensions in whose PML
@@ -141,8 +142,8 @@ struct Geometry {
 };
 
 // Work items: (shot, block), block = `tile` rows (2D) of the outermost dimension (a few, so that
-// the per-item set-up is shared; kRowsPerBlock2D), a tile of `tile` rows
-// of one plane (3D: blocks run through the planes of one tile first, so that a thread's next
+// the per-item set-up is shared; kRowsPerBlock2D), a tile of `tile` rows of one plane, or the
+// whole plane (3D: blocks run through the planes of one tile first, so that a thread's next
 // plane finds the A planes of u it shares with the previous one in L2), or a chunk of the line
 // (1D); and for each item the sources or receivers whose cells lie in it.
 constexpr int64_t kRowsPerBlock2D = 4;
@@ -157,11 +158,11 @@ struct Blocks {
       tile = kRowsPerBlock2D;
       nblocks = std::max<int64_t>(1, (inner + tile - 1) / tile);
     } else if constexpr (NDIM == 3) {
-      // A+1 planes of u and of psi_0 per tile within about a quarter of a 1 MiB L2. A tile reads
-      // 2h rows beyond its own from memory again, and the neighbouring tile reads them too: with
-      // fewer than 3 * 2h rows per tile, whole planes (whose neighbours come from L3) are faster
-      // (accuracy 8, 2 threads: tiles of 25 rows at 96^3 13% faster than planes, of 19 rows at
-      // 140^3 even, of 14 rows at 200^3 15% slower).
+      // A+1 planes of u and of psi_0 per tile within about a quarter of a 1 MiB L2. Thin tiles
+      // lose to whole planes, whose neighbour planes come from L3 (a tile also reads the 2h rows
+      // beyond it): accuracy 8, 2 threads, tiles of 25 rows at 96^3 were 13% faster than planes,
+      // of 19 rows at 140^3 even, of 14 rows at 200^3 15% slower. So tiles of fewer than 6h
+      // rows become whole planes.
       planes = std::max<int64_t>(1, inner);
       const int64_t rows = std::max<int64_t>(1, g.n[1] - 2 * g.h);
       const int64_t bytes = 256 * 1024;
@@ -732,8 +733,10 @@ template <int NDIM, int A, unsigned OUTER, bool STORE, class T>
         with_u(AlongStride<FULL, T>{u + j, stride[D], m, uw.cur});
     });
     const V u_prev = S::template load<FULL>(un + j, m);
-    S::template store<FULL>(un + j, S::template load<FULL>(v2dt2 + j, m) * w + (uw.cur + uw.cur - u_prev), m);
-    if constexpr (STORE) S::template store<FULL>(stored + j, 2 * S::template load<FULL>(v + j, m) * dt2 * w, m);
+    const V v2dt2_j = S::template load<FULL>(v2dt2 + j, m);
+    S::template store<FULL>(un + j, v2dt2_j * w + (uw.cur + uw.cur - u_prev), m);
+    if constexpr (STORE)
+      S::template store<FULL>(stored + j, 2 * S::template load<FULL>(v + j, m) * dt2 * w, m);
     uw.advance();
     if constexpr (kPmlLast) qw.advance();
   };
