@@ -115,7 +115,8 @@ struct RandomProblem {
     double dx_min = 1e9;
     for (int d = 0; d < s.ndim; ++d) {
       // [halo | PML low | model | PML high | halo]; a PML of width 0 is a side without one.
-      const int64_t wlo = integer(0, 5), whi = integer(0, 5), model = s.model_cells[d] > 0 ? s.model_cells[d] : integer(1, s.max_model);
+      const int64_t wlo = integer(0, 5), whi = integer(0, 5);
+      const int64_t model = s.model_cells[d] > 0 ? s.model_cells[d] : integer(1, s.max_model);
       p.n[d] = 2 * h + wlo + model + whi;
       const double dx = uniform(0.8, 1.25);
       dx_min = std::min(dx_min, dx);
