@@ -220,6 +220,21 @@ typedef struct {
   sciproxy_scalar_state_f64 state;
 } owned_state;
 
+/* <a, b> over the wavefields and previous wavefields of two states of `size` cells. */
+static double state_dot(const sciproxy_scalar_state_f64* a, const sciproxy_scalar_state_f64* b,
+                        size_t size) {
+  return dot(a->wavefield, b->wavefield, size) +
+         dot(a->previous_wavefield, b->previous_wavefield, size);
+}
+
+/* got against a nonzero want, to relative tol; the two values are printed under label if not. */
+static void check_relative(const char* label, double want, double got, double tol) {
+  CHECK(fabs(want) > 0);
+  CHECK(fabs(got - want) <= tol * fabs(want));
+  if (fabs(got - want) > tol * fabs(want))
+    fprintf(stderr, "%s: expected %.15g, got %.15g\n", label, want, got);
+}
+
 static owned_state new_state(const int64_t* n) {
   owned_state o;
   const size_t size = (size_t)NSHOTS * (size_t)(n[0] * n[1]);
@@ -313,20 +328,15 @@ static void test_state(void) {
                                    sources, receivers, 4, pml, 25.0, 2500.0, NULL, NULL,
                                    &start.state, "cpu", joined, NULL) == SCIPROXY_OK);
       changed = dot(weights, joined, NSHOTS * NREC * NT2);
-      predicted = dot(grad.state.wavefield, start.state.wavefield, size) +
-                  dot(grad.state.previous_wavefield, start.state.previous_wavefield, size);
-      CHECK(fabs(predicted) > 0);
-      CHECK(fabs(changed - predicted) <= 1e-10 * fabs(predicted));
-      if (fabs(changed - predicted) > 1e-10 * fabs(predicted))
-        fprintf(stderr, "initial state: loss %.15g, gradient predicts %.15g\n", changed,
-                predicted);
+      predicted = state_dot(&grad.state, &start.state, size);
+      check_relative("initial state: the loss the gradient predicts, and the loss", predicted,
+                     changed, 1e-10);
 
       /* grad_final: d <G, final state> / d initial state, with no loss on the receivers:
        * <G, final(initial)> = <grad_initial, initial>. */
       {
         static double nothing[NSHOTS * NREC * NT2];
         owned_state g_final = new_state(n), end = new_state(n), grad2 = new_state(n);
-        double lhs, rhs;
         for (size_t i = 0; i < size; ++i) {
           g_final.state.wavefield[i] = sin(0.03 * (double)i);
           g_final.state.previous_wavefield[i] = cos(0.02 * (double)i);
@@ -338,15 +348,9 @@ static void test_state(void) {
         CHECK(sciproxy_scalar_ex_f64(2, shape, spacing, v, 1, dt2, NT2, NSHOTS, NSRC, NREC,
                                      silent, sources, receivers, 4, pml, 25.0, 2500.0, NULL, NULL,
                                      &start.state, "cpu", joined, &end.state) == SCIPROXY_OK);
-        lhs = dot(g_final.state.wavefield, end.state.wavefield, size) +
-              dot(g_final.state.previous_wavefield, end.state.previous_wavefield, size);
-        rhs = dot(grad2.state.wavefield, start.state.wavefield, size) +
-              dot(grad2.state.previous_wavefield, start.state.previous_wavefield, size);
-        CHECK(fabs(lhs) > 0);
-        CHECK(fabs(lhs - rhs) <= 1e-10 * fabs(lhs));
-        if (fabs(lhs - rhs) > 1e-10 * fabs(lhs))
-          fprintf(stderr, "grad_final: <G, final> %.15g, <grad_initial, initial> %.15g\n", lhs,
-                  rhs);
+        check_relative("grad_final: <G, final>, and <grad_initial, initial>",
+                       state_dot(&g_final.state, &end.state, size),
+                       state_dot(&grad2.state, &start.state, size), 1e-10);
         free(g_final.memory);
         free(end.memory);
         free(grad2.memory);
