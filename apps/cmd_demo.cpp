@@ -55,7 +55,7 @@ std::vector<TtiDemoRun> run_tti_demo(const std::vector<Device>& devices, int thr
   using T = float;
   const std::vector<T> vp = {1500}, b = {1}, eps = {0.2f}, eta = {0.4f}, f = {0.85f},
                        theta = {0.5f}, phi = {0.3f}, damping = {0.001f};
-  wave::TtiDemoInput<T> in;
+  tti::TtiDemoInput<T> in;
   for (int d = 0; d < 3; ++d) {
     in.shape[d] = kTtiSize;
     in.spacing[d] = 10;
@@ -64,17 +64,17 @@ std::vector<TtiDemoRun> run_tti_demo(const std::vector<Device>& devices, int thr
   }
   in.nt = kTtiSteps;
   in.material = {vp, b, eps, eta, f, theta, phi, damping};
-  in.dt = 0.9 * wave::tti_demo_dt_limit(in, kTtiOrder);
-  const std::vector<T> amplitudes = wave::ricker_wavelet<T>(15, in.dt, kTtiSteps);
+  in.dt = 0.9 * tti::tti_demo_dt_limit(in, kTtiOrder);
+  const std::vector<T> amplitudes = tti::ricker_wavelet<T>(15, in.dt, kTtiSteps);
   in.source_amplitudes = amplitudes;
 
-  wave::TtiDemoOptions options;
+  tti::TtiDemoOptions options;
   options.space_order = kTtiOrder;
   options.nparallel = threads_option;
   log << fmt::format("Verification: the reference runs all {} steps ...\n", kTtiSteps);
   log.flush();
   const auto t0 = std::chrono::steady_clock::now();
-  const auto expected = wave::tti_demo<T>(Device{Backend::reference, 0, false}, in, options);
+  const auto expected = tti::tti_demo<T>(Device{Backend::reference, 0, false}, in, options);
   log << fmt::format("Verification: reference done in {:.2f} s\n",
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   Tolerance tol;
@@ -83,21 +83,21 @@ std::vector<TtiDemoRun> run_tti_demo(const std::vector<Device>& devices, int thr
   std::vector<TtiDemoRun> runs;
   const int threads = effective_threads(threads_option);
   for (const Device& device : devices) {
-    for (const wave::TtiDemoForm form : {wave::TtiDemoForm::fused, wave::TtiDemoForm::two_pass}) {
+    for (const tti::TtiDemoForm form : {tti::TtiDemoForm::fused, tti::TtiDemoForm::two_pass}) {
       options.form = form;
       TtiDemoRun run;
-      run.form = wave::tti_demo_form_name(form);
+      run.form = tti::tti_demo_form_name(form);
       KernelReport& report = run.report;
       report.kernel = fmt::format("TTISelfAdjointForward ({})", run.form);
       report.device = device;
       report.roofline = roofline_for(device, threads, RooflinePolicy::measure_if_absent, log);
-      wave::TtiDemoOutput<T> last;
+      tti::TtiDemoOutput<T> last;
       int call = 0;
       const int warmup = 1;
       auto once = [&]() -> double {
         if (call++ == warmup) report.timers.clear();  // the table shows timed calls only
         const auto start = std::chrono::steady_clock::now();
-        last = wave::tti_demo<T>(device, in, options, &report.timers);
+        last = tti::tti_demo<T>(device, in, options, &report.timers);
         // The sections' own time when the backend measured it (as `sciproxy tti`), else the call.
         double seconds = 0;
         for (const auto& sec : last.sections) seconds += sec.seconds;
@@ -150,7 +150,7 @@ std::vector<TtiFullRun> run_tti_full(const std::vector<Device>& devices, int thr
       theta[c] = deep ? 0.5f : 0.2f;
       phi[c] = deep ? 0.3f : 0.0f;
     }
-  wave::TtiInput<T> in;
+  tti::TtiInput<T> in;
   in.model.grid = wave::Grid{3, {n, n, n}, {10, 10, 10}};
   in.model.vp = vp;
   in.model.buoyancy = buoyancy;
@@ -158,12 +158,12 @@ std::vector<TtiFullRun> run_tti_full(const std::vector<Device>& devices, int thr
   in.model.delta = delta;
   in.model.theta = theta;
   in.model.phi = phi;
-  wave::TtiOptions options;
+  tti::TtiOptions options;
   options.space_order = 8;
   options.sponge_width.fill(kTtiFullSponge);
   options.free_surface = true;
   options.nparallel = threads_option;
-  in.dt = 0.9 * wave::tti_max_dt(in.model, options);
+  in.dt = 0.9 * tti::tti_max_dt(in.model, options);
   in.nt = static_cast<std::int64_t>(0.25 / in.dt);  // 0.25 s
   const std::vector<std::int64_t> source = {2, n / 2, n / 2};
   std::vector<std::int64_t> receivers;
@@ -173,14 +173,14 @@ std::vector<TtiFullRun> run_tti_full(const std::vector<Device>& devices, int thr
   in.nreceivers = kTtiFullReceivers;
   in.source_locations = source;
   in.receiver_locations = receivers;
-  const std::vector<T> amplitudes = wave::ricker_wavelet<T>(15, in.dt, in.nt);
+  const std::vector<T> amplitudes = tti::ricker_wavelet<T>(15, in.dt, in.nt);
   in.source_amplitudes = amplitudes;
 
   const auto t0 = std::chrono::steady_clock::now();
   const Device reference{Backend::reference, 0, false};
-  const auto expected = wave::tti_forward<T>(reference, in, options);
+  const auto expected = tti::tti_forward<T>(reference, in, options);
   const auto expected_adjoint =
-      wave::tti_adjoint<T>(reference, in, std::span<const T>(expected.receiver_amplitudes), options);
+      tti::tti_adjoint<T>(reference, in, std::span<const T>(expected.receiver_amplitudes), options);
   log << fmt::format("Verification: reference forward and adjoint done in {:.2f} s\n",
                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   Tolerance tol;
@@ -220,12 +220,12 @@ std::vector<TtiFullRun> run_tti_full(const std::vector<Device>& devices, int thr
       return last;
     };
     const auto forward = measure(run.forward, run.forward_stats, "tti_forward", [&](Timers* t) {
-      return wave::tti_forward<T>(device, in, options, nullptr, t);
+      return tti::tti_forward<T>(device, in, options, nullptr, t);
     });
     run.forward.verification = compare<T, T>(std::span<const T>(forward.receiver_amplitudes),
                                              std::span<const T>(expected.receiver_amplitudes), tol);
     const auto adjoint = measure(run.adjoint, run.adjoint_stats, "tti_adjoint", [&](Timers* t) {
-      return wave::tti_adjoint<T>(device, in, std::span<const T>(expected.receiver_amplitudes),
+      return tti::tti_adjoint<T>(device, in, std::span<const T>(expected.receiver_amplitudes),
                                   options, t);
     });
     run.adjoint.verification =

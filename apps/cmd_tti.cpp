@@ -110,7 +110,7 @@ std::string performance_text(const Rates& r, double points, const WorkModel& wor
 template <class T>
 struct DemoProblem {
   std::vector<T> vp, b, eps, eta, f, theta, phi, damping, amplitudes;
-  wave::TtiDemoInput<T> in;
+  tti::TtiDemoInput<T> in;
 };
 
 template <class T>
@@ -141,20 +141,20 @@ DemoProblem<T> make_problem(const TtiCliOptions& opt, const DemoMaterials& m, st
 template <class T>
 TtiOutcome run_typed(const TtiCliOptions& opt, const Device& device, const DemoMaterials& mat,
                      int threads) {
-  wave::TtiDemoOptions options;
+  tti::TtiDemoOptions options;
   options.space_order = opt.space_order;
   options.form = wave::parse_tti_demo_form(opt.form);
   options.nparallel = opt.threads;
 
   DemoProblem<T> p = make_problem<T>(opt, mat, opt.nt);
-  const double limit = wave::tti_demo_dt_limit(p.in, opt.space_order);
+  const double limit = tti::tti_demo_dt_limit(p.in, opt.space_order);
   p.in.dt = opt.dt > 0 ? opt.dt : 0.9 * limit;
-  p.amplitudes = wave::ricker_wavelet<T>(opt.freq, p.in.dt, opt.nt);
+  p.amplitudes = tti::ricker_wavelet<T>(opt.freq, p.in.dt, opt.nt);
   p.in.source_amplitudes = p.amplitudes;
 
   TtiOutcome out;
   out.dt = p.in.dt;
-  out.stencil_flops = wave::tti_demo_flops(opt.space_order).total();
+  out.stencil_flops = tti::tti_demo_flops(opt.space_order).total();
   out.dt_limit = limit;
   KernelReport& report = out.report;
   report.kernel = "TTISelfAdjointForward";
@@ -162,7 +162,7 @@ TtiOutcome run_typed(const TtiCliOptions& opt, const Device& device, const DemoM
   report.roofline = roofline_for(device, opt.threads, RooflinePolicy::measure_if_absent, std::cout);
 
   int call = 0;
-  wave::TtiDemoOutput<T> last;
+  tti::TtiDemoOutput<T> last;
   std::vector<std::vector<double>> section_seconds;  // [rep][section]
   std::vector<double> setup_seconds;
   auto once = [&]() -> double {
@@ -173,7 +173,7 @@ TtiOutcome run_typed(const TtiCliOptions& opt, const Device& device, const DemoM
       const auto* s = timers->find("TTISelfAdjointForward/setup");
       return s ? s->total : 0.0;
     }();
-    last = wave::tti_demo<T>(device, p.in, options, timers);
+    last = tti::tti_demo<T>(device, p.in, options, timers);
     double seconds = 0;
     std::vector<double> secs;
     for (const auto& s : last.sections) {
@@ -210,7 +210,7 @@ TtiOutcome run_typed(const TtiCliOptions& opt, const Device& device, const DemoM
                        {"dtype", sizeof(T) == 4 ? "float32" : "float64"},
                        {"form", device.backend == Backend::reference
                                     ? "two-pass"
-                                    : wave::tti_demo_form_name(options.form)},
+                                    : tti::tti_demo_form_name(options.form)},
                        {"threads", threads},
                        {"source_frequency", opt.freq},
                        {"materials", mat.to_json()},
@@ -224,8 +224,8 @@ TtiOutcome run_typed(const TtiCliOptions& opt, const Device& device, const DemoM
     v.in.source_amplitudes = std::span<const T>(p.amplitudes).first(static_cast<std::size_t>(vnt));
     fmt::print("Verification: the reference runs the first {} steps ...\n", vnt);
     std::fflush(stdout);
-    const auto ref = wave::tti_demo<T>(Device{Backend::reference, 0, false}, v.in, options);
-    const auto got = wave::tti_demo<T>(device, v.in, options);
+    const auto ref = tti::tti_demo<T>(Device{Backend::reference, 0, false}, v.in, options);
+    const auto got = tti::tti_demo<T>(device, v.in, options);
     Tolerance tol;
     tol.rel_l2 = sizeof(T) == 4 ? 1e-4 : 1e-11;
     report.verification = compare<T, T>(std::span<const T>(got.u), std::span<const T>(ref.u), tol);
@@ -290,8 +290,8 @@ int run_tti_command(const TtiCliOptions& opt) {
   fmt::print("Local performance:\n");
   for (const auto& s : out.sections)
     fmt::print("  * {} ran in {:.4f} s [{}]\n", s.name, s.seconds, performance_text(s.rates, s.work.points, s.work));
-  const double flux = wave::tti_demo_flops(opt.space_order).flux;
-  const double div = wave::tti_demo_flops(opt.space_order).divergence;
+  const double flux = tti::tti_demo_flops(opt.space_order).flux;
+  const double div = tti::tti_demo_flops(opt.space_order).divergence;
   fmt::print("Work model: points = {} grid points x {} steps = {}; {:.0f} flops/point (flux {:.0f}, "
              "divergence + update {:.0f}, as implemented); {:.1f} compulsory bytes/point; dt {:.4g} s "
              "(stability limit {:.4g} s)\n",

@@ -25,8 +25,8 @@ struct TtiDemoProblem {
 
   std::int64_t points() const { return shape[0] * shape[1] * shape[2]; }
 
-  wave::TtiDemoInput<T> input() const {
-    wave::TtiDemoInput<T> in;
+  tti::TtiDemoInput<T> input() const {
+    tti::TtiDemoInput<T> in;
     in.shape = shape;
     in.spacing = spacing;
     in.dt = dt;
@@ -57,8 +57,8 @@ TtiDemoProblem<T> constant_tti_problem(std::array<std::int64_t, 3> shape, std::i
   p.damping = {T(0.001)};
   for (int d = 0; d < 3; ++d)
     p.source_position[d] = (static_cast<double>(shape[d] / 2) + 0.37 + 0.11 * d) * p.spacing[d];
-  p.dt = 0.9 * wave::tti_demo_dt_limit(p.input(), order);
-  p.amplitudes = wave::ricker_wavelet<T>(15.0, p.dt, nt);
+  p.dt = 0.9 * tti::tti_demo_dt_limit(p.input(), order);
+  p.amplitudes = tti::ricker_wavelet<T>(15.0, p.dt, nt);
   return p;
 }
 
@@ -88,8 +88,8 @@ TtiDemoProblem<T> random_tti_problem(std::array<std::int64_t, 3> shape, std::int
   fill(p.damping, 0.0, 0.02);
   for (int d = 0; d < 3; ++d)
     p.source_position[d] = (0.3 + 0.4 * unit(rng)) * static_cast<double>(shape[d] - 1) * p.spacing[d];
-  p.dt = 0.9 * wave::tti_demo_dt_limit(p.input(), order);
-  p.amplitudes = wave::ricker_wavelet<T>(30.0, p.dt, nt, 0.01);
+  p.dt = 0.9 * tti::tti_demo_dt_limit(p.input(), order);
+  p.amplitudes = tti::ricker_wavelet<T>(30.0, p.dt, nt, 0.01);
   if (random_state) {
     fill(p.u0, -1, 1);
     fill(p.u_prev0, -1, 1);

@@ -12,7 +12,7 @@
 
 #include "sciproxy/tti.hpp"
 
-namespace sciproxy::wave::test_problems {
+namespace sciproxy::tti::test_problems {
 
 template <class T>
 struct TtiProblem {
@@ -87,4 +87,4 @@ double rel_l2(const std::vector<T>& a, const std::vector<T>& b) {
   return std::sqrt(num / den);
 }
 
-}  // namespace sciproxy::wave::test_problems
+}  // namespace sciproxy::tti::test_problems

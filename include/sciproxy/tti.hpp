@@ -10,7 +10,7 @@
 //   eta^2 = 2 (eps - delta) / (f + 2 eps),  f = 1 - vs^2 / vp^2,  w = 2 pi freq_q.
 //
 // Discretisation: staggered first derivatives of order 4, 8, 12 or 16 (D+ on the fields, the
-// material tensors, D- = -(D+)^T for the divergence, src/wave/tti/tti_math.hpp), so the spatial
+// material tensors, D- = -(D+)^T for the divergence, src/tti/tti_math.hpp), so the spatial
 // operator L is symmetric; leapfrog in time with d = dt w / Q:
 //   u^{t+1} = (2 - d) u^t + (d - 1) u^{t-1} + (dt^2 vp^2 / b) (L u^t + s^t)     (u = P and M)
 // The sponge adds sponge_width cells outside the model per side (material replicated), with Q
@@ -34,9 +34,13 @@
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/metrics.hpp"
 #include "sciproxy/core/timers.hpp"
-#include "sciproxy/wave.hpp"
+#include "sciproxy/seismic.hpp"
 
-namespace sciproxy::wave {
+namespace sciproxy::tti {
+
+using seismic::Grid;
+using seismic::kIgnoreLocation;
+using seismic::kMaxDims;
 
 // The earth model on the cells of grid (grid.ndim must be 3). Every array is [cells] or empty,
 // where empty means: b = 1, epsilon = delta = theta = phi = 0, f = TtiOptions::default_f.
@@ -104,7 +108,7 @@ struct TtiAdjointOutput {
 template <class T>
 double tti_max_dt(const TtiModel<T>& model, const TtiOptions& opt);
 
-// Forward modelling (tti_forward: the namespace sciproxy::wave::tti holds the shared
+// Forward modelling (tti_forward: the namespace sciproxy::tti holds the shared
 // arithmetic); `initial` (optional) is the state to start from (default: at rest).
 template <class T>
 TtiOutput<T> tti_forward(const Device& device, const TtiInput<T>& in, const TtiOptions& opt,
@@ -118,4 +122,4 @@ TtiAdjointOutput<T> tti_adjoint(const Device& device, const TtiInput<T>& in,
                                 std::span<const T> receiver_data, const TtiOptions& opt,
                                 Timers* timers = nullptr);
 
-}  // namespace sciproxy::wave
+}  // namespace sciproxy::tti

@@ -5,7 +5,7 @@
 //
 // One field u on an NX x NY x NZ grid (x, y, z; z vertical and contiguous in memory, Devito's
 // layout). Per step, with D+ / D- the staggered first derivatives of space order A (4, 8, 12, 16;
-// src/wave/tti/tti_math.hpp) and g = (D+x u, D+y u, D+z u):
+// src/tti/tti_math.hpp) and g = (D+x u, D+y u, D+z u):
 //   flux pass:       F = b(1+2eps) [e1 (e1.g) + e2 (e2.g)] + n [b(1 - f eta^2) (n.g) + b f eta sqrt(1-eta^2)]
 //                    e1 = (cos th sin ph, cos th cos ph, -sin th), e2 = (cos ph, -sin ph, 0),
 //                    n  = (sin th sin ph, sin th cos ph, cos th)
@@ -32,7 +32,7 @@
 #include "sciproxy/core/metrics.hpp"
 #include "sciproxy/core/timers.hpp"
 
-namespace sciproxy::wave {
+namespace sciproxy::tti {
 
 // two_pass: the demo's form (a flux pass writes three flux arrays, a divergence pass reads them).
 // fused: one pass per step that keeps the fluxes of a block on chip (cache on cpu, registers and
@@ -92,7 +92,7 @@ struct TtiDemoOutput {
 };
 
 // Flops per grid point per step of the implemented expressions of the cpu and cuda backends,
-// for space order A = 2M (each add, sub, mul = 1, Devito's convention; src/wave/tti/demo_math.hpp):
+// for space order A = 2M (each add, sub, mul = 1, Devito's convention; src/tti/demo_math.hpp):
 // flux 9M + 16 (three staggered derivatives of 3M each, the flux combination 16), divergence
 // 9M + 9 (three derivatives, their sum, the update). Order 8: 52 + 45 = 97.
 struct TtiDemoFlops {
@@ -117,4 +117,4 @@ TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& in,
 template <class T>
 std::vector<T> ricker_wavelet(double f0, double dt, std::int64_t nt, double t0 = 0);
 
-}  // namespace sciproxy::wave
+}  // namespace sciproxy::tti

@@ -23,14 +23,13 @@
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/metrics.hpp"
 #include "sciproxy/core/timers.hpp"
+#include "sciproxy/seismic.hpp"
 
 namespace sciproxy::wave {
 
-constexpr int kMaxDims = 3;
-
-// A source or receiver whose coordinates are all this value is ignored: it injects nothing and
-// records zeros (Deepwave's IGNORE_LOCATION), so shots may have different numbers of each.
-constexpr std::int64_t kIgnoreLocation = -(std::int64_t(1) << 31);
+using seismic::Grid;
+using seismic::kIgnoreLocation;
+using seismic::kMaxDims;
 
 // What the backward pass keeps of the forward one: 2 v dt^2 L u^t at every stored step.
 enum class StorageMode {
@@ -64,15 +63,6 @@ struct ScalarOptions {
   bool storage_compression = false;
   std::string storage_directory = ".";  // for StorageMode::disk
   int nparallel = 0;                     // OpenMP threads for the cpu backend; 0: all
-};
-
-// Grid of the model: ndim dimensions, the first ndim entries of shape and spacing are used.
-struct Grid {
-  int ndim = 2;
-  std::array<std::int64_t, kMaxDims> shape = {1, 1, 1};
-  std::array<double, kMaxDims> spacing = {1, 1, 1};  // metres
-
-  std::int64_t cells() const;
 };
 
 template <class T>

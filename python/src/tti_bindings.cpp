@@ -26,7 +26,7 @@ using namespace nb::literals;
 
 namespace {
 
-namespace wv = sciproxy::wave;
+namespace wv = sciproxy::tti;
 
 using sciproxy::python::Array;
 using sciproxy::python::Locations;

@@ -94,7 +94,7 @@ nb::tuple tti_demo(std::array<std::int64_t, 3> shape, std::array<double, 3> spac
 template <class T>
 double dt_limit(std::array<std::int64_t, 3> shape, std::array<double, 3> spacing, Flat<T> vp,
                 Flat<T> b, Flat<T> epsilon, Flat<T> eta, Flat<T> f, Flat<T> damping, int space_order) {
-  sciproxy::wave::TtiDemoInput<T> in;
+  sciproxy::tti::TtiDemoInput<T> in;
   in.shape = shape;
   in.spacing = spacing;
   in.material.vp = span_of(vp);
@@ -103,11 +103,11 @@ double dt_limit(std::array<std::int64_t, 3> shape, std::array<double, 3> spacing
   in.material.eta = span_of(eta);
   in.material.f = span_of(f);
   in.material.damping = span_of(damping);
-  return sciproxy::wave::tti_demo_dt_limit(in, space_order);
+  return sciproxy::tti::tti_demo_dt_limit(in, space_order);
 }
 
 nb::dict flops(int space_order) {
-  const auto f = sciproxy::wave::tti_demo_flops(space_order);
+  const auto f = sciproxy::tti::tti_demo_flops(space_order);
   nb::dict d;
   d["flux"] = f.flux;
   d["divergence"] = f.divergence;

@@ -1,4 +1,4 @@
-// C ABI of the coupled P/M TTI propagator: extern "C" wrappers over sciproxy::wave::tti and
+// C ABI of the coupled P/M TTI propagator: extern "C" wrappers over sciproxy::tti::tti and
 // tti_adjoint that never throw. Errors become a sciproxy_status and a message for
 // sciproxy_last_error() on the calling thread (guarded.hpp).
 #include <fmt/format.h>
@@ -17,7 +17,7 @@
 
 namespace {
 
-namespace wv = sciproxy::wave;
+namespace wv = sciproxy::tti;
 using sciproxy::capi::guarded;
 using sciproxy::capi::checked_product;
 using sciproxy::capi::input_span;

@@ -32,7 +32,7 @@
 #include <string>
 #include <vector>
 
-#include "checks.hpp"
+#include "seismic/checks.hpp"
 #include "pml.hpp"
 #include "resample.hpp"
 #include "scalar_kernels.hpp"
@@ -40,11 +40,6 @@
 
 namespace sciproxy::wave {
 
-std::int64_t Grid::cells() const {
-  std::int64_t c = 1;
-  for (int d = 0; d < std::clamp(ndim, 0, kMaxDims); ++d) c *= shape[d];
-  return c;
-}
 
 namespace {
 
@@ -61,10 +56,10 @@ std::string join(const std::int64_t* x, int n, const char* sep) {
   return s;
 }
 
-using detail::check_grid;
-using detail::check_locations;
-using detail::is_ignored;
-using detail::shape_string;
+using seismic::check_grid;
+using seismic::check_locations;
+using seismic::is_ignored;
+using seismic::shape_string;
 
 void check_dt(double dt) {
   require(std::isfinite(dt) && dt > 0, "dt", "a positive, finite time step in seconds",

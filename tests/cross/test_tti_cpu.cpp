@@ -18,7 +18,7 @@
 #include "tti_problems.hpp"
 
 using namespace sciproxy;
-using namespace sciproxy::wave;
+using namespace sciproxy::tti;
 
 namespace {
 

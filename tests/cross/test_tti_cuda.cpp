@@ -20,7 +20,7 @@
 #include "tti_problems.hpp"
 
 using namespace sciproxy;
-using namespace sciproxy::wave;
+using namespace sciproxy::tti;
 
 namespace {
 

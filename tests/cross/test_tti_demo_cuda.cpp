@@ -17,7 +17,7 @@
 #include "tti_demo_problems.hpp"
 
 using namespace sciproxy;
-using namespace sciproxy::wave;
+using namespace sciproxy::tti;
 
 namespace {
 

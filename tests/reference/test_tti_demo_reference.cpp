@@ -25,7 +25,7 @@
 #include "wave/tti/tti_math.hpp"
 
 using namespace sciproxy;
-using namespace sciproxy::wave;
+using namespace sciproxy::tti;
 using sciproxy::test::TtiDemoProblem;
 
 namespace {

@@ -28,7 +28,7 @@
 #include "sciproxy/wave.hpp"
 
 using namespace sciproxy;
-using namespace sciproxy::wave;
+using namespace sciproxy::tti;
 
 namespace {
 

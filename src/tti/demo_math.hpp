@@ -10,9 +10,9 @@
 #pragma once
 
 #include "sciproxy/core/hd.hpp"
-#include "wave/tti/tti_math.hpp"
+#include "tti/tti_math.hpp"
 
-namespace sciproxy::wave::tti::demo {
+namespace sciproxy::tti::demo {
 
 // g = (D+x u, D+y u, D+z u) at the point u points to; sx, sy: strides of x and y (z is 1).
 template <int A, class T>
@@ -44,4 +44,4 @@ SCIPROXY_HD T leapfrog_update(T u, T u_prev, T m, T d, T div) {
 constexpr double flux_flops(int order) { return 9.0 * (order / 2) + 16; }
 constexpr double divergence_flops(int order) { return 9.0 * (order / 2) + 9; }
 
-}  // namespace sciproxy::wave::tti::demo
+}  // namespace sciproxy::tti::demo

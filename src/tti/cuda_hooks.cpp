@@ -3,7 +3,7 @@
 #include "sciproxy/core/error.hpp"
 #include "tti_kernels.hpp"
 
-namespace sciproxy::wave::kernels::cuda {
+namespace sciproxy::tti::kernels::cuda {
 
 template <class T>
 void tti_forward(const TtiProblem<T>&, TtiFields<T>, const T*, T*, int, Timers*) {
@@ -16,4 +16,4 @@ template void tti_forward<float>(const TtiProblem<float>&, TtiFields<float>, con
 template void tti_forward<double>(const TtiProblem<double>&, TtiFields<double>, const double*,
                                   double*, int, Timers*);
 
-}  // namespace sciproxy::wave::kernels::cuda
+}  // namespace sciproxy::tti::kernels::cuda

@@ -6,9 +6,9 @@
 #include <span>
 #include <string>
 
-#include "sciproxy/wave.hpp"
+#include "sciproxy/seismic.hpp"
 
-namespace sciproxy::wave::detail {
+namespace sciproxy::seismic {
 
 // "251 x 500": the first grid.ndim entries of grid.shape.
 std::string shape_string(const Grid& grid);
@@ -24,4 +24,4 @@ bool is_ignored(const std::int64_t* location, int ndim);
 void check_locations(std::span<const std::int64_t> loc, std::int64_t nshots, std::int64_t count,
                      const Grid& grid, const char* name, const char* what, bool allow_ignored);
 
-}  // namespace sciproxy::wave::detail
+}  // namespace sciproxy::seismic

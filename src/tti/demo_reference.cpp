@@ -12,10 +12,10 @@
 #include <utility>
 #include <vector>
 
-#include "wave/tti/demo_kernels.hpp"
-#include "wave/tti/tti_math.hpp"
+#include "tti/demo_kernels.hpp"
+#include "tti/tti_math.hpp"
 
-namespace sciproxy::wave::tti::demo::reference {
+namespace sciproxy::tti::demo::reference {
 
 namespace {
 
@@ -126,4 +126,4 @@ template void run<float>(const Grid&, const RawMaterial<float>&, double, const S
 template void run<double>(const Grid&, const RawMaterial<double>&, double, const Source<double>&,
                           std::int64_t, Fields<double>, Timers*);
 
-}  // namespace sciproxy::wave::tti::demo::reference
+}  // namespace sciproxy::tti::demo::reference

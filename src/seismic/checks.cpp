@@ -1,4 +1,4 @@
-// Argument checks shared by the wave propagators (checks.hpp).
+// Argument checks shared by the wave and tti families (checks.hpp).
 #include "checks.hpp"
 
 #include <fmt/format.h>
@@ -8,7 +8,13 @@
 
 #include "sciproxy/core/error.hpp"
 
-namespace sciproxy::wave::detail {
+namespace sciproxy::seismic {
+
+std::int64_t Grid::cells() const {
+  std::int64_t c = 1;
+  for (int d = 0; d < std::clamp(ndim, 0, kMaxDims); ++d) c *= shape[d];
+  return c;
+}
 
 namespace {
 std::string join(const std::int64_t* x, int n, const char* sep) {
@@ -58,4 +64,4 @@ void check_locations(std::span<const std::int64_t> loc, std::int64_t nshots, std
     }
 }
 
-}  // namespace sciproxy::wave::detail
+}  // namespace sciproxy::seismic

@@ -34,10 +34,10 @@
 #include "core/cuda_resources.cuh"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/hd.hpp"
-#include "wave/tti/demo_kernels.hpp"
-#include "wave/tti/demo_math.hpp"
+#include "tti/demo_kernels.hpp"
+#include "tti/demo_math.hpp"
 
-namespace sciproxy::wave::tti::demo::cuda {
+namespace sciproxy::tti::demo::cuda {
 
 namespace {
 
@@ -323,4 +323,4 @@ template void run<float>(const Grid&, const Coefficients<float>&, const Source<f
 template void run<double>(const Grid&, const Coefficients<double>&, const Source<double>&,
                           std::int64_t, Fields<double>, TtiDemoForm, int, Timers*);
 
-}  // namespace sciproxy::wave::tti::demo::cuda
+}  // namespace sciproxy::tti::demo::cuda

@@ -34,10 +34,10 @@
 
 #include "sciproxy/core/error.hpp"
 #include "tti_kernels.hpp"
-#include "wave/checks.hpp"
+#include "seismic/checks.hpp"
 #include "tti_math.hpp"
 
-namespace sciproxy::wave {
+namespace sciproxy::tti {
 
 namespace {
 
@@ -56,8 +56,8 @@ double coefficient_sum(int order) {
   return s;
 }
 
-using detail::check_locations;
-using detail::shape_string;
+using seismic::check_locations;
+using seismic::shape_string;
 
 void check_options(const TtiOptions& opt) {
   require(opt.space_order == 4 || opt.space_order == 8 || opt.space_order == 12 ||
@@ -495,4 +495,4 @@ SCIPROXY_INSTANTIATE(float)
 SCIPROXY_INSTANTIATE(double)
 #undef SCIPROXY_INSTANTIATE
 
-}  // namespace sciproxy::wave
+}  // namespace sciproxy::tti

@@ -26,7 +26,7 @@
 
 #include "sciproxy/core/timers.hpp"
 
-namespace sciproxy::wave::kernels {
+namespace sciproxy::tti::kernels {
 
 // Per-cell coefficient arrays of the padded grid (b = buoyancy, n = symmetry axis, each [points]).
 template <class T>
@@ -85,4 +85,4 @@ void tti_forward(const TtiProblem<T>& p, TtiFields<T> fields, const T* sources, 
                  int device_index, Timers* timers);
 }
 
-}  // namespace sciproxy::wave::kernels
+}  // namespace sciproxy::tti::kernels

@@ -22,7 +22,7 @@
 #include "sciproxy/core/timers.hpp"
 #include "sciproxy/tti_demo.hpp"
 
-namespace sciproxy::wave::tti::demo {
+namespace sciproxy::tti::demo {
 
 struct Grid {
   int order = 8;  // space order A
@@ -104,4 +104,4 @@ void run(const Grid& g, const Coefficients<T>& c, const Source<T>& src, std::int
          Fields<T> fields, TtiDemoForm form, int device_index, Timers* timers);
 }  // namespace cuda
 
-}  // namespace sciproxy::wave::tti::demo
+}  // namespace sciproxy::tti::demo

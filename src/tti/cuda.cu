@@ -31,7 +31,7 @@
 #include "tti_kernels.hpp"
 #include "tti_math.hpp"
 
-namespace sciproxy::wave::kernels::cuda {
+namespace sciproxy::tti::kernels::cuda {
 
 namespace {
 
@@ -303,4 +303,4 @@ template void tti_forward<float>(const TtiProblem<float>&, TtiFields<float>, con
 template void tti_forward<double>(const TtiProblem<double>&, TtiFields<double>, const double*,
                                   double*, int, Timers*);
 
-}  // namespace sciproxy::wave::kernels::cuda
+}  // namespace sciproxy::tti::kernels::cuda

@@ -13,7 +13,7 @@
 
 #include "sciproxy/core/hd.hpp"
 
-namespace sciproxy::wave::tti {
+namespace sciproxy::tti {
 
 // Coefficient c_k (k = 1 .. A/2) of the staggered first derivative of order A.
 template <int A>
@@ -74,4 +74,4 @@ SCIPROXY_HD void coupled_fluxes(const T (&gp)[3], const T (&gm)[3], T e, T g, T 
   }
 }
 
-}  // namespace sciproxy::wave::tti
+}  // namespace sciproxy::tti

@@ -1,9 +1,9 @@
 // Device hooks for builds without CUDA: the CUDA entry point of the TTI workshop demo operator
 // exists and throws NotCompiled.
 #include "sciproxy/core/error.hpp"
-#include "wave/tti/demo_kernels.hpp"
+#include "tti/demo_kernels.hpp"
 
-namespace sciproxy::wave::tti::demo::cuda {
+namespace sciproxy::tti::demo::cuda {
 
 template <class T>
 void run(const Grid&, const Coefficients<T>&, const Source<T>&, std::int64_t, Fields<T>, TtiDemoForm,
@@ -17,4 +17,4 @@ template void run<float>(const Grid&, const Coefficients<float>&, const Source<f
 template void run<double>(const Grid&, const Coefficients<double>&, const Source<double>&,
                           std::int64_t, Fields<double>, TtiDemoForm, int, Timers*);
 
-}  // namespace sciproxy::wave::tti::demo::cuda
+}  // namespace sciproxy::tti::demo::cuda

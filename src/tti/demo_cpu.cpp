@@ -49,10 +49,10 @@
 #include <utility>
 #include <vector>
 
-#include "wave/tti/demo_kernels.hpp"
-#include "wave/tti/demo_math.hpp"
+#include "tti/demo_kernels.hpp"
+#include "tti/demo_math.hpp"
 
-namespace sciproxy::wave::tti::demo::cpu {
+namespace sciproxy::tti::demo::cpu {
 
 namespace {
 
@@ -598,4 +598,4 @@ template void run<float>(const Grid&, const Coefficients<float>&, const Source<f
 template void run<double>(const Grid&, const Coefficients<double>&, const Source<double>&,
                           std::int64_t, Fields<double>, TtiDemoForm, Timers*);
 
-}  // namespace sciproxy::wave::tti::demo::cpu
+}  // namespace sciproxy::tti::demo::cpu

@@ -15,7 +15,7 @@
 #include "tti_kernels.hpp"
 #include "tti_math.hpp"
 
-namespace sciproxy::wave::kernels::reference {
+namespace sciproxy::tti::kernels::reference {
 
 namespace {
 
@@ -170,4 +170,4 @@ template void tti_forward<float>(const TtiProblem<float>&, TtiFields<float>, con
 template void tti_forward<double>(const TtiProblem<double>&, TtiFields<double>, const double*,
                                   double*);
 
-}  // namespace sciproxy::wave::kernels::reference
+}  // namespace sciproxy::tti::kernels::reference

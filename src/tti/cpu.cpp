@@ -17,7 +17,7 @@
 #include "tti_kernels.hpp"
 #include "tti_math.hpp"
 
-namespace sciproxy::wave::kernels::cpu {
+namespace sciproxy::tti::kernels::cpu {
 
 namespace {
 
@@ -184,4 +184,4 @@ template void tti_forward<float>(const TtiProblem<float>&, TtiFields<float>, con
 template void tti_forward<double>(const TtiProblem<double>&, TtiFields<double>, const double*,
                                   double*);
 
-}  // namespace sciproxy::wave::kernels::cpu
+}  // namespace sciproxy::tti::kernels::cpu

@@ -12,11 +12,11 @@
 
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/tti_demo.hpp"
-#include "wave/tti/demo_kernels.hpp"
-#include "wave/tti/demo_math.hpp"
-#include "wave/tti/tti_math.hpp"
+#include "tti/demo_kernels.hpp"
+#include "tti/demo_math.hpp"
+#include "tti/tti_math.hpp"
 
-namespace sciproxy::wave {
+namespace sciproxy::tti {
 
 namespace {
 
@@ -454,4 +454,4 @@ SCIPROXY_INSTANTIATE(float)
 SCIPROXY_INSTANTIATE(double)
 #undef SCIPROXY_INSTANTIATE
 
-}  // namespace sciproxy::wave
+}  // namespace sciproxy::tti

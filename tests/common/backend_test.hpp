@@ -1,0 +1,33 @@
+// The fixture of the backend tests (Ginkgo's test/utils/common_fixture.hpp): one test file per
+// family is compiled once per backend, with SCIPROXY_TEST_BACKEND set to cpu or cuda by
+// tests/CMakeLists.txt (sciproxy_backend_test), and compares that backend with the reference.
+// The cuda instance carries the ctest label gpu and skips, saying why, where no GPU is present.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include "sciproxy/core/device.hpp"
+
+#ifndef SCIPROXY_TEST_BACKEND
+#error "compile backend tests through sciproxy_backend_test(), which sets SCIPROXY_TEST_BACKEND"
+#endif
+
+namespace sciproxy::test {
+
+// The backend under test, and the one it is compared against.
+inline const Device kBackend{Backend::SCIPROXY_TEST_BACKEND, 0, false};
+inline const Device kReference{Backend::reference, 0, false};
+inline constexpr bool kTestingCuda = Backend::SCIPROXY_TEST_BACKEND == Backend::cuda;
+
+// Base of every backend test: skips when the backend under test cannot run here.
+class BackendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (kTestingCuda && cuda_device_count() == 0) GTEST_SKIP() << cuda_unavailable_reason();
+  }
+};
+
+template <class T>
+class TypedBackendTest : public BackendTest {};
+
+}  // namespace sciproxy::test
