@@ -1,6 +1,8 @@
 // Benchmark repetitions, their statistics, and the environment record that goes with them.
 #include "sciproxy/core/bench.hpp"
 
+#include "core/json.hpp"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -40,10 +42,12 @@ BenchStats run_benchmark(const std::function<double()>& once, int warmup, int re
   return s;
 }
 
-nlohmann::json BenchStats::to_json() const {
-  return {{"warmup", warmup}, {"repetitions", seconds.size()}, {"seconds", seconds},
-          {"median", median}, {"min", min}, {"max", max}, {"mean", mean}};
+nlohmann::json to_json(const BenchStats& s) {
+  return {{"warmup", s.warmup}, {"repetitions", s.seconds.size()}, {"seconds", s.seconds},
+          {"median", s.median}, {"min", s.min}, {"max", s.max}, {"mean", s.mean}};
 }
+
+std::string environment_json(int threads) { return environment_record(threads).dump(); }
 
 nlohmann::json environment_record(int threads) {
   char host[256] = {};

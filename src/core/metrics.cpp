@@ -2,6 +2,8 @@
 // operational intensity and the roofline fraction are computed.
 #include "sciproxy/core/metrics.hpp"
 
+#include "core/json.hpp"
+
 #include <algorithm>
 
 namespace sciproxy {
@@ -15,17 +17,17 @@ double Roofline::attainable_gflops(const WorkModel& work) const {
   return bound;
 }
 
-nlohmann::json Roofline::to_json() const {
-  return {{"machine", machine},
-          {"threads", threads},
-          {"bandwidth_gbs", bandwidth_gbs},
-          {"cache_bandwidth_gbs", cache_bandwidth_gbs},
-          {"peak_gflops_fp32", peak_gflops_fp32},
-          {"peak_gflops_fp64", peak_gflops_fp64},
-          {"load_average", load_average}};
+nlohmann::json to_json(const Roofline& r) {
+  return {{"machine", r.machine},
+          {"threads", r.threads},
+          {"bandwidth_gbs", r.bandwidth_gbs},
+          {"cache_bandwidth_gbs", r.cache_bandwidth_gbs},
+          {"peak_gflops_fp32", r.peak_gflops_fp32},
+          {"peak_gflops_fp64", r.peak_gflops_fp64},
+          {"load_average", r.load_average}};
 }
 
-Roofline Roofline::from_json(const nlohmann::json& j) {
+Roofline roofline_from_json(const nlohmann::json& j) {
   Roofline r;
   r.machine = j.at("machine").get<std::string>();
   r.threads = j.at("threads").get<int>();
@@ -56,21 +58,21 @@ Rates derive_rates(const WorkModel& work, double seconds, const std::optional<Ro
   return r;
 }
 
-nlohmann::json Rates::to_json(const WorkModel& work) const {
-  return {{"seconds", seconds},
+nlohmann::json to_json(const Rates& r, const WorkModel& work) {
+  return {{"seconds", r.seconds},
           {"points", work.points},
           {"point_unit", work.point_unit},
           {"flops", work.flops},
           {"bytes", work.bytes},
           {"cache_bytes", work.cache_bytes},
           {"precision", precision_name(work.precision)},
-          {"gpoints_per_s", gpoints_per_s},
-          {"gflops_per_s", gflops_per_s},
-          {"gbytes_per_s", gbytes_per_s},
-          {"intensity", intensity},
-          {"attainable_gflops", attainable_gflops},
-          {"roofline_fraction", roofline_fraction},
-          {"bound", bound}};
+          {"gpoints_per_s", r.gpoints_per_s},
+          {"gflops_per_s", r.gflops_per_s},
+          {"gbytes_per_s", r.gbytes_per_s},
+          {"intensity", r.intensity},
+          {"attainable_gflops", r.attainable_gflops},
+          {"roofline_fraction", r.roofline_fraction},
+          {"bound", r.bound}};
 }
 
 }  // namespace sciproxy

@@ -1,7 +1,11 @@
 // Kernel report: a Devito-style summary for people, the same numbers as JSON for tools.
 #include "sciproxy/core/report.hpp"
 
+#include "core/json.hpp"
+
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace sciproxy {
 
@@ -20,23 +24,73 @@ void KernelReport::print(std::ostream& out) const {
   out << perf << "]\n";
   if (!parameters.empty()) {
     std::string line = "Parameters:";
-    for (const auto& [key, value] : parameters.items()) line += fmt::format(" {}={}", key, value.dump());
+    for (const auto& [key, value] : parameters.entries()) line += fmt::format(" {}={}", key, value);
     out << line << "\n";
   }
-  if (verification) out << "Verification against reference: " << verification->summary() << "\n";
+  if (checks.size() > 1) {
+    for (const auto& c : checks)
+      out << "Verification of " << c.output << " against reference: " << c.summary() << "\n";
+  } else if (verification) {
+    out << "Verification against reference: " << verification->summary() << "\n";
+  }
   if (!timers.stats().empty()) out << timers.table();
 }
 
-nlohmann::json KernelReport::to_json() const {
-  nlohmann::json j = {{"kernel", kernel},
-                      {"device", device.name()},
-                      {"device_chosen_by_auto", device.automatic},
-                      {"parameters", parameters},
-                      {"performance", rates.to_json(work)},
-                      {"timers", timers.to_json()}};
-  j["roofline"] = roofline ? roofline->to_json() : nlohmann::json(nullptr);
-  j["verification"] = verification ? verification->to_json() : nlohmann::json(nullptr);
+void KernelReport::add_check(Comparison c) {
+  checks.push_back(std::move(c));
+  const auto failing = std::find_if(checks.begin(), checks.end(), [](const Comparison& x) { return !x.pass; });
+  verification = failing != checks.end() ? *failing : checks.front();
+}
+
+std::string KernelReport::json() const { return to_json(*this).dump(); }
+
+nlohmann::json to_json(const KernelReport& r) {
+  nlohmann::json j = {{"kernel", r.kernel},
+                      {"device", r.device.name()},
+                      {"device_chosen_by_auto", r.device.automatic},
+                      {"parameters", to_json(r.parameters)},
+                      {"performance", to_json(r.rates, r.work)},
+                      {"timers", to_json(r.timers)}};
+  j["roofline"] = r.roofline ? to_json(*r.roofline) : nlohmann::json(nullptr);
+  j["verification"] = r.verification ? to_json(*r.verification) : nlohmann::json(nullptr);
+  if (r.checks.size() > 1) {
+    j["checks"] = nlohmann::json::array();
+    for (const auto& c : r.checks) j["checks"].push_back(to_json(c));
+  }
   return j;
+}
+
+void Parameters::set_json(const std::string& name, std::string json_value) {
+  for (auto& [key, value] : entries_)
+    if (key == name) {
+      value = std::move(json_value);
+      return;
+    }
+  entries_.emplace_back(name, std::move(json_value));
+}
+
+void Parameters::set(const std::string& name, double value) { set_json(name, nlohmann::json(value).dump()); }
+void Parameters::set(const std::string& name, long long value) { set_json(name, nlohmann::json(value).dump()); }
+void Parameters::set(const std::string& name, bool value) { set_json(name, nlohmann::json(value).dump()); }
+void Parameters::set(const std::string& name, const std::string& value) {
+  set_json(name, nlohmann::json(value).dump());
+}
+void Parameters::set(const std::string& name, const std::vector<long long>& value) {
+  set_json(name, nlohmann::json(value).dump());
+}
+
+std::string Parameters::json() const { return to_json(*this).dump(); }
+
+nlohmann::json to_json(const Parameters& p) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [key, value] : p.entries()) j[key] = nlohmann::json::parse(value);
+  return j;
+}
+
+Parameters parameters_from_json(const nlohmann::json& object) {
+  Parameters p;
+  for (const auto& [key, value] : object.items()) p.set_json(key, value.dump());
+  return p;
 }
 
 }  // namespace sciproxy

@@ -6,6 +6,8 @@
 // flags the rest of the library used.
 #include "sciproxy/core/roofline.hpp"
 
+#include "core/json.hpp"
+
 #include <fmt/format.h>
 #include <omp.h>
 
@@ -220,7 +222,7 @@ std::optional<Roofline> cached_roofline(const Device& device, int threads) {
   const std::string key = cache_key(device, threads);
   if (!cache.contains(key)) return std::nullopt;
   try {
-    return Roofline::from_json(cache.at(key));
+    return roofline_from_json(cache.at(key));
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;
   }
@@ -231,7 +233,7 @@ Roofline measure_and_cache_roofline(const Device& device, int threads) {
   const Roofline r = device.backend == Backend::cuda ? measure_cuda_roofline(device.index)
                                                      : measure_cpu_roofline(threads);
   nlohmann::json cache = read_cache();
-  cache[cache_key(device, threads)] = r.to_json();
+  cache[cache_key(device, threads)] = to_json(r);
   const std::string path = roofline_cache_path();
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);

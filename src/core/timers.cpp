@@ -1,6 +1,8 @@
 // Nested timer regions and their ICON-style report table.
 #include "sciproxy/core/timers.hpp"
 
+#include "core/json.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -85,9 +87,11 @@ std::string Timers::table() const {
   return out;
 }
 
-nlohmann::json Timers::to_json() const {
+std::string Timers::json() const { return to_json(*this).dump(); }
+
+nlohmann::json to_json(const Timers& timers) {
   nlohmann::json regions = nlohmann::json::array();
-  for (const auto& s : stats_)
+  for (const auto& s : timers.stats())
     regions.push_back({{"name", s.path}, {"calls", s.calls}, {"t_min", s.min}, {"t_avg", s.avg()},
                        {"t_max", s.max}, {"total", s.total}});
   return regions;

@@ -1,6 +1,8 @@
 // Error norms of a result against its reference. Accumulates in double whatever the dtypes.
 #include "sciproxy/core/verify.hpp"
 
+#include "core/json.hpp"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -44,11 +46,13 @@ std::string Comparison::summary() const {
   return s;
 }
 
-nlohmann::json Comparison::to_json() const {
-  return {{"pass", pass},       {"count", count},     {"rel_l2", rel_l2},
-          {"max_abs", max_abs}, {"max_rel", max_rel}, {"worst_index", worst_index},
-          {"nonfinite_result", nan_out}, {"nonfinite_reference", nan_ref},
-          {"shapes_match", shapes_match}};
+nlohmann::json to_json(const Comparison& c) {
+  nlohmann::json j = {{"pass", c.pass},       {"count", c.count},     {"rel_l2", c.rel_l2},
+                      {"max_abs", c.max_abs}, {"max_rel", c.max_rel}, {"worst_index", c.worst_index},
+                      {"nonfinite_result", c.nan_out}, {"nonfinite_reference", c.nan_ref},
+                      {"shapes_match", c.shapes_match}};
+  if (!c.output.empty()) j["output"] = c.output;
+  return j;
 }
 
 template Comparison compare<float, float>(std::span<const float>, std::span<const float>, const Tolerance&);

@@ -2,7 +2,6 @@
 // max, and a record of the environment so that figures from two machines can be compared.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <functional>
 #include <string>
 #include <vector>
@@ -13,7 +12,6 @@ struct BenchStats {
   int warmup = 0;
   std::vector<double> seconds;  // one per repetition
   double median = 0, min = 0, max = 0, mean = 0;
-  nlohmann::json to_json() const;
 };
 
 // `once` runs the timed work one time and returns its duration in seconds (so a backend may time
@@ -22,9 +20,9 @@ BenchStats run_benchmark(const std::function<double()>& once, int warmup, int re
 
 double median_of(std::vector<double> values);
 
-// CPU model, threads, GPUs, compiler, flags, build type, git commit, host, date, version.
-// threads: the thread count of the run being recorded (0: the default OpenMP count).
-nlohmann::json environment_record(int threads = 0);
+// CPU model, threads, GPUs, compiler, flags, build type, git commit, host, date, version, as a
+// JSON object. threads: the thread count of the run being recorded (0: the default OpenMP count).
+std::string environment_json(int threads = 0);
 
 // Writes `text` to `path` through a temporary file and a rename, so no half-written file is left.
 void write_file_atomically(const std::string& path, const std::string& text);

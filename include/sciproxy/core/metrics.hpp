@@ -6,7 +6,6 @@
 // one trace sample per multiply-add) is bound by L2 bandwidth long before DRAM or FMA limits.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -41,8 +40,6 @@ struct Roofline {
   }
   // min(peak, OI * bandwidth[, cache OI * cache bandwidth]) for the work of a kernel.
   double attainable_gflops(const WorkModel& work) const;
-  nlohmann::json to_json() const;
-  static Roofline from_json(const nlohmann::json& j);
 };
 
 struct Rates {
@@ -55,7 +52,6 @@ struct Rates {
   double roofline_fraction = 0;  // achieved / attainable; 0 when no roofline is known
   std::string bound = "unknown";  // which ceiling binds: "compute", "memory", "cache"
 
-  nlohmann::json to_json(const WorkModel& work) const;
 };
 
 Rates derive_rates(const WorkModel& work, double seconds, const std::optional<Roofline>& roof);

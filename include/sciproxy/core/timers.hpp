@@ -4,7 +4,6 @@
 // NVTX range, so Nsight Systems shows the same names.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <chrono>
 #include <string>
 #include <string_view>
@@ -50,7 +49,7 @@ class Timers {
   void clear() { stats_.clear(); open_.clear(); }
 
   std::string table() const;  // aligned text table, one row per region, children indented
-  nlohmann::json to_json() const;
+  std::string json() const;  // [{"path", "calls", "min", "avg", "max", "total"}, ...]
 
  private:
   void open(std::string_view name);

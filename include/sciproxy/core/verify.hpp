@@ -2,7 +2,6 @@
 // and max rel error, where the worst error is, NaN detection. NaN in either array never passes.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <cstddef>
 #include <limits>
 #include <span>
@@ -16,6 +15,7 @@ struct Tolerance {
 };
 
 struct Comparison {
+  std::string output;  // the output compared ("receiver_amplitudes"); empty for a single one
   std::size_t count = 0;
   std::size_t nan_out = 0, nan_ref = 0;  // non-finite values in each array
   double rel_l2 = 0, max_abs = 0, max_rel = 0;
@@ -25,7 +25,6 @@ struct Comparison {
   bool pass = false;
 
   std::string summary() const;  // one line: pass/FAIL, errors, worst index
-  nlohmann::json to_json() const;
 };
 
 template <class T, class U>
