@@ -1,6 +1,5 @@
 /* The C ABI of an installed sciproxy: a hand-checked parstack and an error with its message. */
 #include <sciproxy/sciproxy.h>
-
 #include <stdio.h>
 #include <string.h>
 
@@ -24,7 +23,8 @@ int main(void) {
   }
   lengthout = -1;
   if (sciproxy_parstack_f64(traces, lengths, 2, offsets, shifts, weights, 2, 0, &offsetout,
-                            &lengthout, result, 7, 0, 0, 0, "cpu") != SCIPROXY_ERROR_INVALID_ARGUMENT ||
+                            &lengthout, result, 7, 0, 0, 0,
+                            "cpu") != SCIPROXY_ERROR_INVALID_ARGUMENT ||
       strncmp(sciproxy_last_error(), "result:", 7) != 0) {
     fprintf(stderr, "downstream_c: expected an error naming result, got: %s\n",
             sciproxy_last_error());

@@ -1,8 +1,7 @@
 // The C++ API of an installed sciproxy: a hand-checked parstack on the cpu backend.
+#include <cstdio>
 #include <sciproxy/core/version.hpp>
 #include <sciproxy/stack.hpp>
-
-#include <cstdio>
 #include <span>
 #include <vector>
 
@@ -24,6 +23,7 @@ int main() {
                  extent.offsetout, static_cast<long long>(extent.lengthout));
     return 1;
   }
-  std::printf("downstream_cxx: parstack OK (sciproxy %s)\n", sciproxy::build_info().version.c_str());
+  std::printf("downstream_cxx: parstack OK (sciproxy %s)\n",
+              sciproxy::build_info().version.c_str());
   return 0;
 }
