@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/json.hpp"
 #include "sciproxy/core/bench.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
@@ -37,6 +38,7 @@ Command add_roofline_command(CLI::App& root);
 Command add_parstack_command(CLI::App& root);
 Command add_bench_command(CLI::App& root);  // `bench parstack`
 Command add_demo_command(CLI::App& root);
+Command add_run_command(CLI::App& root);  // any case of the registry
 
 // --threads: 0 means "all" (the OpenMP default); negative is refused.
 void check_threads(int threads);

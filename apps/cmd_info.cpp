@@ -71,7 +71,7 @@ int run_info(const InfoOptions& opt) {
                         {"openmp_threads", threads},
                         {"cuda_devices", gpu_list},
                         {"roofline_cache", roofline_cache_path()},
-                        {"roofline_cpu", roof ? roof->to_json() : nlohmann::json(nullptr)},
+                        {"roofline_cpu", roof ? to_json(*roof) : nlohmann::json(nullptr)},
                         {"environment", environment_record()}};
     if (gpus.empty()) j["cuda_unavailable_reason"] = cuda_unavailable_reason();
     write_file_atomically(opt.json_path, j.dump(2) + "\n");

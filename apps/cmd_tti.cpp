@@ -75,8 +75,8 @@ struct TtiOutcome {
 
   bool passed() const { return !report.verification || report.verification->pass; }
   nlohmann::json to_json() const {
-    nlohmann::json j = report.to_json();
-    j["bench"] = stats.to_json();
+    nlohmann::json j = sciproxy::to_json(report);
+    j["bench"] = sciproxy::to_json(stats);
     j["gpts"] = report.rates.gpoints_per_s;
     j["operator"] = "TTISelfAdjointForward";
     j["dt"] = dt;
@@ -88,7 +88,7 @@ struct TtiOutcome {
     j["bytes_per_point"] = report.work.points > 0 ? report.work.bytes / report.work.points : 0;
     nlohmann::json s = nlohmann::json::array();
     for (const auto& sec : sections)
-      s.push_back({{"name", sec.name}, {"seconds", sec.seconds}, {"performance", sec.rates.to_json(sec.work)}});
+      s.push_back({{"name", sec.name}, {"seconds", sec.seconds}, {"performance", sciproxy::to_json(sec.rates, sec.work)}});
     j["sections"] = s;
     if (report.verification)
       j["verification_scope"] = {{"steps", verified_nt}, {"tolerance_rel_l2", tolerance}};
@@ -143,7 +143,7 @@ TtiOutcome run_typed(const TtiCliOptions& opt, const Device& device, const DemoM
                      int threads) {
   tti::TtiDemoOptions options;
   options.space_order = opt.space_order;
-  options.form = wave::parse_tti_demo_form(opt.form);
+  options.form = tti::parse_tti_demo_form(opt.form);
   options.nparallel = opt.threads;
 
   DemoProblem<T> p = make_problem<T>(opt, mat, opt.nt);
@@ -202,7 +202,7 @@ TtiOutcome run_typed(const TtiCliOptions& opt, const Device& device, const DemoM
     s.rates = derive_rates(s.work, s.seconds, report.roofline);
     out.sections.push_back(s);
   }
-  report.parameters = {{"shape", opt.shape},
+  report.parameters = parameters_from_json(nlohmann::json{{"shape", opt.shape},
                        {"nt", opt.nt},
                        {"spacing", opt.spacing},
                        {"dt", out.dt},
@@ -215,7 +215,7 @@ TtiOutcome run_typed(const TtiCliOptions& opt, const Device& device, const DemoM
                        {"source_frequency", opt.freq},
                        {"materials", mat.to_json()},
                        {"warmup", opt.warmup},
-                       {"repetitions", opt.reps}};
+                       {"repetitions", opt.reps}});
 
   if (opt.verify && device.backend != Backend::reference) {
     const std::int64_t vnt = std::min(opt.nt, opt.verify_nt);

@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
     commands.push_back(app::add_bench_command(root));
     commands.push_back(app::add_bench_scalar_command(root));  // under `bench`: after it exists
     commands.push_back(app::add_demo_command(root));
+    commands.push_back(app::add_run_command(root));
   } catch (const std::exception& e) {
     return fail(kRuntimeFailure, e.what());
   }

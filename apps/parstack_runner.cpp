@@ -13,6 +13,7 @@
 
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/verify.hpp"
+#include "stack/case.hpp"
 
 namespace sciproxy::app {
 
@@ -42,9 +43,7 @@ std::string ParstackSpec::label() const {
 }
 
 Tolerance parstack_tolerance(Dtype dtype) {
-  Tolerance t;
-  t.rel_l2 = dtype == Dtype::float32 ? 1e-5 : 1e-12;
-  return t;
+  return stack::parstack_tolerance(dtype == Dtype::float32 ? Precision::fp32 : Precision::fp64);
 }
 
 namespace {
@@ -131,8 +130,8 @@ std::string RunOutcome::verification_scope() const {
 }
 
 nlohmann::json RunOutcome::to_json() const {
-  nlohmann::json j = report.to_json();
-  j["bench"] = stats.to_json();
+  nlohmann::json j = sciproxy::to_json(report);
+  j["bench"] = sciproxy::to_json(stats);
   j["verification_scope"] = {
       {"shift_sets_verified", verified_shift_sets},
       {"shift_sets_total", total_shift_sets},
@@ -290,10 +289,10 @@ std::vector<RunOutcome> run_typed(const ParstackSpec& spec, const std::vector<De
       ref.total_shift_sets = spec.nshifts;
       ref.stats.seconds = {seconds};
       ref.stats.median = ref.stats.min = ref.stats.max = ref.stats.mean = seconds;
-      ref.report.parameters = parameters_of(spec, extent, 1, options);
-      ref.report.parameters["nshifts"] = sub.nshifts;
-      ref.report.parameters["warmup"] = 0;
-      ref.report.parameters["repetitions"] = 1;
+      ref.report.parameters = parameters_from_json(parameters_of(spec, extent, 1, options));
+      ref.report.parameters.set("nshifts", static_cast<long long>(sub.nshifts));
+      ref.report.parameters.set("warmup", 0);
+      ref.report.parameters.set("repetitions", 1);
       ref.report.work = stack::parstack_work(sub_input, extent, spec.method);
       ref.report.seconds = seconds;
       ref.report.roofline = roofline_for(ref.report.device, 1, options.roofline, log);
@@ -310,8 +309,8 @@ std::vector<RunOutcome> run_typed(const ParstackSpec& spec, const std::vector<De
     KernelReport& report = out.report;
     report.kernel = "parstack";
     report.device = device;
-    report.parameters =
-        parameters_of(spec, extent, device.backend == Backend::reference ? 1 : threads, options);
+    report.parameters = parameters_from_json(
+        parameters_of(spec, extent, device.backend == Backend::reference ? 1 : threads, options));
     report.work = work;
     report.roofline = roofline_for(device, threads, options.roofline, log);
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli_common.hpp"
+#include "core/json.hpp"
 #include "sciproxy/core/bench.hpp"
 #include "sciproxy/core/report.hpp"
 #include "sciproxy/stack.hpp"

@@ -354,14 +354,14 @@ std::string ScalarOutcome::verification_scope() const {
 }
 
 nlohmann::json ScalarOutcome::to_json() const {
-  nlohmann::json j = report.to_json();
-  j["bench"] = stats.to_json();
+  nlohmann::json j = sciproxy::to_json(report);
+  j["bench"] = sciproxy::to_json(stats);
   j["step_ratio"] = step_ratio;
   j["inner_dt"] = inner_dt;
   j["storage_bytes"] = storage_bytes;
   j["gpts"] = gpts(stats.median);
   nlohmann::json checks_json = nlohmann::json::object();
-  for (const auto& [name, c] : this->checks) checks_json[name] = c.to_json();
+  for (const auto& [name, c] : this->checks) checks_json[name] = sciproxy::to_json(c);
   j["verification_scope"] = {{"samples", verified_nt},
                              {"shots", verified_shots},
                              {"inner_steps", verified_nt * step_ratio},
@@ -373,7 +373,7 @@ nlohmann::json ScalarOutcome::to_json() const {
                                   .rel_l2},
                              {"checks", checks_json}};
   // With compressed gradient storage: the tolerance of the outputs computed from the stored steps.
-  const nlohmann::json& p = report.parameters;
+  const nlohmann::json p = sciproxy::to_json(report.parameters);
   if (p.is_object() && p.contains("gradient_storage") && p["gradient_storage"].value("compression", false) &&
       p["gradient_storage"].value("storage", "") != "none")
     j["verification_scope"]["tolerance_rel_l2_stored"] =
@@ -692,8 +692,8 @@ std::vector<ScalarOutcome> run_typed(const ScalarSpec& spec, const std::vector<D
     out.inner_dt = last.inner_dt;
     out.storage_bytes = last.storage_bytes;
     report.work = last.work;
-    report.parameters = parameters_of(spec, device.backend == Backend::reference ? 1 : threads,
-                                      options, out.step_ratio);
+    report.parameters = parameters_from_json(parameters_of(
+        spec, device.backend == Backend::reference ? 1 : threads, options, out.step_ratio));
     report.seconds = out.stats.median;
     report.rates = derive_rates(report.work, report.seconds, report.roofline);
 

@@ -14,6 +14,7 @@
 
 #include "cli_common.hpp"
 #include "parstack_runner.hpp"  // Dtype, parse_dtype, dtype_name, dtype_size
+#include "core/json.hpp"
 #include "sciproxy/core/bench.hpp"
 #include "sciproxy/core/report.hpp"
 #include "sciproxy/wave.hpp"

@@ -1,0 +1,93 @@
+// The one harness that measures and verifies any kernel: each family registers its cases (a
+// default problem, how to run it on a device, its outputs, its tolerances per dtype and its work
+// model: src/<family>/case.cpp), and run_case does the rest: warm-up, repetitions, rates,
+// roofline fraction, verification against the reference backend, the timer table and the JSON
+// record. The CLI (run, bench, demo), the tests and Python reach cases through this header.
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "sciproxy/core/bench.hpp"
+#include "sciproxy/core/device.hpp"
+#include "sciproxy/core/metrics.hpp"
+#include "sciproxy/core/report.hpp"
+#include "sciproxy/core/verify.hpp"
+
+namespace sciproxy {
+
+// Settings of a case: sizes and options by name ("ntraces", "nt", "dtype", ...). A case reads
+// the names it knows and refuses those it does not.
+struct CaseSettings {
+  std::map<std::string, std::string> values;
+  bool has(const std::string& name) const { return values.count(name) > 0; }
+  std::string get(const std::string& name, const std::string& fallback) const;
+  long long get_int(const std::string& name, long long fallback) const;   // InvalidArgument if not an integer
+  double get_real(const std::string& name, double fallback) const;        // InvalidArgument if not a number
+};
+
+// One named output of the last run, viewed in the case's own storage.
+struct CaseOutput {
+  std::string name;
+  std::variant<std::span<const float>, std::span<const double>> values;
+};
+
+class Case {
+ public:
+  virtual ~Case() = default;
+  virtual std::string kernel() const = 0;  // the report's name: "parstack", "scalar", ...
+  virtual std::string label() const = 0;   // the problem in a few words: "30 traces x ..."
+  virtual Parameters parameters() const = 0;
+  virtual WorkModel work() const = 0;
+  // One call on `device`. Returns the seconds its rates are derived from when the backend timed
+  // itself (CUDA events), or 0 for the harness's wall clock around the call.
+  virtual double run(const Device& device, Timers* timers) = 0;
+  virtual std::vector<CaseOutput> outputs() const = 0;  // of the last run
+  virtual Tolerance tolerance(const std::string& output) const = 0;
+};
+
+using CaseFactory = std::function<std::unique_ptr<Case>(const CaseSettings&)>;
+
+struct CaseEntry {
+  std::string name;         // "parstack", "scalar", "tti_forward", ...
+  std::string family;       // "stack", "wave", "tti"
+  std::string description;  // one line for `sciproxy run --list`
+  CaseFactory make;
+  // The settings `sciproxy demo` runs (each a row of its summary); one empty entry: the default.
+  std::vector<CaseSettings> demo_variants;
+};
+
+// Every case of every family built into this library, in registration order.
+const std::vector<CaseEntry>& case_registry();
+const CaseEntry& find_case(const std::string& name);  // InvalidArgument naming the known cases
+
+struct HarnessOptions {
+  int warmup = 1;
+  int repetitions = 5;
+  bool verify = true;  // compare each output with the reference backend's run of the same case
+  int threads = 0;     // OpenMP threads of the cpu backend; 0: all
+  bool measure_roofline = true;  // measure (and cache) the ceilings when none are cached
+  std::ostream* log = nullptr;   // progress notes ("verification: reference done in 1.2 s")
+};
+
+struct CaseResult {
+  KernelReport report;
+  BenchStats stats;
+};
+
+// Runs the case on each device with the harness options; the reference backend's run of the
+// same problem, when verification asks for it, is done once and shared by every device.
+std::vector<CaseResult> run_case(const CaseEntry& entry, const CaseSettings& settings,
+                                 const std::vector<Device>& devices, const HarnessOptions& options);
+
+// The JSON record of a result (the report, the repetition statistics), as text.
+std::string case_result_json(const CaseResult& result);
+
+}  // namespace sciproxy

@@ -1,0 +1,182 @@
+// The harness: the measuring loop every interface shares (core/harness.hpp).
+#include "sciproxy/core/harness.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <ostream>
+
+#include "core/json.hpp"
+#include "sciproxy/core/error.hpp"
+#include "sciproxy/core/roofline.hpp"
+
+namespace sciproxy {
+
+std::string CaseSettings::get(const std::string& name, const std::string& fallback) const {
+  const auto it = values.find(name);
+  return it == values.end() ? fallback : it->second;
+}
+
+long long CaseSettings::get_int(const std::string& name, long long fallback) const {
+  const auto it = values.find(name);
+  if (it == values.end()) return fallback;
+  std::size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(it->second, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  require(used == it->second.size() && used > 0, name, "an integer", fmt::format("\"{}\"", it->second));
+  return v;
+}
+
+double CaseSettings::get_real(const std::string& name, double fallback) const {
+  const auto it = values.find(name);
+  if (it == values.end()) return fallback;
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(it->second, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  require(used == it->second.size() && used > 0 && std::isfinite(v), name, "a finite number",
+          fmt::format("\"{}\"", it->second));
+  return v;
+}
+
+const CaseEntry& find_case(const std::string& name) {
+  std::string known;
+  for (const auto& entry : case_registry()) {
+    if (entry.name == name) return entry;
+    known += (known.empty() ? "" : ", ") + entry.name;
+  }
+  throw_invalid_argument("case", fmt::format("one of {}", known), fmt::format("\"{}\"", name));
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// A copy of the reference's outputs, kept while the other devices run.
+struct Expected {
+  std::string name;
+  std::vector<double> f64;
+  std::vector<float> f32;
+  bool is_f32 = false;
+};
+
+std::vector<Expected> copy_outputs(const Case& c) {
+  std::vector<Expected> out;
+  for (const auto& o : c.outputs()) {
+    Expected e;
+    e.name = o.name;
+    if (const auto* f = std::get_if<std::span<const float>>(&o.values)) {
+      e.is_f32 = true;
+      e.f32.assign(f->begin(), f->end());
+    } else {
+      const auto& d = std::get<std::span<const double>>(o.values);
+      e.f64.assign(d.begin(), d.end());
+    }
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+void verify_outputs(const Case& c, const std::vector<Expected>& expected, KernelReport& report) {
+  const auto got = c.outputs();
+  require(got.size() == expected.size(), "case outputs", fmt::format("{} outputs", expected.size()),
+          fmt::format("{}", got.size()));
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const Expected& e = expected[i];
+    const Tolerance tol = c.tolerance(e.name);
+    Comparison cmp;
+    if (e.is_f32)
+      cmp = compare<float, float>(std::get<std::span<const float>>(got[i].values),
+                                  std::span<const float>(e.f32), tol);
+    else
+      cmp = compare<double, double>(std::get<std::span<const double>>(got[i].values),
+                                    std::span<const double>(e.f64), tol);
+    cmp.output = e.name;
+    report.add_check(std::move(cmp));
+  }
+}
+
+std::optional<Roofline> roofline_of(const Device& device, int threads, const HarnessOptions& opt) {
+  const int t = device.backend == Backend::reference ? 1 : threads;
+  try {
+    if (auto cached = cached_roofline(device, t)) return cached;
+    if (!opt.measure_roofline) return std::nullopt;
+    if (opt.log) *opt.log << fmt::format("Measuring the roofline of {} ({} threads) once ...\n", device.name(), t);
+    return measure_and_cache_roofline(device, t);
+  } catch (const Error& e) {
+    if (opt.log) *opt.log << "Roofline unavailable: " << e.what() << "\n";
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+std::vector<CaseResult> run_case(const CaseEntry& entry, const CaseSettings& settings,
+                                 const std::vector<Device>& devices, const HarnessOptions& options) {
+  require(options.repetitions >= 1, "repetitions", "at least 1", std::to_string(options.repetitions));
+  require(options.warmup >= 0, "warmup", "0 or more", std::to_string(options.warmup));
+  ThreadCount thread_count(options.threads);
+  const int threads = max_threads();
+
+  std::vector<Expected> expected;
+  if (options.verify) {
+    auto reference = entry.make(settings);
+    if (options.log) {
+      *options.log << fmt::format("{}: the reference backend runs {} for verification ...\n",
+                                  entry.name, reference->label());
+      options.log->flush();
+    }
+    const auto t0 = Clock::now();
+    reference->run(Device{Backend::reference, 0, false}, nullptr);
+    expected = copy_outputs(*reference);
+    if (options.log) *options.log << fmt::format("{}: reference done in {:.2f} s\n", entry.name, seconds_since(t0));
+  }
+
+  std::vector<CaseResult> results;
+  for (const Device& device : devices) {
+    auto problem = entry.make(settings);
+    CaseResult result;
+    KernelReport& report = result.report;
+    report.kernel = problem->kernel();
+    report.device = device;
+    report.parameters = problem->parameters();
+    report.parameters.set("threads", device.backend == Backend::cuda ? 0 : (device.backend == Backend::reference ? 1 : threads));
+    report.roofline = roofline_of(device, threads, options);
+    int call = 0;
+    auto once = [&]() -> double {
+      if (call++ == options.warmup) report.timers.clear();  // the table shows timed calls only
+      const auto t0 = Clock::now();
+      const double own = problem->run(device, &report.timers);
+      return own > 0 ? own : seconds_since(t0);
+    };
+    result.stats = run_benchmark(once, options.warmup, options.repetitions);
+    report.work = problem->work();
+    report.seconds = result.stats.median;
+    report.rates = derive_rates(report.work, report.seconds, report.roofline);
+    report.parameters.set("warmup", options.warmup);
+    report.parameters.set("repetitions", options.repetitions);
+    if (options.verify) verify_outputs(*problem, expected, report);
+    results.push_back(std::move(result));
+  }
+  return results;
+}
+
+std::string case_result_json(const CaseResult& result) {
+  nlohmann::json j = to_json(result.report);
+  j["bench"] = to_json(result.stats);
+  return j.dump(2);
+}
+
+}  // namespace sciproxy
