@@ -29,13 +29,13 @@ std::string shape_string(const Grid& grid) {
 }
 
 void check_grid(const Grid& grid) {
-  require(grid.ndim >= 1 && grid.ndim <= kMaxDims, "grid.ndim", "1, 2 or 3 dimensions",
+  require(grid.ndim >= 1 && grid.ndim <= kMaxDims, "model ndim", "1, 2 or 3 dimensions",
           std::to_string(grid.ndim));
   for (int d = 0; d < grid.ndim; ++d) {
-    require(grid.shape[d] >= 1, fmt::format("grid.shape[{}]", d), "at least 1 cell",
+    require(grid.shape[d] >= 1, fmt::format("model shape[{}]", d), "at least 1 cell",
             std::to_string(grid.shape[d]));
     require(std::isfinite(grid.spacing[d]) && grid.spacing[d] > 0,
-            fmt::format("grid.spacing[{}]", d), "a positive, finite cell size in metres",
+            fmt::format("grid_spacing[{}]", d), "a positive, finite cell size in metres",
             fmt::format("{}", grid.spacing[d]));
   }
 }

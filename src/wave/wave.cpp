@@ -90,7 +90,7 @@ TimeStepping cfl_time_stepping(const Grid& grid, double dt, double max_vel) {
   require(
       ratio <= 1e9, "dt",
       "a time step at most 1e9 times the CFL limit 0.6 / (max_vel sqrt(sum 1/dx^2))",
-      fmt::format("{} s, {:.3g} times the limit (check the units of dt, grid.spacing and max_vel)",
+      fmt::format("{} s, {:.3g} times the limit (check the units of dt, grid_spacing and max_vel)",
                   dt, ratio));
   const auto step_ratio = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(ratio)));
   return {dt / static_cast<double>(step_ratio), step_ratio};
@@ -113,7 +113,7 @@ std::int64_t check_input(const ScalarInput<T>& in, const ScalarOptions& opt) {
   require(opt.accuracy == 2 || opt.accuracy == 4 || opt.accuracy == 6 || opt.accuracy == 8,
           "accuracy", "2, 4, 6 or 8", std::to_string(opt.accuracy));
   for (int d = 0; d < g.ndim; ++d)
-    require(g.shape[d] >= opt.accuracy / 2, fmt::format("grid.shape[{}]", d),
+    require(g.shape[d] >= opt.accuracy / 2, fmt::format("model shape[{}]", d),
             fmt::format("at least accuracy/2 = {} cells for the stencil of accuracy {}",
                         opt.accuracy / 2, opt.accuracy),
             std::to_string(g.shape[d]));
@@ -209,7 +209,8 @@ std::int64_t check_input(const ScalarInput<T>& in, const ScalarOptions& opt) {
           fmt::format("{}", opt.time_pad_frac));
   require(opt.storage == StorageMode::device || opt.storage == StorageMode::host ||
               opt.storage == StorageMode::disk || opt.storage == StorageMode::none,
-          "storage", "device, host, disk or none", std::to_string(static_cast<int>(opt.storage)));
+          "storage_mode", "device, host ('cpu'), disk or none",
+          std::to_string(static_cast<int>(opt.storage)));
   require(opt.nparallel >= 0, "nparallel", "a positive thread count (or 0 for all)",
           std::to_string(opt.nparallel));
   return nt;
@@ -270,12 +271,36 @@ bool has_fields(const ScalarState<T>* st, int ndim) {
   return any;
 }
 
+// Which state an error is about. Errors name its fields as the API does (Deepwave's names):
+// wavefield_0, wavefield_m1, psi<d>_m1 and zeta<d>_m1 with d the z, y, x of the last ndim
+// dimensions; _sc before the time suffix for Born's scattered field; grad_final_state['...'] for
+// the gradient with respect to the final state.
+enum class StateRole { initial, initial_scattered, grad_final };
+
+std::string state_field(StateRole role, const std::string& field, const char* time) {
+  const std::string name = field + (role == StateRole::initial_scattered ? "_sc_" : "_") + time;
+  return role == StateRole::grad_final ? fmt::format("grad_final_state['{}']", name) : name;
+}
+
+std::string state_field(StateRole role, const char* field, int d, int ndim) {
+  return state_field(role, field + std::string(1, "zyx"[kMaxDims - ndim + d]), "m1");
+}
+
+// The padded shape is that of every field of a state; errors name the first.
+std::string padded_shape_name(StateRole role) {
+  return state_field(role, "wavefield", "0") +
+         (role == StateRole::grad_final ? " (and every field of grad_final_state"
+          : role == StateRole::initial  ? " (and every initial wavefield"
+                                        : " (and every initial scattered wavefield") +
+         ", shape [n_shots, *padded_shape])";
+}
+
 // Deepwave's rule for continuing a run: without survey_pad, an initial state fixes the window.
 // It starts at opt.origin (default the first model cell) and spans the state's padded shape less
 // the PML and the halo; every source and receiver must lie inside it.
 template <class T>
 void window_from_state(Setup<T>& s, const ScalarInput<T>& in, const ScalarOptions& opt,
-                       const ScalarState<T>* initial) {
+                       const ScalarState<T>* initial, StateRole role) {
   const bool from_state = has_fields(initial, s.ndim) &&
                           std::all_of(opt.survey_pad.begin(), opt.survey_pad.begin() + 2 * s.ndim,
                                       [](std::int64_t p) { return p == -1; });
@@ -289,7 +314,7 @@ void window_from_state(Setup<T>& s, const ScalarInput<T>& in, const ScalarOption
     const std::int64_t first = opt.origin ? (*opt.origin)[d] : 0;
     const std::int64_t extent =
         initial->padded_shape[d] - 2 * s.halo - s.pml_width[2 * d] - s.pml_width[2 * d + 1];
-    require(extent >= 1 && first + extent <= s.model_shape[d], "initial.padded_shape",
+    require(extent >= 1 && first + extent <= s.model_shape[d], padded_shape_name(role),
             fmt::format("in dimension {}, a window of at least one cell inside the model once "
                         "the PML ({} + {}) and halo (2 x {}) are taken off, from origin {} to at "
                         "most the model's {} cells",
@@ -320,7 +345,8 @@ void window_from_state(Setup<T>& s, const ScalarInput<T>& in, const ScalarOption
 // Fills s in place: s.problem points into s's own arrays.
 template <class T>
 void make_setup(Setup<T>& s, const ScalarInput<T>& in, const ScalarOptions& opt,
-                std::int64_t store_interval, const ScalarState<T>* initial) {
+                std::int64_t store_interval, const ScalarState<T>* initial,
+                StateRole role = StateRole::initial) {
   s.nt = check_input(in, opt);
   const Grid& g = in.grid;
   s.ndim = g.ndim;
@@ -355,7 +381,7 @@ void make_setup(Setup<T>& s, const ScalarInput<T>& in, const ScalarOptions& opt,
         stderr,
         "sciproxy: warning: scalar: dt = %g s is %lld times the stable inner time step; the "
         "propagator takes %lld inner steps per sample (reduce dt, or check max_vel and "
-        "grid.spacing)\n",
+        "grid_spacing)\n",
         in.dt, static_cast<long long>(s.step_ratio), static_cast<long long>(s.step_ratio));
   s.resampling = {s.step_ratio, opt.freq_taper_frac, opt.time_pad_frac, opt.time_taper};
 
@@ -378,7 +404,7 @@ void make_setup(Setup<T>& s, const ScalarInput<T>& in, const ScalarOptions& opt,
     s.end[d] = pad_hi < 0 || !located ? g.shape[d]
                                       : std::clamp(hi + pad_hi + 1, std::int64_t(0), g.shape[d]);
   }
-  window_from_state(s, in, opt, initial);
+  window_from_state(s, in, opt, initial, role);
   for (int d = 0; d < s.ndim; ++d) {
     s.offset[d] = s.halo + s.pml_width[2 * d];
     s.n[d] = (s.end[d] - s.begin[d]) + 2 * s.halo + s.pml_width[2 * d] + s.pml_width[2 * d + 1];
@@ -458,7 +484,7 @@ void project_state(const Setup<T>& s, ScalarState<T>& st) {
 
 // A full state on the padded grid from an optional one (any field may be empty: zero).
 template <class T>
-ScalarState<T> make_state(const Setup<T>& s, const ScalarState<T>* given, const char* name) {
+ScalarState<T> make_state(const Setup<T>& s, const ScalarState<T>* given, StateRole role) {
   ScalarState<T> st;
   st.padded_shape = s.n;
   const auto size = static_cast<std::size_t>(s.nshots * s.points);
@@ -477,18 +503,19 @@ ScalarState<T> make_state(const Setup<T>& s, const ScalarState<T>* given, const 
   if (any) {
     Shape expected = s.n, got = given->padded_shape;
     for (int d = s.ndim; d < kMaxDims; ++d) got[d] = expected[d] = 1;
-    require(got == expected, fmt::format("{}.padded_shape", name),
+    require(got == expected, padded_shape_name(role),
             fmt::format("[{}] (survey window + PML + halo of accuracy/2 cells per side)",
                         join(s.n.data(), s.ndim, ", ")),
             fmt::format("[{}]", join(given->padded_shape.data(), s.ndim, ", ")));
   }
   const ScalarState<T>* src = any ? given : nullptr;
-  fill(st.wavefield, src ? &src->wavefield : nullptr, fmt::format("{}.wavefield", name));
-  fill(st.previous_wavefield, src ? &src->previous_wavefield : nullptr,
-       fmt::format("{}.previous_wavefield", name));
+  const std::string u_name = state_field(role, "wavefield", "0");
+  const std::string u_prev_name = state_field(role, "wavefield", "m1");
+  fill(st.wavefield, src ? &src->wavefield : nullptr, u_name);
+  fill(st.previous_wavefield, src ? &src->previous_wavefield : nullptr, u_prev_name);
   for (int d = 0; d < s.ndim; ++d) {
-    fill(st.psi[d], src ? &src->psi[d] : nullptr, fmt::format("{}.psi[{}]", name, d));
-    fill(st.zeta[d], src ? &src->zeta[d] : nullptr, fmt::format("{}.zeta[{}]", name, d));
+    fill(st.psi[d], src ? &src->psi[d] : nullptr, state_field(role, "psi", d, s.ndim));
+    fill(st.zeta[d], src ? &src->zeta[d] : nullptr, state_field(role, "zeta", d, s.ndim));
   }
   auto check_finite = [&](const std::vector<T>& f, const std::string& field) {
     for (std::size_t i = 0; i < f.size(); ++i)
@@ -496,11 +523,11 @@ ScalarState<T> make_state(const Setup<T>& s, const ScalarState<T>* given, const 
         throw_invalid_argument(field, "finite values", fmt::format("{} at flat index {}", f[i], i));
   };
   if (src) {
-    check_finite(st.wavefield, fmt::format("{}.wavefield", name));
-    check_finite(st.previous_wavefield, fmt::format("{}.previous_wavefield", name));
+    check_finite(st.wavefield, u_name);
+    check_finite(st.previous_wavefield, u_prev_name);
     for (int d = 0; d < s.ndim; ++d) {
-      check_finite(st.psi[d], fmt::format("{}.psi[{}]", name, d));
-      check_finite(st.zeta[d], fmt::format("{}.zeta[{}]", name, d));
+      check_finite(st.psi[d], state_field(role, "psi", d, s.ndim));
+      check_finite(st.zeta[d], state_field(role, "zeta", d, s.ndim));
     }
   }
   if (src) project_state(s, st);  // a state of zeros is projected already
@@ -673,7 +700,7 @@ class TempFile {
                               static_cast<long long>(::getpid()), counter++, rd(), shot);
     file_ = std::fopen(path_.c_str(), "w+bx");
     if (!file_)
-      throw IoError(fmt::format("storage_directory: cannot create the gradient storage file '{}'",
+      throw IoError(fmt::format("storage_path: cannot create the gradient storage file '{}'",
                                 path_.string()));
   }
   ~TempFile() {
@@ -687,13 +714,13 @@ class TempFile {
   void write(std::int64_t offset, const void* data, std::size_t bytes) {
     if (::fseeko(file_, static_cast<off_t>(offset), SEEK_SET) != 0 ||
         std::fwrite(data, 1, bytes, file_) != bytes)
-      throw IoError(fmt::format("storage_directory: cannot write {} bytes to '{}' (disk full?)",
+      throw IoError(fmt::format("storage_path: cannot write {} bytes to '{}' (disk full?)",
                                 bytes, path_.string()));
   }
   void read(std::int64_t offset, void* data, std::size_t bytes) {
     if (::fseeko(file_, static_cast<off_t>(offset), SEEK_SET) != 0 ||
         std::fread(data, 1, bytes, file_) != bytes)
-      throw IoError(fmt::format("storage_directory: cannot read {} bytes back from '{}'", bytes,
+      throw IoError(fmt::format("storage_path: cannot read {} bytes back from '{}'", bytes,
                                 path_.string()));
   }
 
@@ -733,8 +760,8 @@ class GradientStore {
       const double memory = physical_memory_bytes();
       if (memory > 0 && needed > 0.8 * memory)
         throw_invalid_argument(
-            "storage", "what the gradient stores to fit in memory (0.8 of this host's "
-            + fmt::format("{:.1f} GiB); use StorageMode::disk, storage compression, or a larger "
+            "storage_mode", "what the gradient stores to fit in memory (0.8 of this host's "
+            + fmt::format("{:.1f} GiB); use storage_mode 'disk', storage_compression, or a larger "
                           "model_gradient_sampling_interval", memory / (1 << 30)),
             fmt::format("{:.1f} GiB for {} stored steps x {} shots x {} cells", needed / (1 << 30),
                         nstored_, nshots_, points_));
@@ -757,8 +784,8 @@ class GradientStore {
     chunk_steps_ = chunk_stored_ * interval_;
     if (disk_) {
       std::error_code ec;
-      require(std::filesystem::is_directory(opt.storage_directory, ec), "storage_directory",
-              "an existing directory for StorageMode::disk",
+      require(std::filesystem::is_directory(opt.storage_directory, ec), "storage_path",
+              "an existing directory for storage_mode 'disk'",
               fmt::format("'{}'", opt.storage_directory));
       for (std::int64_t shot = 0; shot < nshots_; ++shot)
         files_.push_back(std::make_unique<TempFile>(opt.storage_directory, shot));
@@ -912,7 +939,7 @@ ScalarOutput<T> scalar(const Device& device, const ScalarInput<T>& in, const Sca
   {
     auto r = Timers::region(timers, "setup");
     make_setup(s, in, opt, 0, initial);
-    out.state = make_state(s, initial, "initial");
+    out.state = make_state(s, initial, StateRole::initial);
   }
   std::vector<T> sources;
   {
@@ -963,8 +990,8 @@ ScalarGradient<T> scalar_gradient(const Device& device, const ScalarInput<T>& in
       if (!std::isfinite(grad_receiver_amplitudes[i]))
         throw_invalid_argument("grad_receiver_amplitudes", "finite values",
                                fmt::format("{} at flat index {}", grad_receiver_amplitudes[i], i));
-    grad.forward.state = make_state(s, initial, "initial");
-    adjoint = make_state(s, grad_final, "grad_final");
+    grad.forward.state = make_state(s, initial, StateRole::initial);
+    adjoint = make_state(s, grad_final, StateRole::grad_final);
   }
   GradientStore<T> store(s, opt, store_interval);
   const std::int64_t chunk = store.chunk_steps();
@@ -1082,7 +1109,8 @@ struct BornSetup {
 
 template <class T>
 void make_born_setup(BornSetup<T>& b, const ScalarBornInput<T>& in, const ScalarOptions& opt,
-                     std::int64_t store_interval, const ScalarState<T>* initial) {
+                     std::int64_t store_interval, const ScalarState<T>* initial,
+                     StateRole role = StateRole::initial) {
   const ScalarInput<T>& bg = in.background;
   const int ndim = std::clamp(bg.grid.ndim, 1, kMaxDims);
   require(in.nbg_receivers >= 0, "nbg_receivers", "a number of receivers per shot >= 0",
@@ -1111,7 +1139,7 @@ void make_born_setup(BornSetup<T>& b, const ScalarBornInput<T>& in, const Scalar
   all.nreceivers = nsc + nbg;
   all.receiver_locations = locations;
   Setup<T>& s = b.s;
-  make_setup(s, all, opt, store_interval, initial);
+  make_setup(s, all, opt, store_interval, initial, role);
 
   // Split the receivers again.
   b.nbg = nbg;
@@ -1258,14 +1286,15 @@ ScalarBornOutput<T> scalar_born(const Device& device, const ScalarBornInput<T>& 
   ScalarBornOutput<T> out;
   {
     auto r = Timers::region(timers, "setup");
-    make_born_setup(b, in, opt, 0, has_fields(initial, in.background.grid.ndim) ? initial
-                                                                                 : initial_scattered);
+    const bool background = has_fields(initial, in.background.grid.ndim);
+    make_born_setup(b, in, opt, 0, background ? initial : initial_scattered,
+                    background ? StateRole::initial : StateRole::initial_scattered);
     require(!in.scatter.empty() || s.model_cells == 0, "scatter",
             fmt::format("the scattering model, of v's shape ({} values)",
                         s.nmodels * s.model_cells),
             "none");
-    out.state = make_state(s, initial, "initial");
-    out.scattered_state = make_state(s, initial_scattered, "initial_scattered");
+    out.state = make_state(s, initial, StateRole::initial);
+    out.scattered_state = make_state(s, initial_scattered, StateRole::initial_scattered);
   }
   std::vector<T> sources, scattered;
   {
@@ -1335,7 +1364,7 @@ ScalarBornGradient<T> scalar_born_gradient(const Device& device, const ScalarBor
   if (!source_gradient || s.nsources == 0 || s.nt_inner == 0) return grad;
 
   // The source gradient: the adjoint of the coupled fields (it needs nothing of the forward pass).
-  ScalarState<T> adjoint = make_state(s, static_cast<const ScalarState<T>*>(nullptr), "grad_final");
+  ScalarState<T> adjoint = make_state(s, static_cast<const ScalarState<T>*>(nullptr), StateRole::grad_final);
   ScalarState<T> adjoint_sc = adjoint;
   const std::int64_t ntr = s.nshots * s.nsources;
   std::vector<T> gs(static_cast<std::size_t>(s.nt_inner * ntr), T(0)), gss(gs.size(), T(0));

@@ -362,7 +362,7 @@ static void test_state(void) {
                                    sources, receivers, 4, pml, 25.0, 2500.0, NULL, NULL,
                                    &start.state, "cpu", joined, NULL) ==
             SCIPROXY_ERROR_INVALID_ARGUMENT);
-      CHECK(strstr(sciproxy_last_error(), "initial.padded_shape") != NULL);
+      CHECK(strstr(sciproxy_last_error(), "wavefield_0 (and every initial wavefield") != NULL);
       {
         const int64_t origin[2] = {0, 0};
         CHECK(sciproxy_scalar_ex_f64(2, shape, spacing, v, 1, dt2, NT2, NSHOTS, NSRC, NREC, amp,

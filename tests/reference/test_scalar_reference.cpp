@@ -1009,15 +1009,15 @@ TEST(ScalarBadInput, EveryCheckNamesItsArgument) {
   };
   EXPECT_NO_THROW(forward(good)());
 
-  expect_invalid("grid.ndim", forward(with([](auto& p) { p.grid.ndim = 0; })));
-  expect_invalid("grid.ndim", forward(with([](auto& p) { p.grid.ndim = 4; })));
-  expect_invalid("grid.shape[1]", forward(with([](auto& p) { p.grid.shape[1] = 0; })));
-  expect_invalid("grid.spacing[0]", forward(with([](auto& p) { p.grid.spacing[0] = 0; })));
-  expect_invalid("grid.spacing[1]", forward(with([](auto& p) { p.grid.spacing[1] = -5; })));
-  expect_invalid("grid.spacing[1]",
+  expect_invalid("model ndim", forward(with([](auto& p) { p.grid.ndim = 0; })));
+  expect_invalid("model ndim", forward(with([](auto& p) { p.grid.ndim = 4; })));
+  expect_invalid("model shape[1]", forward(with([](auto& p) { p.grid.shape[1] = 0; })));
+  expect_invalid("grid_spacing[0]", forward(with([](auto& p) { p.grid.spacing[0] = 0; })));
+  expect_invalid("grid_spacing[1]", forward(with([](auto& p) { p.grid.spacing[1] = -5; })));
+  expect_invalid("grid_spacing[1]",
                  forward(with([](auto& p) { p.grid.spacing[1] = std::nan(""); })));
   expect_invalid("accuracy", forward(good, with_opt([](auto& o) { o.accuracy = 3; })));
-  expect_invalid("grid.shape[0]",
+  expect_invalid("model shape[0]",
                  forward(with([](auto& p) {
                            p.grid.shape = {3, 9, 1};
                            p.v.resize(2 * 27);
@@ -1058,38 +1058,38 @@ TEST(ScalarBadInput, EveryCheckNamesItsArgument) {
   expect_invalid("freq_taper_frac",
                  forward(good, with_opt([](auto& o) { o.freq_taper_frac = 1.5; })));
   expect_invalid("time_pad_frac", forward(good, with_opt([](auto& o) { o.time_pad_frac = -0.1; })));
-  expect_invalid("storage",
+  expect_invalid("storage_mode",
                  forward(good, with_opt([](auto& o) { o.storage = static_cast<StorageMode>(7); })));
   expect_invalid("nparallel", forward(good, with_opt([](auto& o) { o.nparallel = -1; })));
 
   // states and gradients
   ScalarState<double> bad_state = scalar(kReference, good.input(), opt).state;
   bad_state.padded_shape[0] += 1;
-  expect_invalid("initial.padded_shape",
+  expect_invalid("wavefield_0 (and every initial wavefield",
                  [&] { (void)scalar(kReference, good.input(), opt, &bad_state); });
   bad_state.padded_shape[0] -= 1;
   bad_state.psi[1].pop_back();
-  expect_invalid("initial.psi[1]",
+  expect_invalid("psix_m1",
                  [&] { (void)scalar(kReference, good.input(), opt, &bad_state); });
   const std::vector<double> short_y(5, 1.0);
   expect_invalid("grad_receiver_amplitudes", [&] {
     (void)scalar_gradient(kReference, good.input(), opt, std::span<const double>(short_y));
   });
-  expect_invalid("grad_final.psi[1]", [&] {
+  expect_invalid("grad_final_state['psix_m1']", [&] {
     (void)scalar_gradient<double>(kReference, good.input(), opt, std::span<const double>(), nullptr,
                                   &bad_state);
   });
   ScalarOptions disk;
   disk.storage = StorageMode::disk;
   disk.storage_directory = "/nonexistent/sciproxy/directory";
-  expect_invalid("storage_directory", [&] {
+  expect_invalid("storage_path", [&] {
     (void)scalar_gradient(kReference, good.input(), disk, std::span<const double>());
   });
   Grid g = good.grid;
   expect_invalid("dt", [&] { (void)cfl_time_stepping(g, std::nan(""), 2000); });
   expect_invalid("max_vel", [&] { (void)cfl_time_stepping(g, 1e-3, -1); });
   g.spacing[0] = 0;
-  expect_invalid("grid.spacing[0]", [&] { (void)cfl_time_stepping(g, 1e-3, 2000); });
+  expect_invalid("grid_spacing[0]", [&] { (void)cfl_time_stepping(g, 1e-3, 2000); });
 }
 
 TEST(ScalarBadInput, FloatInputsToo) {
