@@ -39,9 +39,9 @@ function(sciproxy_check_dependencies)
   endif()
   if(missing)
     list(JOIN missing ", " missing)
-    # One line, on stderr, before CMake's own (indented) error block.
+    # The line to read, whole on one line (CMake's error block below is indented and wrapped).
     message(NOTICE "sciproxy: missing C++ dependencies: ${missing}; run scripts/setup.sh (it installs them), then build again")
-    message(FATAL_ERROR "sciproxy: missing C++ dependencies: ${missing}; run scripts/setup.sh")
+    message(FATAL_ERROR "sciproxy: stopped: run scripts/setup.sh")
   endif()
 endfunction()
 sciproxy_check_dependencies()
