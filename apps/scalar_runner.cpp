@@ -15,6 +15,7 @@
 
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/verify.hpp"
+#include "wave/case.hpp"
 
 namespace sciproxy::app {
 
@@ -236,23 +237,19 @@ std::string ScalarSpec::scatter_label() const {
   return fmt::format("{:+} m/s in cells {}", scatter, fmt::join(parts, " x "));
 }
 
+// The family's tolerances (src/wave/case.hpp), by the CLI's dtype.
 Tolerance scalar_tolerance(Dtype dtype, bool born) {
-  Tolerance t;
-  t.rel_l2 = dtype == Dtype::float32 ? (born ? 1e-4 : 1e-5) : (born ? 1e-11 : 1e-12);
-  return t;
+  return wave::scalar_tolerance(dtype == Dtype::float32 ? Precision::fp32 : Precision::fp64, born);
 }
 
 Tolerance scalar_compressed_tolerance(Dtype dtype, bool born) {
-  if (dtype == Dtype::float64) return scalar_tolerance(dtype, born);
-  Tolerance t;
-  t.rel_l2 = 1e-2;
-  return t;
+  return wave::scalar_compressed_tolerance(
+      dtype == Dtype::float32 ? Precision::fp32 : Precision::fp64, born);
 }
 
 Tolerance scalar_state_tolerance(Dtype dtype, bool born) {
-  Tolerance t;
-  t.rel_l2 = dtype == Dtype::float32 ? (born ? 1e-2 : 1e-4) : (born ? 1e-9 : 1e-11);
-  return t;
+  return wave::scalar_state_tolerance(dtype == Dtype::float32 ? Precision::fp32 : Precision::fp64,
+                                      born);
 }
 
 void check_scalar_spec(const ScalarSpec& spec, const std::vector<Device>& devices) {

@@ -3,6 +3,7 @@
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/roofline.hpp"
+#include "wave/kernels.hpp"
 
 namespace sciproxy {
 
@@ -18,3 +19,10 @@ Roofline measure_cuda_roofline(int) {
 }
 
 }  // namespace sciproxy
+
+namespace sciproxy::wave::kernels::cuda {
+SCIPROXY_STUB_FLOAT_KERNEL(SCIPROXY_WAVE_SCALAR_FORWARD, "scalar")
+SCIPROXY_STUB_FLOAT_KERNEL(SCIPROXY_WAVE_SCALAR_BACKWARD, "scalar")
+SCIPROXY_STUB_FLOAT_KERNEL(SCIPROXY_WAVE_SCALAR_BORN_FORWARD, "scalar_born")
+SCIPROXY_STUB_FLOAT_KERNEL(SCIPROXY_WAVE_SCALAR_BORN_BACKWARD, "scalar_born")
+}  // namespace sciproxy::wave::kernels::cuda

@@ -1,5 +1,5 @@
 // CUDA backend of the scalar propagator (Deepwave's scalar.cu in spirit): the scheme of
-// scalar_kernels.hpp, with the per-cell arithmetic of scalar_math.hpp.
+// kernels.hpp, with the per-cell arithmetic of math.hpp.
 //
 // One call keeps every shot resident on the device: the model (as v^2 dt^2), the PML profiles,
 // the wavefields, all source and receiver samples and the cell indices are uploaded once, the
@@ -70,8 +70,8 @@
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/hd.hpp"
 #include "sciproxy/core/timers.hpp"
-#include "wave/scalar_kernels.hpp"
-#include "wave/scalar_math.hpp"
+#include "wave/kernels.hpp"
+#include "wave/math.hpp"
 
 namespace sciproxy::wave::kernels::cuda {
 
@@ -529,15 +529,6 @@ void launch_step_chunks(const StepArgs<T>& args, const StepGrid& g, cudaStream_t
   }
 }
 
-template <bool kForward, bool BORN, int NDIM, class T>
-void launch_step_accuracy(int accuracy, const StepArgs<T>& args, const StepGrid& g, cudaStream_t stream) {
-  switch (accuracy) {
-    case 2: launch_step_chunks<kForward, BORN, NDIM, 2>(args, g, stream); break;
-    case 4: launch_step_chunks<kForward, BORN, NDIM, 4>(args, g, stream); break;
-    case 6: launch_step_chunks<kForward, BORN, NDIM, 6>(args, g, stream); break;
-    default: launch_step_chunks<kForward, BORN, NDIM, 8>(args, g, stream); break;
-  }
-}
 
 // One wavefield's state on the device, and which buffer plays which role at the current step
 // (the roles swap after every step).
@@ -813,11 +804,11 @@ struct Propagation {
   template <bool kForward, bool BORN>
   void launch_step(const StepArgs<T>& args, const StepGrid& grid) {
     if (!has_cells) return;
-    switch (p.ndim) {
-      case 1: launch_step_accuracy<kForward, BORN, 1>(p.accuracy, args, grid, cs()); break;
-      case 2: launch_step_accuracy<kForward, BORN, 2>(p.accuracy, args, grid, cs()); break;
-      default: launch_step_accuracy<kForward, BORN, 3>(p.accuracy, args, grid, cs()); break;
-    }
+    with_value<Dimensions>(p.ndim, "ndim", [&](auto ndim) {
+      with_value<Accuracies>(p.accuracy, "accuracy", [&](auto accuracy) {
+        launch_step_chunks<kForward, BORN, decltype(ndim)::value, decltype(accuracy)::value>(args, grid, cs());
+      });
+    });
   }
 
   // Ring of device snapshots streaming through pinned staging, when the storage does not fit.
@@ -1043,8 +1034,7 @@ void backward_pass(const ScalarProblem<T>& p, const std::array<ScalarFields<T>, 
 }  // namespace
 
 template <class T>
-void scalar_forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources, T* receivers, T* stored,
-                    int device_index, Timers* timers) {
+SCIPROXY_WAVE_SCALAR_FORWARD(T) {
   constexpr const char* kName = "scalar_forward";
   check_problem(p, fields, kName);
   const bool storing = p.store_interval > 0;
@@ -1054,13 +1044,12 @@ void scalar_forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* 
     if (storing && !stored) invalid(kName, "stored must be given when store_interval > 0");
   }
   const Traffic<T> io{sources, p.source_cells, p.nsources, p.receiver_cells, p.nreceivers, receivers};
-  forward_pass<false>(p, {fields, ScalarFields<T>{}}, {io, Traffic<T>{}}, storing ? stored : nullptr, device_index,
-                      timers);
+  forward_pass<false>(p, {fields, ScalarFields<T>{}}, {io, Traffic<T>{}}, storing ? stored : nullptr,
+                      context.device_index(), context.timers);
 }
 
 template <class T>
-void scalar_backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_receivers, T* grad_sources,
-                     const T* stored, T* grad_v, int device_index, Timers* timers) {
+SCIPROXY_WAVE_SCALAR_BACKWARD(T) {
   constexpr const char* kName = "scalar_backward";
   check_problem(p, fields, kName);
   const bool storing = p.store_interval > 0;
@@ -1072,14 +1061,12 @@ void scalar_backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T*
   // Adds the receiver-data gradient, reads the source gradient.
   const Traffic<T> io{grad_receivers, p.receiver_cells, p.nreceivers, p.source_cells, p.nsources, grad_sources};
   backward_pass<false>(p, {fields, ScalarFields<T>{}}, {io, Traffic<T>{}}, storing ? stored : nullptr,
-                       storing ? grad_v : nullptr, device_index, timers);
+                       storing ? grad_v : nullptr, context.device_index(), context.timers);
 }
 
 // Born stores nothing: store_interval is ignored, as by the host backends.
 template <class T>
-void scalar_born_forward(const ScalarProblem<T>& p, ScalarFields<T> bg, ScalarFields<T> sc, const T* sources,
-                         const T* scattered_sources, T* receivers, T* bg_receivers, int device_index,
-                         Timers* timers) {
+SCIPROXY_WAVE_SCALAR_BORN_FORWARD(T) {
   constexpr const char* kName = "scalar_born_forward";
   check_problem(p, bg, kName);
   check_born(p, sc, kName);
@@ -1091,13 +1078,12 @@ void scalar_born_forward(const ScalarProblem<T>& p, ScalarFields<T> bg, ScalarFi
   // The background's sources and receivers, the scattered field's sources and receivers.
   const Traffic<T> bg_io{sources, p.source_cells, p.nsources, p.bg_receiver_cells, p.nbg_receivers, bg_receivers};
   const Traffic<T> sc_io{scattered_sources, p.source_cells, p.nsources, p.receiver_cells, p.nreceivers, receivers};
-  forward_pass<true>(p, {bg, sc}, {bg_io, sc_io}, static_cast<T*>(nullptr), device_index, timers);
+  forward_pass<true>(p, {bg, sc}, {bg_io, sc_io}, static_cast<T*>(nullptr), context.device_index(),
+                     context.timers);
 }
 
 template <class T>
-void scalar_born_backward(const ScalarProblem<T>& p, ScalarFields<T> bg, ScalarFields<T> sc, const T* grad_receivers,
-                          const T* grad_bg_receivers, T* grad_sources, T* grad_scattered_sources, int device_index,
-                          Timers* timers) {
+SCIPROXY_WAVE_SCALAR_BORN_BACKWARD(T) {
   constexpr const char* kName = "scalar_born_backward";
   check_problem(p, bg, kName);
   check_born(p, sc, kName);
@@ -1114,26 +1100,16 @@ void scalar_born_backward(const ScalarProblem<T>& p, ScalarFields<T> bg, ScalarF
   const Traffic<T> sc_io{grad_receivers, p.receiver_cells, p.nreceivers,
                          p.source_cells, p.nsources,       grad_scattered_sources};
   backward_pass<true>(p, {bg, sc}, {bg_io, sc_io}, static_cast<const T*>(nullptr), static_cast<T*>(nullptr),
-                      device_index, timers);
+                      context.device_index(), context.timers);
 }
 
-template void scalar_born_forward<float>(const ScalarProblem<float>&, ScalarFields<float>, ScalarFields<float>,
-                                         const float*, const float*, float*, float*, int, Timers*);
-template void scalar_born_forward<double>(const ScalarProblem<double>&, ScalarFields<double>, ScalarFields<double>,
-                                          const double*, const double*, double*, double*, int, Timers*);
-template void scalar_born_backward<float>(const ScalarProblem<float>&, ScalarFields<float>, ScalarFields<float>,
-                                          const float*, const float*, float*, float*, int, Timers*);
-template void scalar_born_backward<double>(const ScalarProblem<double>&, ScalarFields<double>,
-                                           ScalarFields<double>, const double*, const double*, double*, double*,
-                                           int, Timers*);
-
-template void scalar_forward<float>(const ScalarProblem<float>&, ScalarFields<float>, const float*, float*, float*,
-                                    int, Timers*);
-template void scalar_forward<double>(const ScalarProblem<double>&, ScalarFields<double>, const double*, double*,
-                                     double*, int, Timers*);
-template void scalar_backward<float>(const ScalarProblem<float>&, ScalarFields<float>, const float*, float*,
-                                     const float*, float*, int, Timers*);
-template void scalar_backward<double>(const ScalarProblem<double>&, ScalarFields<double>, const double*, double*,
-                                      const double*, double*, int, Timers*);
+template SCIPROXY_WAVE_SCALAR_FORWARD(float);
+template SCIPROXY_WAVE_SCALAR_FORWARD(double);
+template SCIPROXY_WAVE_SCALAR_BACKWARD(float);
+template SCIPROXY_WAVE_SCALAR_BACKWARD(double);
+template SCIPROXY_WAVE_SCALAR_BORN_FORWARD(float);
+template SCIPROXY_WAVE_SCALAR_BORN_FORWARD(double);
+template SCIPROXY_WAVE_SCALAR_BORN_BACKWARD(float);
+template SCIPROXY_WAVE_SCALAR_BORN_BACKWARD(double);
 
 }  // namespace sciproxy::wave::kernels::cuda

@@ -5,26 +5,15 @@
 #include <cmath>
 #include <numbers>
 
+#include "kernels.hpp"
+#include "math.hpp"
+
 namespace sciproxy::wave::detail {
 
 namespace {
 
 constexpr double kReflection = 1e-3;  // R
 constexpr int kPower = 2;             // n
-
-// Central first-derivative coefficients, k = 1 .. accuracy / 2 (Fornberg 1988).
-double d1(int accuracy, int k) {
-  switch (accuracy) {
-    case 2:
-      return k == 1 ? 0.5 : 0.0;
-    case 4:
-      return k == 1 ? 2.0 / 3 : k == 2 ? -1.0 / 12 : 0.0;
-    case 6:
-      return k == 1 ? 3.0 / 4 : k == 2 ? -3.0 / 20 : k == 3 ? 1.0 / 60 : 0.0;
-    default:
-      return k == 1 ? 4.0 / 5 : k == 2 ? -1.0 / 5 : k == 3 ? 4.0 / 105 : k == 4 ? -1.0 / 280 : 0.0;
-  }
-}
 
 }  // namespace
 
@@ -66,12 +55,15 @@ PmlProfiles make_pml_profiles(int ndim, int accuracy, const std::array<std::int6
     }
     auto& db = p.dbdx[d];
     db.assign(len, 0.0);
-    for (std::int64_t x = h; x < len - h; ++x) {
-      double sum = 0;
-      for (std::int64_t k = 1; k <= h; ++k)
-        sum += d1(accuracy, static_cast<int>(k)) * (b[x + k] - b[x - k]);
-      db[x] = sum / spacing[d];
-    }
+    // b' by the first-derivative stencil of the propagator's accuracy (math.hpp).
+    with_value<kernels::Accuracies>(accuracy, "accuracy", [&](auto a) {
+      for (std::int64_t x = h; x < len - h; ++x) {
+        double sum = 0;
+        for (std::int64_t k = 1; k <= h; ++k)
+          sum += d1_coefficient<decltype(a)::value>(static_cast<int>(k)) * (b[x + k] - b[x - k]);
+        db[x] = sum / spacing[d];
+      }
+    });
   }
   return p;
 }

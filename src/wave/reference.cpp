@@ -1,12 +1,12 @@
 // Scalar propagator, reference backend: the definition of correct. Plain loops, one shot at a
 // time, arithmetic in double, every non-halo cell through the full C-PML formula (a = b = b' = 0
-// turn it into the plain Laplacian), no interior shortcut. The scheme is in scalar_kernels.hpp:
+// turn it into the plain Laplacian), no interior shortcut. The scheme is in kernels.hpp:
 //   tmp_x = (1 + b_x) D2_x u + b'_x D1_x u + D1_x(a_x psi_x)
 //   W     = sum_x (1 + b_x) tmp_x + a_x zeta_x
 //   psi_x' = b_x D1_x u + a_x psi_x,   zeta_x' = b_x tmp_x + a_x zeta_x
 //   u'    = v^2 dt^2 W + 2 u - u_prev,   u'[source] += scaled source,   receiver = u (before)
 // The backward pass is its exact transpose, derived here by hand (independently of
-// scalar_math.hpp): with lambda the adjoint of u', g = v^2 dt^2 lambda and, per dimension,
+// math.hpp): with lambda the adjoint of u', g = v^2 dt^2 lambda and, per dimension,
 // tbar = (1 + b) g + b zetabar' (the adjoint of tmp) and d1bar = b' tbar + b psibar' (of D1 u):
 //   ubar      = 2 lambda + ubar_prev' + sum_x [ D2((1 + b) tbar) - D1(d1bar) ]
 //               (D2 symmetric, D1 antisymmetric)
@@ -14,14 +14,14 @@
 //   grad source = lambda[source],  ubar[receiver] += grad receiver,  grad v += lambda 2 v dt^2 W
 // Born modelling runs the same step on the background and the scattered field, the scattered
 // one with the coupling 2 v scatter dt^2 W(u) added; its adjoint feeds g + 2 v scatter dt^2
-// lambda_sc to the background's transpose (scalar_kernels.hpp).
+// lambda_sc to the background's transpose (kernels.hpp).
 // Second derivatives are summed as neighbour-minus-centre differences (exact zero for constants).
 #include <algorithm>
 #include <array>
 #include <utility>
 #include <vector>
 
-#include "scalar_kernels.hpp"
+#include "kernels.hpp"
 
 namespace sciproxy::wave::kernels::reference {
 
@@ -172,7 +172,7 @@ void forward_step(const ScalarProblem<T>& p, const Grid<T>& g, const T* v, ShotS
   });
 }
 
-// One adjoint step of the fields in st (u = lambda) with gl = the g of scalar_kernels.hpp per cell
+// One adjoint step of the fields in st (u = lambda) with gl = the g of kernels.hpp per cell
 // (zero in the halo): afterwards st.u is the adjoint of u^t and st.u_prev that of u^{t-1} (-lambda).
 template <class T>
 void backward_step(const ScalarProblem<T>& p, const Grid<T>& g, ShotState<T>& st,
@@ -230,8 +230,8 @@ void inject(T* field, std::int64_t count, const std::int64_t* cells, const T* va
 }  // namespace
 
 template <class T>
-void scalar_forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources,
-                    T* receivers, T* stored) {
+SCIPROXY_WAVE_SCALAR_FORWARD(T) {
+  (void)context;
   const Grid<T> g(p);
   const std::int64_t np = g.points, ns = p.nshots;
   for (std::int64_t shot = 0; shot < ns; ++shot) {
@@ -256,8 +256,8 @@ void scalar_forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* 
 }
 
 template <class T>
-void scalar_backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_receivers,
-                     T* grad_sources, const T* stored, T* grad_v) {
+SCIPROXY_WAVE_SCALAR_BACKWARD(T) {
+  (void)context;
   const Grid<T> g(p);
   const std::int64_t np = g.points, ns = p.nshots;
   const double dt2 = p.dt2;
@@ -287,9 +287,8 @@ void scalar_backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T*
 }
 
 template <class T>
-void scalar_born_forward(const ScalarProblem<T>& p, ScalarFields<T> bg, ScalarFields<T> sc,
-                         const T* sources, const T* scattered_sources, T* receivers,
-                         T* bg_receivers) {
+SCIPROXY_WAVE_SCALAR_BORN_FORWARD(T) {
+  (void)context;
   const Grid<T> g(p);
   const std::int64_t np = g.points, ns = p.nshots;
   std::vector<double> w_bg(static_cast<std::size_t>(np), 0.0);
@@ -319,9 +318,8 @@ void scalar_born_forward(const ScalarProblem<T>& p, ScalarFields<T> bg, ScalarFi
 }
 
 template <class T>
-void scalar_born_backward(const ScalarProblem<T>& p, ScalarFields<T> bg, ScalarFields<T> sc,
-                          const T* grad_receivers, const T* grad_bg_receivers, T* grad_sources,
-                          T* grad_scattered_sources) {
+SCIPROXY_WAVE_SCALAR_BORN_BACKWARD(T) {
+  (void)context;
   const Grid<T> g(p);
   const std::int64_t np = g.points, ns = p.nshots;
   const double dt2 = p.dt2;
@@ -352,21 +350,13 @@ void scalar_born_backward(const ScalarProblem<T>& p, ScalarFields<T> bg, ScalarF
   }
 }
 
-template void scalar_forward<float>(const ScalarProblem<float>&, ScalarFields<float>, const float*,
-                                    float*, float*);
-template void scalar_forward<double>(const ScalarProblem<double>&, ScalarFields<double>,
-                                     const double*, double*, double*);
-template void scalar_backward<float>(const ScalarProblem<float>&, ScalarFields<float>, const float*,
-                                     float*, const float*, float*);
-template void scalar_backward<double>(const ScalarProblem<double>&, ScalarFields<double>,
-                                      const double*, double*, const double*, double*);
-#define SCIPROXY_INSTANTIATE_BORN(T)                                                              \
-  template void scalar_born_forward<T>(const ScalarProblem<T>&, ScalarFields<T>, ScalarFields<T>, \
-                                       const T*, const T*, T*, T*);                               \
-  template void scalar_born_backward<T>(const ScalarProblem<T>&, ScalarFields<T>, ScalarFields<T>, \
-                                        const T*, const T*, T*, T*);
-SCIPROXY_INSTANTIATE_BORN(float)
-SCIPROXY_INSTANTIATE_BORN(double)
-#undef SCIPROXY_INSTANTIATE_BORN
+template SCIPROXY_WAVE_SCALAR_FORWARD(float);
+template SCIPROXY_WAVE_SCALAR_FORWARD(double);
+template SCIPROXY_WAVE_SCALAR_BACKWARD(float);
+template SCIPROXY_WAVE_SCALAR_BACKWARD(double);
+template SCIPROXY_WAVE_SCALAR_BORN_FORWARD(float);
+template SCIPROXY_WAVE_SCALAR_BORN_FORWARD(double);
+template SCIPROXY_WAVE_SCALAR_BORN_BACKWARD(float);
+template SCIPROXY_WAVE_SCALAR_BORN_BACKWARD(double);
 
 }  // namespace sciproxy::wave::kernels::reference

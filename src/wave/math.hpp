@@ -1,4 +1,4 @@
-// Per-cell arithmetic of the scalar propagator and of its adjoint, shared by cpu.cpp and cuda.cu
+// Per-cell arithmetic of the scalar propagator and of its adjoint, shared by cpu_*.cpp and cuda.cu
 // (SCIPROXY_HD), so that the CPU tests exercise the arithmetic the GPU runs.
 //
 // Stencils (Fornberg 1988): central first derivative D1 and second derivative D2 of accuracy
@@ -11,7 +11,7 @@
 //             ubar += D2((1+b) tbar) - D1(d1bar)      (D2 is symmetric, D1 antisymmetric)
 //             psibar = a (psibar' - D1 tbar),   zetabar = a (g + zetabar')
 // In the interior (a = b = b' = 0) these reduce to W += D2 u and ubar += D2 g.
-// Born (scalar_kernels.hpp): the scattered field uses the same terms; the background adjoint uses
+// Born (kernels.hpp): the scattered field uses the same terms; the background adjoint uses
 // g = v^2 dt^2 lambda + 2 v scatter dt^2 lambda_sc (adjoint_g<true>).
 #pragma once
 
@@ -100,7 +100,7 @@ struct AdjointInputs {
   const T* psi_bar;    // adjoint of psi^{t+1} of this dimension
   const T* zeta_bar;   // adjoint of zeta^{t+1} of this dimension
   // Born background adjoint (BORN = true) only: g = v^2 dt^2 lambda + coupling * lambda_sc, with
-  // coupling = 2 v scatter dt^2 and lambda_sc the adjoint of u_sc^{t+1} (scalar_kernels.hpp).
+  // coupling = 2 v scatter dt^2 and lambda_sc the adjoint of u_sc^{t+1} (kernels.hpp).
   const T* coupling = nullptr;
   const T* lambda_sc = nullptr;
 };

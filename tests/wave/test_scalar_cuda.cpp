@@ -20,13 +20,18 @@
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/timers.hpp"
 #include "sciproxy/core/verify.hpp"
-#include "wave/scalar_kernels.hpp"
+#include "wave/kernels.hpp"
 
 using namespace sciproxy;
 using namespace sciproxy::wave;
 using namespace sciproxy::wave::kernels;
 
 namespace {
+
+// The Context of a direct call of a cuda kernel on device `index`.
+Context on_cuda(int index, Timers* timers = nullptr) {
+  return Context{Device{Backend::cuda, index, false}, timers};
+}
 
 class ScalarCuda : public ::testing::Test {
  protected:
@@ -242,9 +247,9 @@ void compare_with_cpu(std::mt19937_64& rng, const Shape& shape, const std::strin
   const auto nrec = static_cast<std::size_t>(p.nt * p.nshots * p.nreceivers);
   const auto nstored = static_cast<std::size_t>(c.nsnapshots() * c.field_size());
   std::vector<T> rec_want(nrec), rec_got(nrec, T(-7)), stored_want(nstored, T(0)), stored_got(nstored, T(0));
-  cpu::scalar_forward<T>(p, want.fields(), c.sources.data(), rec_want.data(), stored_want.data());
+  cpu::scalar_forward<T>(Context{}, p, want.fields(), c.sources.data(), rec_want.data(), stored_want.data());
   Timers timers;
-  cuda::scalar_forward<T>(p, got.fields(), c.sources.data(), rec_got.data(), stored_got.data(), 0, &timers);
+  cuda::scalar_forward<T>(on_cuda(0, &timers), p, got.fields(), c.sources.data(), rec_got.data(), stored_got.data());
   expect_states_close(c, got, want, what + " forward");
   expect_close(rec_got, rec_want, what + " receivers");
   expect_close(stored_got, stored_want, what + " stored");
@@ -261,9 +266,9 @@ void compare_with_cpu(std::mt19937_64& rng, const Shape& shape, const std::strin
   std::vector<T> gv_want(static_cast<std::size_t>(c.model_size()));
   for (auto& x : gv_want) x = static_cast<T>(unit(rng));  // accumulated into
   std::vector<T> gv_got = gv_want;
-  cpu::scalar_backward<T>(p, gwant.fields(), grad_rec.data(), gsrc_want.data(), stored_want.data(), gv_want.data());
-  cuda::scalar_backward<T>(p, ggot.fields(), grad_rec.data(), gsrc_got.data(), stored_want.data(), gv_got.data(), 0,
-                           nullptr);
+  cpu::scalar_backward<T>(Context{}, p, gwant.fields(), grad_rec.data(), gsrc_want.data(), stored_want.data(), gv_want.data());
+  cuda::scalar_backward<T>(on_cuda(0), p, ggot.fields(), grad_rec.data(), gsrc_got.data(), stored_want.data(),
+                           gv_got.data());
   expect_states_close(c, ggot, gwant, what + " adjoint");
   expect_close(gsrc_got, gsrc_want, what + " grad_sources");
   expect_close(gv_got, gv_want, what + " grad_v");
@@ -391,8 +396,8 @@ TEST_F(ScalarCuda, AdjointIdentity) {
       std::vector<double> rec(static_cast<std::size_t>(p.nt * p.nshots * p.nreceivers)), grad_rec(rec.size());
       for (auto& r : grad_rec) r = unit(rng);
       std::vector<double> grad_src(c.sources.size());
-      cuda::scalar_forward<double>(p, fx.fields(), c.sources.data(), rec.data(), nullptr, 0, nullptr);
-      cuda::scalar_backward<double>(p, fty.fields(), grad_rec.data(), grad_src.data(), nullptr, nullptr, 0, nullptr);
+      cuda::scalar_forward<double>(on_cuda(0), p, fx.fields(), c.sources.data(), rec.data(), nullptr);
+      cuda::scalar_backward<double>(on_cuda(0), p, fty.fields(), grad_rec.data(), grad_src.data(), nullptr, nullptr);
       const double lhs = state_dot(c, fx, y) + dot(rec, grad_rec);
       const double rhs = state_dot(c, x, fty) + dot(c.sources, grad_src);
       EXPECT_NEAR(lhs, rhs, 1e-11 * std::abs(lhs)) << "ndim " << ndim << " accuracy " << accuracy;
@@ -407,12 +412,12 @@ TEST_F(ScalarCuda, BadDeviceIndexThrows) {
   std::vector<float> stored(static_cast<std::size_t>(c.nsnapshots() * c.field_size()));
   std::vector<float> gsrc(c.sources.size()), gv(static_cast<std::size_t>(c.model_size()));
   for (int index : {cuda_device_count(), -1}) {
-    EXPECT_THROW(cuda::scalar_forward<float>(c.p, st.fields(), c.sources.data(), rec.data(), stored.data(), index,
-                                             nullptr),
+    EXPECT_THROW(cuda::scalar_forward<float>(on_cuda(index), c.p, st.fields(), c.sources.data(), rec.data(),
+                                             stored.data()),
                  DeviceUnavailable)
         << "device " << index;
-    EXPECT_THROW(cuda::scalar_backward<float>(c.p, st.fields(), rec.data(), gsrc.data(), stored.data(), gv.data(),
-                                              index, nullptr),
+    EXPECT_THROW(cuda::scalar_backward<float>(on_cuda(index), c.p, st.fields(), rec.data(), gsrc.data(),
+                                              stored.data(), gv.data()),
                  DeviceUnavailable)
         << "device " << index;
   }

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "sciproxy/core/verify.hpp"
-#include "wave/scalar_kernels.hpp"
+#include "wave/kernels.hpp"
 
 using namespace sciproxy;
 using namespace sciproxy::wave;
@@ -224,9 +224,9 @@ struct RandomProblem {
 };
 
 template <class T>
-using ForwardKernel = void (*)(const ScalarProblem<T>&, ScalarFields<T>, const T*, T*, T*);
+using ForwardKernel = void (*)(const Context&, const ScalarProblem<T>&, ScalarFields<T>, const T*, T*, T*);
 template <class T>
-using BackwardKernel = void (*)(const ScalarProblem<T>&, ScalarFields<T>, const T*, T*, const T*,
+using BackwardKernel = void (*)(const Context&, const ScalarProblem<T>&, ScalarFields<T>, const T*, T*, const T*,
                                 T*);
 
 template <class T>
@@ -236,7 +236,7 @@ ForwardResult<T> run_forward(ForwardKernel<T> kernel, const RandomProblem<T>& rp
   r.state = std::move(state);
   r.receivers.assign(static_cast<std::size_t>(p.nt * p.nshots * p.nreceivers), T(0));
   r.stored.assign(static_cast<std::size_t>(rp.nstored() * p.nshots * rp.points), T(0));
-  kernel(p, r.state.fields(p.ndim), rp.sources.data(), r.receivers.data(),
+  kernel(Context{}, p, r.state.fields(p.ndim), rp.sources.data(), r.receivers.data(),
          r.stored.empty() ? nullptr : r.stored.data());
   return r;
 }
@@ -248,7 +248,7 @@ BackwardResult<T> run_backward(BackwardKernel<T> kernel, const RandomProblem<T>&
   r.state = rp.grad_final;
   r.grad_sources.assign(static_cast<std::size_t>(p.nt * p.nshots * p.nsources), T(0));
   r.grad_v = rp.grad_v0;  // non-zero: grad_v is accumulated
-  kernel(p, r.state.fields(p.ndim), rp.grad_receivers.data(), r.grad_sources.data(),
+  kernel(Context{}, p, r.state.fields(p.ndim), rp.grad_receivers.data(), r.grad_sources.data(),
          stored.empty() ? nullptr : stored.data(), stored.empty() ? nullptr : r.grad_v.data());
   return r;
 }
@@ -340,7 +340,7 @@ TEST(ScalarCpu, MatchesReference3D) {
 
 // 3-D work items over long rows: at accuracy 4, tiles of about 30 rows (two per plane here) that
 // run through the planes; at accuracy 8 a tile would be thinner than 6h rows, and the blocks are
-// whole planes (Blocks in src/wave/cpu.cpp). Sources and receivers fall in many blocks.
+// whole planes (Blocks in src/wave/cpu_blocking.hpp). Sources and receivers fall in many blocks.
 TEST(ScalarCpu, ThreeDimensionalTilesAndWholePlanes) {
   std::mt19937_64 rng(61);
   for (int accuracy : {4, 8}) {

@@ -1,0 +1,286 @@
+// wave: the public entry points of the scalar propagator (include/sciproxy/wave.hpp), after
+// Deepwave's scalar propagator (deepwave/scalar.py, v0.1; see docs/kernels/scalar-wave.md):
+//
+//   u^{t+1} = v^2 dt^2 L u^t + 2 u^t - u^{t-1} - v^2 dt^2 f^t,    receivers^t = u^t
+//
+// Each call checks its arguments and builds the padded problem (window.cpp), resamples and scales
+// the sources (traces.cpp), runs the backend kernels of kernels.hpp on the device it is given
+// (SCIPROXY_RUN_KERNEL), and maps the results back. scalar_gradient runs the forward pass storing
+// 2 v dt^2 W every model_gradient_sampling_interval inner steps (gradient_storage.hpp), then the
+// exact adjoint, and maps every gradient back through the adjoints of scaling, resampling and
+// padding. Born modelling is in born.cpp.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gradient_storage.hpp"
+#include "sciproxy/core/error.hpp"
+#include "sciproxy/wave.hpp"
+#include "setup.hpp"
+
+namespace sciproxy::wave {
+
+namespace {
+constexpr double kCourant = 0.6;  // Deepwave's CFL number
+}  // namespace
+
+TimeStepping cfl_time_stepping(const Grid& grid, double dt, double max_vel) {
+  seismic::check_grid(grid);
+  detail::check_dt(dt);
+  detail::check_max_vel(max_vel);
+  if (max_vel == 0) return {dt, 1};
+  // dt / max_dt with max_dt = 0.6 / sqrt(sum 1/dx^2) / max_vel, scaled by the smallest spacing
+  // so that no dimensioned quantity is squared (Deepwave's cfl_condition_n).
+  double smallest = grid.spacing[0];
+  for (int d = 1; d < grid.ndim; ++d) smallest = std::min(smallest, grid.spacing[d]);
+  double norm2 = 0;
+  for (int d = 0; d < grid.ndim; ++d)
+    norm2 += (smallest / grid.spacing[d]) * (smallest / grid.spacing[d]);
+  const double ratio = dt * max_vel * std::sqrt(norm2) / smallest / kCourant;
+  require(
+      ratio <= 1e9, "dt",
+      "a time step at most 1e9 times the CFL limit 0.6 / (max_vel sqrt(sum 1/dx^2))",
+      fmt::format("{} s, {:.3g} times the limit (check the units of dt, grid_spacing and max_vel)",
+                  dt, ratio));
+  const auto step_ratio = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(ratio)));
+  return {dt / static_cast<double>(step_ratio), step_ratio};
+}
+
+namespace detail {
+
+// ---------------------------------------------------------------------------------------------
+// Work model: points = cells of the padded grid outside the halo (model window + PML) x inner
+// steps x shots. Flops per cell and step are those of the expressions in scalar_math.hpp:
+// interior, per dimension D2 (2 + 3 h with h = accuracy/2) and the sum into W (1), then
+// v*v*dt2*W + 2u - u_prev (6); per dimension in which a cell lies outside the interior box, the
+// C-PML terms add D1 u (3h + 1), D1(a psi) (5h + 1), tmp (5), W (3 more), psi and zeta (6).
+// Compulsory bytes per point: u^t, u^{t-1} and v read, u^{t+1} written (the PML arrays are
+// small and stay in cache); the gradient's forward pass also writes what it stores.
+
+template <class T>
+WorkModel work_model(const Setup<T>& s, std::int64_t store_interval) {
+  const std::int64_t h = s.halo;
+  double cells = 1;
+  for (int d = 0; d < s.ndim; ++d) cells *= static_cast<double>(s.n[d] - 2 * h);
+  double pml_dim_cells = 0;  // sum over dimensions of the cells outside the interior box
+  for (int d = 0; d < s.ndim; ++d) {
+    const double inside =
+        static_cast<double>(s.problem.pml_interior[2 * d + 1] - s.problem.pml_interior[2 * d]);
+    pml_dim_cells += cells / static_cast<double>(s.n[d] - 2 * h) *
+                     (static_cast<double>(s.n[d] - 2 * h) - inside);
+  }
+  const double steps = static_cast<double>(s.nt_inner) * static_cast<double>(s.nshots);
+  const double interior = s.ndim * (3.0 + 3.0 * h) + 6.0 + (store_interval > 0 ? 3.0 : 0.0);
+  const double pml_extra = 8.0 * h + 16.0;
+  WorkModel w;
+  w.points = cells * steps;
+  w.point_unit = "Pts";
+  w.flops = (cells * interior + pml_dim_cells * pml_extra) * steps;
+  const double stored_steps =
+      store_interval > 0
+          ? std::ceil(static_cast<double>(s.nt_inner) / static_cast<double>(store_interval))
+          : 0.0;
+  w.bytes = sizeof(T) * (4.0 * w.points + stored_steps * static_cast<double>(s.nshots) * cells);
+  w.precision = sizeof(T) == 4 ? Precision::fp32 : Precision::fp64;
+  return w;
+}
+
+template WorkModel work_model<float>(const Setup<float>&, std::int64_t);
+template WorkModel work_model<double>(const Setup<double>&, std::int64_t);
+
+}  // namespace detail
+
+using namespace detail;
+
+// ---------------------------------------------------------------------------------------------
+
+template <class T>
+std::array<std::int64_t, kMaxDims> scalar_state_shape(const ScalarInput<T>& in,
+                                                      const ScalarOptions& opt,
+                                                      const ScalarState<T>* initial) {
+  Setup<T> s;
+  make_setup(s, in, opt, 0, initial);
+  return s.n;
+}
+
+template <class T>
+ScalarOutput<T> scalar(const Device& device, const ScalarInput<T>& in, const ScalarOptions& opt,
+                       const ScalarState<T>* initial, Timers* timers) {
+  auto top = Timers::region(timers, "scalar");
+  const Context context{device, timers};
+  Setup<T> s;
+  ScalarOutput<T> out;
+  {
+    auto r = Timers::region(timers, "setup");
+    make_setup(s, in, opt, 0, initial);
+    out.state = make_state(s, initial, StateRole::initial);
+  }
+  std::vector<T> sources;
+  {
+    auto r = Timers::region(timers, "resample");
+    sources = scaled_sources<T>(s, in.source_amplitudes, nullptr);
+  }
+  std::vector<T> receivers_tm(static_cast<std::size_t>(s.nt_inner * s.nshots * s.nreceivers));
+  if (s.nt_inner > 0) {
+    auto r = Timers::region(timers, "forward");
+    SCIPROXY_RUN_KERNEL(context, scalar_forward, s.problem, fields_of(s, out.state),
+                        sources.data(), receivers_tm.data(), static_cast<T*>(nullptr));
+  }
+  {
+    auto r = Timers::region(timers, "resample");
+    out.receiver_amplitudes = receivers_out(s, receivers_tm);
+  }
+  out.step_ratio = s.step_ratio;
+  out.inner_dt = s.inner_dt;
+  out.work = work_model(s, 0);
+  return out;
+}
+
+template <class T>
+ScalarGradient<T> scalar_gradient(const Device& device, const ScalarInput<T>& in,
+                                  const ScalarOptions& opt,
+                                  std::span<const T> grad_receiver_amplitudes,
+                                  const ScalarState<T>* initial, const ScalarState<T>* grad_final,
+                                  Timers* timers) {
+  auto top = Timers::region(timers, "scalar");
+  const Context context{device, timers};
+  // The exact gradient needs 2 v dt^2 W at every inner step: the interval counts inner steps
+  // (Deepwave stores every step_ratio * interval inner steps and multiplies by that stride).
+  const std::int64_t store_interval =
+      opt.storage == StorageMode::none ? 0 : opt.model_gradient_sampling_interval;
+  Setup<T> s;
+  ScalarGradient<T> grad;
+  ScalarState<T> adjoint;
+  {
+    auto r = Timers::region(timers, "setup");
+    make_setup(s, in, opt, store_interval, initial);
+    const std::int64_t nrec = s.nshots * s.nreceivers * s.nt;
+    require(grad_receiver_amplitudes.empty() ||
+                static_cast<std::int64_t>(grad_receiver_amplitudes.size()) == nrec,
+            "grad_receiver_amplitudes",
+            fmt::format("[nshots, nreceivers, nt] = [{}, {}, {}], {} values, or none", s.nshots,
+                        s.nreceivers, s.nt, nrec),
+            fmt::format("{} values", grad_receiver_amplitudes.size()));
+    for (std::size_t i = 0; i < grad_receiver_amplitudes.size(); ++i)
+      if (!std::isfinite(grad_receiver_amplitudes[i]))
+        throw_invalid_argument("grad_receiver_amplitudes", "finite values",
+                               fmt::format("{} at flat index {}", grad_receiver_amplitudes[i], i));
+    grad.forward.state = make_state(s, initial, StateRole::initial);
+    adjoint = make_state(s, grad_final, StateRole::grad_final);
+  }
+  GradientStore<T> store(s, opt, store_interval);
+  const std::int64_t chunk = store.chunk_steps();
+  const std::int64_t src_stride = s.nshots * s.nsources, rec_stride = s.nshots * s.nreceivers;
+
+  // Forward, chunk by chunk (one chunk unless the stored steps go to disk or get compressed).
+  std::vector<T> inner_amplitudes, sources;
+  {
+    auto r = Timers::region(timers, "resample");
+    sources = scaled_sources<T>(s, in.source_amplitudes, &inner_amplitudes);
+  }
+  std::vector<T> receivers_tm(static_cast<std::size_t>(s.nt_inner * rec_stride));
+  {
+    auto r = Timers::region(timers, "forward");
+    kernels::ScalarFields<T> f = fields_of(s, grad.forward.state);
+    for (std::int64_t t0 = 0; t0 < s.nt_inner; t0 += chunk) {
+      kernels::ScalarProblem<T> p = s.problem;
+      p.nt = std::min(chunk, s.nt_inner - t0);
+      const std::int64_t first = store_interval > 0 ? t0 / store_interval : 0;
+      const std::int64_t count =
+          store_interval > 0 ? (p.nt + store_interval - 1) / store_interval : 0;
+      SCIPROXY_RUN_KERNEL(context, scalar_forward, p, f, sources.data() + t0 * src_stride,
+                          receivers_tm.data() + t0 * rec_stride, store.forward_buffer(first));
+      store.save(first, count);
+    }
+  }
+  std::vector<T> grad_receivers_tm;
+  {
+    auto r = Timers::region(timers, "resample");
+    grad.forward.receiver_amplitudes = receivers_out(s, receivers_tm);
+    grad_receivers_tm = receivers_in_adjoint(s, grad_receiver_amplitudes);
+  }
+
+  // Backward, chunks in reverse.
+  std::vector<T> grad_sources_tm(static_cast<std::size_t>(s.nt_inner * src_stride), T(0));
+  std::vector<T> grad_v_padded(static_cast<std::size_t>((s.nmodels > 1 ? s.nshots : 1) * s.points),
+                               T(0));
+  {
+    auto r = Timers::region(timers, "backward");
+    kernels::ScalarFields<T> f = fields_of(s, adjoint);
+    const std::int64_t nchunks = s.nt_inner > 0 ? (s.nt_inner + chunk - 1) / chunk : 0;
+    for (std::int64_t c = nchunks - 1; c >= 0; --c) {
+      const std::int64_t t0 = c * chunk;
+      kernels::ScalarProblem<T> p = s.problem;
+      p.nt = std::min(chunk, s.nt_inner - t0);
+      const std::int64_t first = store_interval > 0 ? t0 / store_interval : 0;
+      const std::int64_t count =
+          store_interval > 0 ? (p.nt + store_interval - 1) / store_interval : 0;
+      SCIPROXY_RUN_KERNEL(context, scalar_backward, p, f,
+                          grad_receivers_tm.data() + t0 * rec_stride,
+                          grad_sources_tm.data() + t0 * src_stride, store.load(first, count),
+                          grad_v_padded.data());
+    }
+  }
+  project_state(s, adjoint);
+  grad.initial_state = std::move(adjoint);
+
+  {
+    auto r = Timers::region(timers, "resample");
+    // Through the source scaling -v_s^2 dt^2 f: d/df and d/dv_s.
+    const std::int64_t ntr = src_stride;
+    const double dt2 = s.inner_dt * s.inner_dt;
+    std::vector<T> grad_inner(static_cast<std::size_t>(ntr * s.nt_inner));
+    for (std::int64_t tr = 0; tr < ntr; ++tr) {
+      if (s.source_cells[tr] == kIgnoredCell) continue;  // gradient zero: it injects nothing
+      const std::int64_t m = s.model_of(tr / std::max<std::int64_t>(s.nsources, 1));
+      const double vs = s.v[m * s.points + s.source_cells[tr]];
+      double dv = 0;
+      for (std::int64_t t = 0; t < s.nt_inner; ++t) {
+        const double gs = grad_sources_tm[t * ntr + tr];
+        grad_inner[tr * s.nt_inner + t] = static_cast<T>(-vs * vs * dt2 * gs);
+        dv += static_cast<double>(inner_amplitudes[tr * s.nt_inner + t]) * gs;
+      }
+      if (store_interval > 0) {
+        T& gv =
+            grad_v_padded[(s.nmodels > 1 ? tr / s.nsources : 0) * s.points + s.source_cells[tr]];
+        gv = static_cast<T>(gv - 2 * vs * dt2 * dv);
+      }
+    }
+    grad.source_amplitudes.assign(static_cast<std::size_t>(ntr * s.nt), T(0));
+    detail::upsample_adjoint(grad_inner.data(), ntr, s.nt, s.resampling,
+                             grad.source_amplitudes.data());
+  }
+
+  // Adjoint of the replicate padding: every padded cell adds onto the model cell it copies.
+  std::vector<double> gv(static_cast<std::size_t>(s.nmodels * s.model_cells), 0.0);
+  if (store_interval > 0)
+    for (std::int64_t m = 0; m < (s.nmodels > 1 ? s.nshots : 1); ++m)
+      s.for_each_padded([&](std::int64_t i, const Shape& p) {
+        gv[m * s.model_cells + s.model_cell(p)] += grad_v_padded[m * s.points + i];
+      });
+  grad.v.assign(gv.begin(), gv.end());
+
+  grad.forward.step_ratio = s.step_ratio;
+  grad.forward.inner_dt = s.inner_dt;
+  grad.forward.work = work_model(s, store_interval);
+  grad.forward.storage_bytes = store.bytes();
+  return grad;
+}
+
+#define SCIPROXY_INSTANTIATE(T)                                                                  \
+  template std::array<std::int64_t, kMaxDims> scalar_state_shape<T>(                             \
+      const ScalarInput<T>&, const ScalarOptions&, const ScalarState<T>*);                       \
+  template ScalarOutput<T> scalar<T>(const Device&, const ScalarInput<T>&, const ScalarOptions&, \
+                                     const ScalarState<T>*, Timers*);                            \
+  template ScalarGradient<T> scalar_gradient<T>(                                                 \
+      const Device&, const ScalarInput<T>&, const ScalarOptions&, std::span<const T>,            \
+      const ScalarState<T>*, const ScalarState<T>*, Timers*);
+SCIPROXY_INSTANTIATE(float)
+SCIPROXY_INSTANTIATE(double)
+#undef SCIPROXY_INSTANTIATE
+
+}  // namespace sciproxy::wave

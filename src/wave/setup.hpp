@@ -1,0 +1,139 @@
+// wave: the scalar propagator's problem on the padded grid, shared by the entry points of
+// api.cpp and born.cpp: the checked arguments, the survey window and padded model (window.cpp),
+// sources and receivers in inner time steps (traces.cpp) and the work model (api.cpp). See
+// docs/kernels/scalar-wave.md.
+//
+// The padded grid per dimension is [halo | PML low | survey window | PML high | halo], with the
+// window replicate-padded into PML and halo (kernels.hpp).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernels.hpp"
+#include "resample.hpp"
+#include "sciproxy/core/metrics.hpp"
+#include "sciproxy/wave.hpp"
+#include "seismic/checks.hpp"
+
+namespace sciproxy::wave::detail {
+
+using Shape = std::array<std::int64_t, kMaxDims>;
+using seismic::is_ignored;
+
+
+// Where ignored sources and receivers point on the padded grid: the first halo cell, which every
+// wavefield keeps at zero, so they record zeros; their source amplitudes and receiver gradients
+// are zeroed here, so nothing is ever injected there.
+constexpr std::int64_t kIgnoredCell = 0;
+
+// "1, 2, 3": the first n entries of x joined by sep.
+std::string join(const std::int64_t* x, int n, const char* sep);
+
+void check_dt(double dt);
+void check_max_vel(double max_vel);
+
+// ---------------------------------------------------------------------------------------------
+// The padded problem
+
+template <class T>
+struct Setup {
+  int ndim = 1, accuracy = 4;
+  std::int64_t halo = 2;
+  std::int64_t nshots = 1, nmodels = 1, nsources = 0, nreceivers = 0;
+  std::int64_t nt = 0, nt_inner = 0, step_ratio = 1;
+  double inner_dt = 0, max_vel = 0;
+  Shape model_shape = {1, 1, 1};
+  Shape begin = {0, 0, 0}, end = {1, 1, 1};  // survey window in model cells, [begin, end)
+  Shape offset = {0, 0, 0};                  // padded index of the window's first cell
+  Shape n = {1, 1, 1};                       // padded shape
+  std::array<std::int64_t, 2 * kMaxDims> pml_width = {0, 0, 0, 0, 0, 0};
+  std::int64_t points = 1;
+  std::int64_t model_cells = 1;
+  std::vector<T> v;  // padded: [nmodels, points]
+  std::array<std::vector<T>, kMaxDims> a, b, dbdx;
+  std::vector<std::int64_t> source_cells, receiver_cells;  // flat padded indices
+  detail::Resampling resampling;
+  kernels::ScalarProblem<T> problem;
+
+  std::int64_t model_of(std::int64_t shot) const { return nmodels == 1 ? 0 : shot; }
+  // Model cell whose value padded cell p carries (replicate padding of the window).
+  std::int64_t model_cell(const Shape& p) const {
+    std::int64_t c = 0;
+    for (int d = 0; d < kMaxDims; ++d)
+      c = c * model_shape[d] + std::clamp(p[d] - offset[d] + begin[d], begin[d], end[d] - 1);
+    return c;
+  }
+  template <class F>
+  void for_each_padded(F&& f) const {
+    for (std::int64_t i0 = 0; i0 < n[0]; ++i0)
+      for (std::int64_t i1 = 0; i1 < n[1]; ++i1)
+        for (std::int64_t i2 = 0; i2 < n[2]; ++i2)
+          f((i0 * n[1] + i1) * n[2] + i2, Shape{i0, i1, i2});
+  }
+  std::int64_t padded_cell(const std::int64_t* loc) const {
+    if (is_ignored(loc, ndim)) return kIgnoredCell;
+    std::int64_t c = 0;
+    for (int d = 0; d < kMaxDims; ++d)
+      c = c * n[d] + (d < ndim ? loc[d] - begin[d] + offset[d] : 0);
+    return c;
+  }
+};
+
+
+// Which state an error is about. Errors name its fields as the API does (Deepwave's names):
+// wavefield_0, wavefield_m1, psi<d>_m1 and zeta<d>_m1 with d the z, y, x of the last ndim
+// dimensions; _sc before the time suffix for Born's scattered field; grad_final_state['...'] for
+// the gradient with respect to the final state.
+enum class StateRole { initial, initial_scattered, grad_final };
+
+// Fills s in place: s.problem points into s's own arrays. Checks every argument; `initial` (a
+// state to continue, of `role`) may fix the survey window.
+template <class T>
+void make_setup(Setup<T>& s, const ScalarInput<T>& in, const ScalarOptions& opt,
+                std::int64_t store_interval, const ScalarState<T>* initial,
+                StateRole role = StateRole::initial);
+
+// Whether st holds any field of the first ndim dimensions.
+template <class T>
+bool has_fields(const ScalarState<T>* st, int ndim);
+
+// The state the kernels assume: zero in the halo, psi and zeta zero outside their PML slabs.
+template <class T>
+void project_state(const Setup<T>& s, ScalarState<T>& st);
+
+// A full, checked, projected state on the padded grid from an optional one (any field may be
+// empty: zero); errors name its fields as `role` says.
+template <class T>
+ScalarState<T> make_state(const Setup<T>& s, const ScalarState<T>* given, StateRole role);
+
+template <class T>
+kernels::ScalarFields<T> fields_of(const Setup<T>& s, ScalarState<T>& st);
+
+// Scaled inner sources [nt_inner, nshots, nsources] = -v_s^2 dt^2 upsample(amplitudes); the
+// upsampled amplitudes [nshots * nsources, nt_inner] go to inner_out when given.
+template <class T>
+std::vector<T> scaled_sources(const Setup<T>& s, std::span<const T> amplitudes,
+                              std::vector<T>* inner_out);
+
+// [nt_inner, nshots, nreceivers] -> [nshots, nreceivers, nt], and its adjoint.
+template <class T>
+std::vector<T> receivers_out(const Setup<T>& s, const std::vector<T>& tm);
+template <class T>
+std::vector<T> receivers_in_adjoint(const Setup<T>& s, std::span<const T> grad);
+
+// The same for `count` traces per shot at `cells` (Born's two sets of receivers).
+template <class T>
+std::vector<T> traces_out(const Setup<T>& s, std::int64_t count, const std::vector<T>& tm);
+template <class T>
+std::vector<T> traces_in_adjoint(const Setup<T>& s, std::int64_t count, const std::int64_t* cells,
+                                 std::span<const T> grad);
+
+// Points, flops and compulsory bytes of one forward pass (api.cpp).
+template <class T>
+WorkModel work_model(const Setup<T>& s, std::int64_t store_interval);
+
+}  // namespace sciproxy::wave::detail
