@@ -4,7 +4,7 @@
 //   M[s]    = max_k R[s, k]                                                     (method 1)
 //
 // counting only samples inside trace i; traces with weight exactly 0 are skipped. Semantics of
-// pyrocko.parstack (src/parstack.py, src/ext/parstack_ext.c); see docs/kernels/parstack.md.
+// pyrocko's parstack; see docs/kernels/parstack.md.
 #pragma once
 
 #include <cstdint>
@@ -58,8 +58,13 @@ std::int64_t parstack_result_size(std::int64_t nshifts, const Extent& extent, Me
 template <class T>
 WorkModel parstack_work(const ParstackInput<T>& in, const Extent& extent, Method method);
 
+namespace detail {
+struct ParstackPlanAccess;  // the library's way to the plan's state
+}  // namespace detail
+
 // Device buffers that persist across calls, so repeated calls on same-sized problems allocate
 // nothing on the GPU. Host backends ignore it. Not thread-safe: one plan per calling thread.
+// What it holds is private to the library; callers see its counters.
 class ParstackPlan {
  public:
   ParstackPlan();
@@ -73,13 +78,12 @@ class ParstackPlan {
     double bytes_device_to_host = 0;
     double device_bytes_held = 0;      // current size of the persistent buffers
   };
-  Counters counters() const;
-
-  struct Impl;  // defined by the CUDA backend
-  Impl* impl() { return impl_.get(); }
+  Counters counters() const;  // zeros for a moved-from plan
 
  private:
-  std::unique_ptr<Impl> impl_;
+  friend struct detail::ParstackPlanAccess;
+  struct State;
+  std::unique_ptr<State> state_;
 };
 
 // Runs parstack on `device`, writing `result` (see parstack_result_size), and returns the output

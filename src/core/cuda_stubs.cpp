@@ -3,7 +3,11 @@
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/roofline.hpp"
+#include "stack/kernels.hpp"
 #include "wave/kernels.hpp"
+
+// The stubs spell the kernels' signatures (kernels.hpp), parameter names included, and read none.
+#pragma GCC diagnostic ignored "-Wunused-parameter"
 
 namespace sciproxy {
 
@@ -26,3 +30,7 @@ SCIPROXY_STUB_FLOAT_KERNEL(SCIPROXY_WAVE_SCALAR_BACKWARD, "scalar")
 SCIPROXY_STUB_FLOAT_KERNEL(SCIPROXY_WAVE_SCALAR_BORN_FORWARD, "scalar_born")
 SCIPROXY_STUB_FLOAT_KERNEL(SCIPROXY_WAVE_SCALAR_BORN_BACKWARD, "scalar_born")
 }  // namespace sciproxy::wave::kernels::cuda
+
+namespace sciproxy::stack::kernels::cuda {
+SCIPROXY_STUB_FLOAT_KERNEL(SCIPROXY_STACK_PARSTACK, "parstack")
+}  // namespace sciproxy::stack::kernels::cuda

@@ -68,13 +68,13 @@ decltype(auto) with_value(int value, std::string_view argument, Fn&& fn);
 
 namespace detail {
 template <class Fn, int First, int... Rest>
-decltype(auto) with_value_impl(int value, std::string_view argument, const std::string& text,
+decltype(auto) with_value_impl(int value, std::string_view argument, std::string (*text)(),
                                Fn&& fn) {
   if (value == First) return fn(std::integral_constant<int, First>{});
   if constexpr (sizeof...(Rest) > 0) {
     return with_value_impl<Fn, Rest...>(value, argument, text, std::forward<Fn>(fn));
   } else {
-    throw_invalid_argument(argument, text, std::to_string(value));
+    throw_invalid_argument(argument, text(), std::to_string(value));
   }
 }
 template <class List>
@@ -83,7 +83,8 @@ template <int... Values>
 struct WithValue<ValueList<Values...>> {
   template <class Fn>
   static decltype(auto) call(int value, std::string_view argument, Fn&& fn) {
-    return with_value_impl<Fn, Values...>(value, argument, ValueList<Values...>::text(),
+    // The list's text is built only for the error: with_value may sit in an inner loop.
+    return with_value_impl<Fn, Values...>(value, argument, &ValueList<Values...>::text,
                                           std::forward<Fn>(fn));
   }
 };

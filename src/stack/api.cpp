@@ -1,6 +1,6 @@
-// parstack: argument checks, output window, work model and dispatch to a backend.
+// The stack family's public entry points: argument checks, output window, work model, dispatch.
 //   R[s, k] = sum_i w[s,i] * a_i[k + offsetout - offsets[i] - shifts[s,i]],  M[s] = max_k R[s, k]
-// Semantics of pyrocko.parstack (src/parstack.py, src/ext/parstack_ext.c).
+// Semantics of pyrocko's parstack (docs/kernels/parstack.md).
 #include "sciproxy/stack.hpp"
 
 #include <fmt/format.h>
@@ -8,10 +8,13 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <vector>
 
-#include "parstack_kernels.hpp"
-#include "parstack_math.hpp"
+#include "case.hpp"
+#include "core/recorded_call.hpp"
+#include "kernels.hpp"
+#include "math.hpp"
 #include "sciproxy/core/error.hpp"
 
 namespace sciproxy::stack {
@@ -88,10 +91,20 @@ kernels::Problem<T> make_problem(const ParstackInput<T>& in, const Extent& e, co
   p.method = opt.method;
   p.clamp_max_at_zero = opt.clamp_max_at_zero;
   p.accumulate = opt.accumulate && opt.method == Method::stack;
+  p.nparallel = opt.nparallel;
   return p;
 }
 
 }  // namespace
+
+ParstackPlan::ParstackPlan() : state_(std::make_unique<State>()) {}
+ParstackPlan::~ParstackPlan() = default;
+ParstackPlan::ParstackPlan(ParstackPlan&&) noexcept = default;
+ParstackPlan& ParstackPlan::operator=(ParstackPlan&&) noexcept = default;
+
+ParstackPlan::Counters ParstackPlan::counters() const {
+  return state_ ? state_->counters : Counters{};
+}
 
 template <class T>
 Extent parstack_extent(const ParstackInput<T>& in, const ParstackOptions& opt) {
@@ -148,37 +161,48 @@ WorkModel parstack_work(const ParstackInput<T>& in, const Extent& e, Method meth
 template <class T>
 Extent parstack(const Device& device, const ParstackInput<T>& in, std::span<T> result,
                 const ParstackOptions& opt, Timers* timers, ParstackPlan* plan) {
-  auto region = Timers::region(timers, "parstack");
-  const Extent extent = parstack_extent(in, opt);
-  const std::int64_t expected = parstack_result_size(in.nshifts, extent, opt.method);
-  require(static_cast<std::int64_t>(result.size()) == expected, "result",
-          opt.method == Method::stack
-              ? fmt::format("nshifts x lengthout = {} x {} = {} elements", in.nshifts, extent.lengthout, expected)
-              : fmt::format("nshifts = {} elements", expected),
-          fmt::format("{} elements", result.size()));
-  require(result.data() != nullptr, "result", "a pointer to writable memory", "a null pointer");
+  RecordedCall call("parstack", device, timers);
+  Extent extent;
+  std::vector<T> reference_result;  // when verifying
+  {
+    auto region = Timers::region(call.timers(), "parstack");  // closed before the reference rerun
+    extent = parstack_extent(in, opt);
+    const std::int64_t expected = parstack_result_size(in.nshifts, extent, opt.method);
+    require(static_cast<std::int64_t>(result.size()) == expected, "result",
+            opt.method == Method::stack
+                ? fmt::format("nshifts x lengthout = {} x {} = {} elements", in.nshifts,
+                              extent.lengthout, expected)
+                : fmt::format("nshifts = {} elements", expected),
+            fmt::format("{} elements", result.size()));
+    require(result.data() != nullptr, "result", "a pointer to writable memory", "a null pointer");
 
-  std::vector<const T*> pointers;
-  std::vector<std::int64_t> lengths;
-  const kernels::Problem<T> problem = make_problem(in, extent, opt, pointers, lengths);
+    std::vector<const T*> pointers;
+    std::vector<std::int64_t> lengths;
+    const kernels::Problem<T> problem = make_problem(in, extent, opt, pointers, lengths);
+    if (call.recording()) {
+      call.set_work(parstack_work(in, extent, opt.method));
+      auto& parameters = call.parameters();
+      parameters.set("ntraces", problem.ntraces);
+      parameters.set("nshifts", problem.nshifts);
+      parameters.set("lengthout", problem.lengthout);
+      parameters.set("offsetout", problem.offsetout);
+      parameters.set("method", static_cast<int>(opt.method));
+    }
+    // An accumulating call adds to what result holds: the reference rerun starts from the same.
+    if (call.verifying() && problem.accumulate) reference_result.assign(result.begin(), result.end());
 
-  switch (device.backend) {
-    case Backend::reference:
-    case Backend::cpu: {
-      auto compute = Timers::region(timers, "compute");
-      if (device.backend == Backend::reference) {
-        kernels::reference::parstack(problem, result.data());
-      } else {
-        ThreadCount threads(opt.nparallel);
-        kernels::cpu::parstack(problem, result.data());
-      }
-      break;
-    }
-    case Backend::cuda: {
-      ParstackPlan local_plan;
-      kernels::cuda::parstack(problem, result.data(), device.index, plan ? *plan : local_plan, timers);
-      break;
-    }
+    // Without a plan from the caller, the call's device buffers live as long as the call.
+    std::optional<ParstackPlan> local_plan;
+    if (!plan) plan = &local_plan.emplace();
+    const Context ctx{device, call.timers()};
+    SCIPROXY_RUN_KERNEL(ctx, parstack, problem, result.data(), *plan);
+  }
+  if (call.verifying()) {
+    reference_result.resize(result.size());
+    call.on_reference([&] {
+      parstack<T>(RecordedCall::reference_device(), in, std::span<T>(reference_result), opt);
+    });
+    call.compare<T>("result", result, reference_result, parstack_tolerance<T>());
   }
   return extent;
 }
@@ -195,8 +219,35 @@ void argmax(std::span<const T> a, std::int64_t rows, std::int64_t cols, std::spa
   require(static_cast<std::int64_t>(out.size()) == cols, "out", fmt::format("{} elements (one per column)", cols),
           fmt::format("{} elements", out.size()));
   require(nparallel >= 0, "nparallel", "a positive thread count (or 0 for all)", std::to_string(nparallel));
-  ThreadCount threads(nparallel);
-  kernels::cpu::argmax(a.data(), rows, cols, out.data(), pyrocko_compat);
+  // Host-only (kernels.hpp): the cpu kernel runs.
+  const Device cpu{Backend::cpu, 0, false};
+  RecordedCall call("argmax", cpu, nullptr);
+  if (call.recording()) {
+    WorkModel w;
+    w.points = static_cast<double>(rows * cols);
+    w.point_unit = "element";
+    w.flops = w.points;  // one comparison per element
+    w.bytes = sizeof(T) * w.points + sizeof(std::uint32_t) * static_cast<double>(cols);
+    w.precision = sizeof(T) == 4 ? Precision::fp32 : Precision::fp64;
+    call.set_work(w);
+    call.parameters().set("rows", rows);
+    call.parameters().set("cols", cols);
+  }
+  {
+    ThreadCount threads(nparallel);
+    kernels::cpu::argmax(Context{cpu, call.timers()}, a.data(), rows, cols, out.data(),
+                         pyrocko_compat);
+  }
+  if (call.verifying()) {
+    // Indices compare exactly; as doubles, the type the comparison takes.
+    std::vector<std::uint32_t> want(out.size());
+    call.on_reference([&] {
+      kernels::reference::argmax(Context{RecordedCall::reference_device(), nullptr}, a.data(), rows,
+                                 cols, want.data(), pyrocko_compat);
+    });
+    const std::vector<double> got_d(out.begin(), out.end()), want_d(want.begin(), want.end());
+    call.compare<double>("indices", got_d, want_d, argmax_tolerance());
+  }
 }
 
 #define SCIPROXY_INSTANTIATE(T)                                                                  \

@@ -15,8 +15,8 @@
 #include <memory>
 #include <vector>
 
-#include "parstack_kernels.hpp"
-#include "parstack_math.hpp"
+#include "kernels.hpp"
+#include "math.hpp"
 
 namespace sciproxy::stack::kernels::cpu {
 
@@ -74,18 +74,12 @@ inline void add_traces(T* __restrict out, std::int64_t n, const Term<T>* terms) 
   }
 }
 
+// A group of 1 to kMaxGroup traces, through its unrolled specialisation (GroupSizes).
 template <bool kAdd, class T>
 void add_group(T* out, std::int64_t n, const Term<T>* terms, std::size_t count) {
-  switch (count) {
-    case 1: return add_traces<1, kAdd>(out, n, terms);
-    case 2: return add_traces<2, kAdd>(out, n, terms);
-    case 3: return add_traces<3, kAdd>(out, n, terms);
-    case 4: return add_traces<4, kAdd>(out, n, terms);
-    case 5: return add_traces<5, kAdd>(out, n, terms);
-    case 6: return add_traces<6, kAdd>(out, n, terms);
-    case 7: return add_traces<7, kAdd>(out, n, terms);
-    default: return add_traces<8, kAdd>(out, n, terms);
-  }
+  with_value<GroupSizes>(static_cast<int>(count), "trace group size", [&](auto group) {
+    add_traces<decltype(group)::value, kAdd>(out, n, terms);
+  });
 }
 
 // The stack of shift set s over output samples [k0, k1), written (or added, with accumulate)
@@ -109,17 +103,20 @@ void stack_tile(const Problem<T>& p, const PaddedTraces<T>& padded, std::int64_t
     if (!accumulate) std::fill(tile, tile + n, T(0));
     return;
   }
-  const std::size_t first = std::min<std::size_t>(8, terms.size());
+  const std::size_t first = std::min<std::size_t>(kMaxGroup, terms.size());
   if (accumulate) add_group<true>(tile, n, terms.data(), first);
   else add_group<false>(tile, n, terms.data(), first);
-  for (std::size_t g = first; g < terms.size(); g += 8)
-    add_group<true>(tile, n, terms.data() + g, std::min<std::size_t>(8, terms.size() - g));
+  for (std::size_t g = first; g < terms.size(); g += kMaxGroup)
+    add_group<true>(tile, n, terms.data() + g, std::min<std::size_t>(kMaxGroup, terms.size() - g));
 }
 
 }  // namespace
 
 template <class T>
-void parstack(const Problem<T>& p, T* result) {
+SCIPROXY_STACK_PARSTACK(T) {
+  (void)plan;  // device state only
+  auto compute = Timers::region(ctx.timers, "compute");
+  ThreadCount threads(p.nparallel);
   const PaddedTraces<T> padded(p);
   const std::int64_t ntiles = (p.lengthout + kTile<T> - 1) / kTile<T>;
   const std::int64_t njobs = ntiles * p.nshifts;
@@ -155,7 +152,8 @@ void parstack(const Problem<T>& p, T* result) {
 }
 
 template <class T>
-void argmax(const T* a, std::int64_t rows, std::int64_t cols, std::uint32_t* out, bool pyrocko_compat) {
+SCIPROXY_STACK_ARGMAX(T) {
+  (void)ctx;
   // Blocks of columns, so each row read is a contiguous run and the running maxima stay in L1.
   constexpr std::int64_t kColumns = 256;
   const std::int64_t nblocks = (cols + kColumns - 1) / kColumns;
@@ -182,9 +180,9 @@ void argmax(const T* a, std::int64_t rows, std::int64_t cols, std::uint32_t* out
   }
 }
 
-template void parstack<float>(const Problem<float>&, float*);
-template void parstack<double>(const Problem<double>&, double*);
-template void argmax<float>(const float*, std::int64_t, std::int64_t, std::uint32_t*, bool);
-template void argmax<double>(const double*, std::int64_t, std::int64_t, std::uint32_t*, bool);
+template SCIPROXY_STACK_PARSTACK(float);
+template SCIPROXY_STACK_PARSTACK(double);
+template SCIPROXY_STACK_ARGMAX(float);
+template SCIPROXY_STACK_ARGMAX(double);
 
 }  // namespace sciproxy::stack::kernels::cpu

@@ -1,16 +1,16 @@
-// CUDA backend of parstack, delay-and-sum stacking (pyrocko.parstack, src/ext/parstack_ext.c):
+// CUDA backend of parstack, delay-and-sum stacking (pyrocko's parstack; docs/kernels/parstack.md):
 //
 //   R[s, k] = R0[s, k] + sum_i w[s,i] * a_i[k + offsetout - offsets[i] - shifts[s,i]]   (method 0)
 //   M[s]    = max(m0, max_k R[s, k]),  m0 = -inf, or 0 with clamp_max_at_zero       (method 1)
 //
 // counting only samples inside trace i, skipping weights exactly 0; R0 is the caller's result when
-// accumulating, else 0. See docs/kernels/parstack.md.
+// accumulating, else 0.
 // The traces are small and reused by every shift set while the output is large, so one thread
 // owns a few output samples of one shift set, loops over the traces with the sum in registers,
 // and writes each output element once. Method 1 never stores R: each block reduces its tile to a
 // partial maximum and a second, tiny pass reduces the partials in a fixed order (deterministic).
 //
-// ParstackPlan::Impl keeps grow-only device buffers, a stream and events, so repeated calls on
+// A plan's PlanResources keep grow-only device buffers, a stream and events, so repeated calls on
 // same-sized problems do no cudaMalloc. A plan is bound to the device of its first call; a call
 // on another device releases everything and re-binds (the counters keep counting).
 #include <cuda_runtime.h>
@@ -29,12 +29,10 @@
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/timers.hpp"
 #include "sciproxy/stack.hpp"
-#include "stack/parstack_kernels.hpp"
-#include "stack/parstack_math.hpp"
+#include "stack/kernels.hpp"
+#include "stack/math.hpp"
 
-namespace sciproxy::stack {
-
-namespace plan_detail {
+namespace sciproxy::stack::kernels::cuda {
 
 // Grow-only: a call that fits reuses the allocation, so steady-state calls never cudaMalloc.
 class DeviceBuffer {
@@ -100,23 +98,21 @@ class PinnedBuffer {
 
 using cuda_detail::NvtxRange;
 
-}  // namespace plan_detail
-
-struct ParstackPlan::Impl {
+// The device side of a ParstackPlan (kernels.hpp), created on the plan's first cuda call.
+struct PlanResources {
+  ParstackPlan::Counters& counters;  // the plan's, which outlive these resources
   int device = -1;  // bound device, -1 before the first call
   cudaStream_t stream = nullptr;
   // Stream order: upload_begin, uploads, kernel_begin, kernels, download_begin, download, end.
   cudaEvent_t upload_begin = nullptr, kernel_begin = nullptr, download_begin = nullptr,
               end = nullptr;
-  plan_detail::DeviceBuffer traces, lengths, trace_offsets, offsets, shifts, weights, result,
-      partials;
-  plan_detail::PinnedBuffer staging;
-  Counters counters;
+  DeviceBuffer traces, lengths, trace_offsets, offsets, shifts, weights, result, partials;
+  PinnedBuffer staging;
 
-  Impl() = default;
-  Impl(const Impl&) = delete;
-  Impl& operator=(const Impl&) = delete;
-  ~Impl() { unbind(); }
+  explicit PlanResources(ParstackPlan::Counters& plan_counters) : counters(plan_counters) {}
+  PlanResources(const PlanResources&) = delete;
+  PlanResources& operator=(const PlanResources&) = delete;
+  ~PlanResources() { unbind(); }
 
   // Makes device_index current and the plan's resources live on it.
   void bind(int device_index) {
@@ -139,7 +135,7 @@ struct ParstackPlan::Impl {
     const bool restore = cudaGetDevice(&previous) == cudaSuccess;
     (void)cudaSetDevice(device);
     if (stream) (void)cudaStreamSynchronize(stream);
-    for (plan_detail::DeviceBuffer* b :
+    for (DeviceBuffer* b :
          {&traces, &lengths, &trace_offsets, &offsets, &shifts, &weights, &result, &partials})
       b->release(counters);
     staging.release();
@@ -154,17 +150,6 @@ struct ParstackPlan::Impl {
     device = -1;
   }
 };
-
-ParstackPlan::ParstackPlan() : impl_(std::make_unique<Impl>()) {}
-ParstackPlan::~ParstackPlan() = default;
-ParstackPlan::ParstackPlan(ParstackPlan&&) noexcept = default;
-ParstackPlan& ParstackPlan::operator=(ParstackPlan&&) noexcept = default;
-
-ParstackPlan::Counters ParstackPlan::counters() const {
-  return impl_ ? impl_->counters : Counters{};
-}
-
-namespace kernels::cuda {
 
 namespace {
 
@@ -340,6 +325,8 @@ void require_device(int device_index) {
 
 constexpr std::size_t align_up(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
 
+void destroy_resources(PlanResources* resources) { delete resources; }
+
 double elapsed_seconds(cudaEvent_t from, cudaEvent_t to) {
   float ms = 0;
   SCIPROXY_CUDA_CHECK(cudaEventElapsedTime(&ms, from, to));
@@ -349,10 +336,14 @@ double elapsed_seconds(cudaEvent_t from, cudaEvent_t to) {
 }  // namespace
 
 template <class T>
-void parstack(const Problem<T>& p, T* result, int device_index, ParstackPlan& plan, Timers* timers) {
-  ParstackPlan::Impl* impl = plan.impl();
-  if (!impl) throw InvalidArgument("parstack: the ParstackPlan was moved from; pass a live plan");
+SCIPROXY_STACK_PARSTACK(T) {
+  auto* state = stack::detail::ParstackPlanAccess::state(plan);
+  if (!state) throw InvalidArgument("parstack: the ParstackPlan was moved from; pass a live plan");
+  const int device_index = ctx.device_index();
   require_device(device_index);
+  if (!state->device)
+    state->device = decltype(state->device)(new PlanResources(state->counters), &destroy_resources);
+  PlanResources* impl = state->device.get();
   const bool max_method = p.method == Method::max;
   const std::int64_t ntraces = p.ntraces, nshifts = p.nshifts, lengthout = p.lengthout;
 
@@ -397,7 +388,7 @@ void parstack(const Problem<T>& p, T* result, int device_index, ParstackPlan& pl
   const std::size_t at_weights = at_shifts + align_up(shifts_bytes);
   const std::size_t staging_bytes = at_weights + align_up(weights_bytes);
 
-  ParstackPlan::Counters& counters = impl->counters;
+  ParstackPlan::Counters& counters = state->counters;
   impl->staging.reserve(staging_bytes);
   impl->traces.reserve(traces_bytes, counters);
   impl->lengths.reserve(index_bytes, counters);
@@ -432,14 +423,14 @@ void parstack(const Problem<T>& p, T* result, int device_index, ParstackPlan& pl
   }
 
   cudaStream_t stream = impl->stream;
-  auto upload = [&](plan_detail::DeviceBuffer& to, std::size_t at, std::size_t bytes) {
+  auto upload = [&](DeviceBuffer& to, std::size_t at, std::size_t bytes) {
     if (bytes == 0) return;
     SCIPROXY_CUDA_CHECK(
         cudaMemcpyAsync(to.as<void>(), staging + at, bytes, cudaMemcpyHostToDevice, stream));
   };
 
   {
-    plan_detail::NvtxRange range("upload");
+    NvtxRange range("upload");
     SCIPROXY_CUDA_CHECK(cudaEventRecord(impl->upload_begin, stream));
     upload(impl->traces, at_traces, traces_bytes);
     upload(impl->lengths, at_lengths, index_bytes);
@@ -456,7 +447,7 @@ void parstack(const Problem<T>& p, T* result, int device_index, ParstackPlan& pl
       (accumulate ? result_bytes : 0));
 
   {
-    plan_detail::NvtxRange range("kernel");
+    NvtxRange range("kernel");
     SCIPROXY_CUDA_CHECK(cudaEventRecord(impl->kernel_begin, stream));
     KernelArgs<T> args{};
     args.traces = impl->traces.as<T>();
@@ -490,7 +481,7 @@ void parstack(const Problem<T>& p, T* result, int device_index, ParstackPlan& pl
   }
 
   {
-    plan_detail::NvtxRange range("download");
+    NvtxRange range("download");
     SCIPROXY_CUDA_CHECK(cudaEventRecord(impl->download_begin, stream));
     SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(result, impl->result.as<T>(), result_bytes,
                                         cudaMemcpyDeviceToHost, stream));
@@ -499,16 +490,14 @@ void parstack(const Problem<T>& p, T* result, int device_index, ParstackPlan& pl
   }
   counters.bytes_device_to_host += static_cast<double>(result_bytes);
 
-  if (timers) {
-    timers->record("upload", elapsed_seconds(impl->upload_begin, impl->kernel_begin));
-    timers->record("kernel", elapsed_seconds(impl->kernel_begin, impl->download_begin));
-    timers->record("download", elapsed_seconds(impl->download_begin, impl->end));
+  if (ctx.timers) {
+    ctx.timers->record("upload", elapsed_seconds(impl->upload_begin, impl->kernel_begin));
+    ctx.timers->record("kernel", elapsed_seconds(impl->kernel_begin, impl->download_begin));
+    ctx.timers->record("download", elapsed_seconds(impl->download_begin, impl->end));
   }
 }
 
-template void parstack<float>(const Problem<float>&, float*, int, ParstackPlan&, Timers*);
-template void parstack<double>(const Problem<double>&, double*, int, ParstackPlan&, Timers*);
+template SCIPROXY_STACK_PARSTACK(float);
+template SCIPROXY_STACK_PARSTACK(double);
 
-}  // namespace kernels::cuda
-
-}  // namespace sciproxy::stack
+}  // namespace sciproxy::stack::kernels::cuda

@@ -1,4 +1,5 @@
-// Per-trace index arithmetic of parstack, shared by the CPU loops and the CUDA kernels.
+// Per-trace index arithmetic of parstack (docs/kernels/parstack.md), shared by the CPU loops and
+// the CUDA kernels.
 // Trace i under shift set s starts at output sample  start = offsets[i] + shifts[s,i] - offsetout,
 // so output sample k reads a_i[k - start] and the trace covers k in [max(0, start),
 // min(lengthout, start + length_i)). 64-bit throughout: pyrocko's int32 sums can overflow.

@@ -1,18 +1,21 @@
 // parstack, reference backend: the definition of correct. Plain loops, double accumulation.
 //   R[s, k] = sum_i w[s,i] * a_i[k - start(s,i)],  start = offsets[i] + shifts[s,i] - offsetout
 //   M[s]    = max_k R[s, k]
-// (pyrocko.parstack, src/ext/parstack_ext.c; weights exactly 0 skip their trace.)
+// (pyrocko's parstack, docs/kernels/parstack.md; weights exactly 0 skip their trace.)
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <vector>
 
-#include "parstack_kernels.hpp"
-#include "parstack_math.hpp"
+#include "kernels.hpp"
+#include "math.hpp"
 
 namespace sciproxy::stack::kernels::reference {
 
 template <class T>
-void parstack(const Problem<T>& p, T* result) {
+SCIPROXY_STACK_PARSTACK(T) {
+  (void)plan;  // device state only
+  auto compute = Timers::region(ctx.timers, "compute");
   std::vector<double> row(static_cast<std::size_t>(p.lengthout));
   for (std::int64_t s = 0; s < p.nshifts; ++s) {
     std::fill(row.begin(), row.end(), 0.0);
@@ -36,7 +39,8 @@ void parstack(const Problem<T>& p, T* result) {
 }
 
 template <class T>
-void argmax(const T* a, std::int64_t rows, std::int64_t cols, std::uint32_t* out, bool pyrocko_compat) {
+SCIPROXY_STACK_ARGMAX(T) {
+  (void)ctx;
   for (std::int64_t c = 0; c < cols; ++c) {
     // numpy: the first maximum wins. pyrocko: the running maximum starts at DBL_MIN.
     std::int64_t best = 0;
@@ -52,9 +56,9 @@ void argmax(const T* a, std::int64_t rows, std::int64_t cols, std::uint32_t* out
   }
 }
 
-template void parstack<float>(const Problem<float>&, float*);
-template void parstack<double>(const Problem<double>&, double*);
-template void argmax<float>(const float*, std::int64_t, std::int64_t, std::uint32_t*, bool);
-template void argmax<double>(const double*, std::int64_t, std::int64_t, std::uint32_t*, bool);
+template SCIPROXY_STACK_PARSTACK(float);
+template SCIPROXY_STACK_PARSTACK(double);
+template SCIPROXY_STACK_ARGMAX(float);
+template SCIPROXY_STACK_ARGMAX(double);
 
 }  // namespace sciproxy::stack::kernels::reference

@@ -1,4 +1,4 @@
-// Random parstack problems for the tests that compare backends.
+// Random parstack problems for the tests that compare backends (tests/stack/test_stack_backend.cpp).
 #pragma once
 
 #include <cstdint>
@@ -47,5 +47,33 @@ struct RandomProblem {
     return {traces, offsets, shifts, weights, nshifts};
   }
 };
+
+// A problem of exact sizes: ntraces traces of lengths in [5/6 length, length], nshifts shift sets,
+// shifts in [-shift_range, shift_range], offsets a fifth of that; one weight in ten is 0.
+template <class T>
+RandomProblem<T> fixed_size_problem(std::uint64_t seed, int ntraces, int length,
+                                    std::int64_t nshifts, int shift_range) {
+  std::mt19937_64 rng(seed);
+  RandomProblem<T> p(rng, {1, 1, 1, 0, 1});  // replaced below, to get exact sizes
+  std::uniform_int_distribution<int> length_d(length * 5 / 6, length),
+      shift_d(-shift_range, shift_range), zero_d(0, 9);
+  std::uniform_real_distribution<double> value_d(-1.0, 1.0);
+  p.data.assign(ntraces, {});
+  for (auto& t : p.data) {
+    t.resize(length_d(rng));
+    for (auto& v : t) v = static_cast<T>(value_d(rng));
+  }
+  p.traces.assign(p.data.begin(), p.data.end());
+  p.offsets.clear();
+  p.shifts.clear();
+  p.weights.clear();
+  for (int i = 0; i < ntraces; ++i) p.offsets.push_back(shift_d(rng) / 5);
+  for (std::int64_t j = 0; j < nshifts * ntraces; ++j) {
+    p.shifts.push_back(shift_d(rng));
+    p.weights.push_back(zero_d(rng) == 0 ? T(0) : static_cast<T>(value_d(rng)));
+  }
+  p.nshifts = nshifts;
+  return p;
+}
 
 }  // namespace sciproxy::test
