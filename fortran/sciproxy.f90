@@ -1,94 +1,632 @@
-! sciproxy Fortran module: iso_c_binding interfaces to the C ABI (include/sciproxy/sciproxy.h) and
-! convenience wrappers for traces of equal length held in one array traces(nsamples, ntraces).
-! Column-major shifts(ntraces, nshifts) is the C ABI's row-major (nshifts, ntraces): no copies.
+! sciproxy Fortran module: iso_c_binding over the C ABI (include/sciproxy/sciproxy.h, one header
+! per family in include/sciproxy/c), every family, with the C headers' convention (c/core.h):
+!   status = sciproxy_<kernel>_<dtype>(input, options, ..., outputs)
+! - input: a bind(c) derived type mirroring the C input struct. Its arrays are type(c_ptr): set
+!   them with c_loc of arrays that have the target attribute. One type serves both dtypes (the
+!   layouts differ only in what the pointers point at): the function's _f32 / _f64 decides.
+! - options: a bind(c) type mirroring the C options struct; fill it with
+!   sciproxy_<kernel>_options_default(options) (which sets struct_size), then change fields. It is
+!   optional: absent means every default. String fields (device, storage_directory) are C
+!   pointers: set them with sciproxy_c_string("cpu").
+! - Optional arguments are the C ABI's NULL pointers.
+! - C's row-major [a, b, c] is Fortran's column-major (c, b, a): a C array
+!   receiver_amplitudes [nshots, nreceivers, nt] is receiver_amplitudes(nt, nreceivers, nshots)
+!   here, a model [shape(1), shape(2), shape(3)] is v(shape(3), shape(2), shape(1)).
+! - status /= SCIPROXY_OK: sciproxy_last_error_message() says why.
+! For traces of equal length in one array, sciproxy_parstack and sciproxy_parstack_window wrap
+! the stack family's C functions.
 module sciproxy
   use, intrinsic :: iso_c_binding
   implicit none
   private
 
-  integer, parameter, public :: SCIPROXY_OK = 0
+  ! Status codes (sciproxy_status, c/core.h).
+  integer(c_int), parameter, public :: SCIPROXY_OK = 0, SCIPROXY_ERROR_INVALID_ARGUMENT = 1, &
+    SCIPROXY_ERROR_TYPE = 2, SCIPROXY_ERROR_NOT_COMPILED = 3, &
+    SCIPROXY_ERROR_DEVICE_UNAVAILABLE = 4, SCIPROXY_ERROR_IO = 5, SCIPROXY_ERROR_RUNTIME = 6
+  ! sciproxy_storage_mode (c/wave.h) and sciproxy_tti_demo_form (c/tti.h).
+  integer(c_int), parameter, public :: SCIPROXY_STORAGE_DEVICE = 0, SCIPROXY_STORAGE_HOST = 1, &
+    SCIPROXY_STORAGE_DISK = 2, SCIPROXY_STORAGE_NONE = 3
+  integer(c_int), parameter, public :: SCIPROXY_TTI_DEMO_TWO_PASS = 0, SCIPROXY_TTI_DEMO_FUSED = 1
 
-  public :: sciproxy_parstack, sciproxy_parstack_window, sciproxy_last_error_message
+  ! ---- stack (c/stack.h) ----
+  type, bind(c), public :: sciproxy_parstack_input
+    type(c_ptr) :: traces = c_null_ptr   ! ntraces pointers, each to lengths(i) samples
+    type(c_ptr) :: lengths = c_null_ptr  ! int64 (ntraces)
+    integer(c_int64_t) :: ntraces = 0
+    type(c_ptr) :: offsets = c_null_ptr  ! int32 (ntraces)
+    type(c_ptr) :: shifts = c_null_ptr   ! int32 (ntraces, nshifts) in Fortran order
+    type(c_ptr) :: weights = c_null_ptr  ! (ntraces, nshifts) in Fortran order
+    integer(c_int64_t) :: nshifts = 0
+  end type
+
+  type, bind(c), public :: sciproxy_parstack_options
+    integer(c_size_t) :: struct_size = 0
+    type(c_ptr) :: device = c_null_ptr
+    integer(c_int) :: method = 0
+    integer(c_int32_t) :: offsetout = 0
+    integer(c_int64_t) :: lengthout = -1
+    integer(c_int) :: accumulate = 0, clamp_max_at_zero = 0, nparallel = 0
+  end type
+
+  type, bind(c), public :: sciproxy_argmax_input
+    type(c_ptr) :: a = c_null_ptr  ! C [rows, cols]: Fortran a(cols, rows)
+    integer(c_int64_t) :: rows = 0, cols = 0
+  end type
+
+  type, bind(c), public :: sciproxy_argmax_options
+    integer(c_size_t) :: struct_size = 0
+    integer(c_int) :: nparallel = 0, pyrocko_compat = 0
+  end type
+
+  ! ---- wave (c/wave.h) ----
+  type, bind(c), public :: sciproxy_scalar_input
+    integer(c_int) :: ndim = 0
+    integer(c_int64_t) :: shape(3) = 1   ! C order: shape(1) is the slowest axis
+    real(c_double) :: spacing(3) = 1
+    type(c_ptr) :: v = c_null_ptr
+    integer(c_int64_t) :: nmodels = 1
+    real(c_double) :: dt = 0
+    integer(c_int64_t) :: nt = 0, nshots = 1, nsources = 0, nreceivers = 0
+    type(c_ptr) :: source_amplitudes = c_null_ptr
+    type(c_ptr) :: source_locations = c_null_ptr    ! int64 (ndim, nsources, nshots)
+    type(c_ptr) :: receiver_locations = c_null_ptr  ! int64 (ndim, nreceivers, nshots)
+  end type
+
+  type, bind(c), public :: sciproxy_scalar_born_input
+    type(sciproxy_scalar_input) :: background
+    type(c_ptr) :: scatter = c_null_ptr
+    integer(c_int64_t) :: nbg_receivers = 0
+    type(c_ptr) :: bg_receiver_locations = c_null_ptr
+  end type
+
+  type, bind(c), public :: sciproxy_scalar_options
+    integer(c_size_t) :: struct_size = 0
+    type(c_ptr) :: device = c_null_ptr
+    integer(c_int) :: accuracy = 4
+    integer(c_int64_t) :: pml_width(6) = 20
+    real(c_double) :: pml_freq = 25, max_vel = 0
+    integer(c_int64_t) :: survey_pad(6) = -1
+    integer(c_int) :: has_origin = 0
+    integer(c_int64_t) :: origin(3) = 0
+    integer(c_int64_t) :: model_gradient_sampling_interval = 1
+    real(c_double) :: freq_taper_frac = 0, time_pad_frac = 0
+    integer(c_int) :: time_taper = 0, storage = 0, storage_compression = 0
+    type(c_ptr) :: storage_directory = c_null_ptr
+    integer(c_int) :: nparallel = 0
+  end type
+
+  type, bind(c), public :: sciproxy_scalar_state
+    integer(c_int64_t) :: padded_shape(3) = 1
+    type(c_ptr) :: wavefield = c_null_ptr, previous_wavefield = c_null_ptr
+    type(c_ptr) :: psi(3) = c_null_ptr, zeta(3) = c_null_ptr
+  end type
+
+  ! ---- tti (c/tti.h) ----
+  type, bind(c), public :: sciproxy_tti_model
+    integer(c_int64_t) :: shape(3) = 1  ! C order: shape(1) is the depth axis, the slowest
+    real(c_double) :: spacing(3) = 1
+    type(c_ptr) :: vp = c_null_ptr, buoyancy = c_null_ptr, epsilon = c_null_ptr, &
+                   delta = c_null_ptr, theta = c_null_ptr, phi = c_null_ptr, f = c_null_ptr
+  end type
+
+  type, bind(c), public :: sciproxy_tti_input
+    type(sciproxy_tti_model) :: model
+    real(c_double) :: dt = 0
+    integer(c_int64_t) :: nt = 0, nshots = 1, nsources = 0, nreceivers = 0
+    type(c_ptr) :: source_amplitudes = c_null_ptr
+    type(c_ptr) :: source_locations = c_null_ptr    ! int64 (3, nsources, nshots)
+    type(c_ptr) :: receiver_locations = c_null_ptr  ! int64 (3, nreceivers, nshots)
+  end type
+
+  type, bind(c), public :: sciproxy_tti_options
+    integer(c_size_t) :: struct_size = 0
+    type(c_ptr) :: device = c_null_ptr
+    integer(c_int) :: space_order = 8
+    integer(c_int64_t) :: sponge_width(6) = 60
+    real(c_double) :: q_min = 0.1d0, q_interior = 100, freq_q = 5, default_f = 0.85d0
+    integer(c_int) :: free_surface = 0, nparallel = 0
+  end type
+
+  type, bind(c), public :: sciproxy_tti_demo_input
+    integer(c_int64_t) :: shape(3) = 1
+    real(c_double) :: spacing(3) = 10
+    real(c_double) :: dt = 0
+    integer(c_int64_t) :: nt = 0
+    real(c_double) :: vp = 0, b = 0, epsilon = 0, eta = 0, f = 0, theta = 0, phi = 0, damping = 0
+    type(c_ptr) :: vp_field = c_null_ptr, b_field = c_null_ptr, epsilon_field = c_null_ptr, &
+                   eta_field = c_null_ptr, f_field = c_null_ptr, theta_field = c_null_ptr, &
+                   phi_field = c_null_ptr, damping_field = c_null_ptr
+    real(c_double) :: source_position(3) = 0
+    type(c_ptr) :: source_amplitudes = c_null_ptr
+    type(c_ptr) :: initial_u = c_null_ptr, initial_u_prev = c_null_ptr
+  end type
+
+  type, bind(c), public :: sciproxy_tti_demo_options
+    integer(c_size_t) :: struct_size = 0
+    type(c_ptr) :: device = c_null_ptr
+    integer(c_int) :: space_order = 8, form = 1, nparallel = 0
+  end type
+
+  public :: sciproxy_last_error_message, sciproxy_version_string, sciproxy_c_string
+  public :: sciproxy_recording_json_string, sciproxy_recording_text_string
+  public :: sciproxy_parstack, sciproxy_parstack_window
+
+  ! The C functions, under their C names.
+  public :: sciproxy_cuda_compiled, sciproxy_cuda_device_count, sciproxy_max_threads
+  public :: sciproxy_recording_begin, sciproxy_recording_end, sciproxy_recording_json, &
+            sciproxy_recording_text, sciproxy_recording_count, sciproxy_recording_passed
+  public :: sciproxy_parstack_options_default, sciproxy_parstack_extent_f64, &
+            sciproxy_parstack_extent_f32, sciproxy_parstack_f64, sciproxy_parstack_f32, &
+            sciproxy_argmax_options_default, sciproxy_argmax_f64, sciproxy_argmax_f32
+  public :: sciproxy_scalar_options_default, sciproxy_scalar_f64, sciproxy_scalar_f32, &
+            sciproxy_scalar_state_shape_f64, sciproxy_scalar_state_shape_f32, &
+            sciproxy_scalar_gradient_f64, sciproxy_scalar_gradient_f32, &
+            sciproxy_scalar_born_f64, sciproxy_scalar_born_f32, &
+            sciproxy_scalar_born_gradient_f64, sciproxy_scalar_born_gradient_f32
+  public :: sciproxy_tti_options_default, sciproxy_tti_f64, sciproxy_tti_f32, &
+            sciproxy_tti_adjoint_f64, sciproxy_tti_adjoint_f32, sciproxy_tti_max_dt_f64, &
+            sciproxy_tti_max_dt_f32, sciproxy_tti_demo_options_default, sciproxy_tti_demo_f64, &
+            sciproxy_tti_demo_f32, sciproxy_tti_demo_dt_limit_f64, sciproxy_tti_demo_dt_limit_f32
 
   interface
-    function c_parstack_extent_f64(traces, lengths, ntraces, offsets, shifts, nshifts, offsetout, &
-                                   lengthout) bind(C, name="sciproxy_parstack_extent_f64") result(status)
-      import :: c_ptr, c_int64_t, c_int32_t, c_int
-      type(c_ptr), intent(in) :: traces(*)
-      integer(c_int64_t), intent(in) :: lengths(*)
-      integer(c_int64_t), value :: ntraces, nshifts
-      integer(c_int32_t), intent(in) :: offsets(*), shifts(*)
-      integer(c_int32_t), intent(inout) :: offsetout
-      integer(c_int64_t), intent(inout) :: lengthout
-      integer(c_int) :: status
-    end function
-
-    function c_parstack_f64(traces, lengths, ntraces, offsets, shifts, weights, nshifts, method, &
-                            offsetout, lengthout, result, result_size, accumulate, clamp, nparallel, &
-                            device) bind(C, name="sciproxy_parstack_f64") result(status)
-      import :: c_ptr, c_int64_t, c_int32_t, c_int, c_double, c_char
-      type(c_ptr), intent(in) :: traces(*)
-      integer(c_int64_t), intent(in) :: lengths(*)
-      integer(c_int64_t), value :: ntraces, nshifts, result_size
-      integer(c_int32_t), intent(in) :: offsets(*), shifts(*)
-      real(c_double), intent(in) :: weights(*)
-      integer(c_int), value :: method, accumulate, clamp, nparallel
-      integer(c_int32_t), intent(inout) :: offsetout
-      integer(c_int64_t), intent(inout) :: lengthout
-      real(c_double), intent(inout) :: result(*)
-      character(kind=c_char), intent(in) :: device(*)
-      integer(c_int) :: status
-    end function
-
+    ! ---- core ----
     function c_last_error() bind(C, name="sciproxy_last_error") result(message)
       import :: c_ptr
       type(c_ptr) :: message
     end function
-
+    function c_version() bind(C, name="sciproxy_version") result(version)
+      import :: c_ptr
+      type(c_ptr) :: version
+    end function
     function c_strlen(s) bind(C, name="strlen") result(n)
       import :: c_ptr, c_size_t
       type(c_ptr), value :: s
       integer(c_size_t) :: n
     end function
+    function sciproxy_cuda_compiled() bind(C) result(r)
+      import :: c_int
+      integer(c_int) :: r
+    end function
+    function sciproxy_cuda_device_count() bind(C) result(r)
+      import :: c_int
+      integer(c_int) :: r
+    end function
+    function sciproxy_max_threads() bind(C) result(r)
+      import :: c_int
+      integer(c_int) :: r
+    end function
+    function sciproxy_recording_begin(verify) bind(C) result(status)
+      import :: c_int
+      integer(c_int), value :: verify
+      integer(c_int) :: status
+    end function
+    function sciproxy_recording_end() bind(C) result(status)
+      import :: c_int
+      integer(c_int) :: status
+    end function
+    function sciproxy_recording_json(buffer, size) bind(C) result(n)
+      import :: c_char, c_size_t
+      character(kind=c_char), intent(out), optional :: buffer(*)
+      integer(c_size_t), value :: size
+      integer(c_size_t) :: n
+    end function
+    function sciproxy_recording_text(buffer, size) bind(C) result(n)
+      import :: c_char, c_size_t
+      character(kind=c_char), intent(out), optional :: buffer(*)
+      integer(c_size_t), value :: size
+      integer(c_size_t) :: n
+    end function
+    function sciproxy_recording_count() bind(C) result(n)
+      import :: c_int64_t
+      integer(c_int64_t) :: n
+    end function
+    function sciproxy_recording_passed() bind(C) result(r)
+      import :: c_int
+      integer(c_int) :: r
+    end function
+
+    ! ---- stack ----
+    subroutine sciproxy_parstack_options_default(options) bind(C)
+      import :: sciproxy_parstack_options
+      type(sciproxy_parstack_options), intent(out) :: options
+    end subroutine
+    function sciproxy_parstack_extent_f64(input, options, offsetout, lengthout) bind(C) &
+        result(status)
+      import :: sciproxy_parstack_input, sciproxy_parstack_options, c_int, c_int32_t, c_int64_t
+      type(sciproxy_parstack_input), intent(in) :: input
+      type(sciproxy_parstack_options), intent(in), optional :: options
+      integer(c_int32_t), intent(out) :: offsetout
+      integer(c_int64_t), intent(out) :: lengthout
+      integer(c_int) :: status
+    end function
+    function sciproxy_parstack_extent_f32(input, options, offsetout, lengthout) bind(C) &
+        result(status)
+      import :: sciproxy_parstack_input, sciproxy_parstack_options, c_int, c_int32_t, c_int64_t
+      type(sciproxy_parstack_input), intent(in) :: input
+      type(sciproxy_parstack_options), intent(in), optional :: options
+      integer(c_int32_t), intent(out) :: offsetout
+      integer(c_int64_t), intent(out) :: lengthout
+      integer(c_int) :: status
+    end function
+    function sciproxy_parstack_f64(input, options, result, result_size, offsetout, lengthout) &
+        bind(C) result(status)
+      import :: sciproxy_parstack_input, sciproxy_parstack_options, c_int, c_int32_t, &
+                c_int64_t, c_double
+      type(sciproxy_parstack_input), intent(in) :: input
+      type(sciproxy_parstack_options), intent(in), optional :: options
+      real(c_double), intent(inout) :: result(*)
+      integer(c_int64_t), value :: result_size
+      integer(c_int32_t), intent(out), optional :: offsetout
+      integer(c_int64_t), intent(out), optional :: lengthout
+      integer(c_int) :: status
+    end function
+    function sciproxy_parstack_f32(input, options, result, result_size, offsetout, lengthout) &
+        bind(C) result(status)
+      import :: sciproxy_parstack_input, sciproxy_parstack_options, c_int, c_int32_t, &
+                c_int64_t, c_float
+      type(sciproxy_parstack_input), intent(in) :: input
+      type(sciproxy_parstack_options), intent(in), optional :: options
+      real(c_float), intent(inout) :: result(*)
+      integer(c_int64_t), value :: result_size
+      integer(c_int32_t), intent(out), optional :: offsetout
+      integer(c_int64_t), intent(out), optional :: lengthout
+      integer(c_int) :: status
+    end function
+    subroutine sciproxy_argmax_options_default(options) bind(C)
+      import :: sciproxy_argmax_options
+      type(sciproxy_argmax_options), intent(out) :: options
+    end subroutine
+    function sciproxy_argmax_f64(input, options, out) bind(C) result(status)
+      import :: sciproxy_argmax_input, sciproxy_argmax_options, c_int, c_int32_t
+      type(sciproxy_argmax_input), intent(in) :: input
+      type(sciproxy_argmax_options), intent(in), optional :: options
+      integer(c_int32_t), intent(out) :: out(*)  ! uint32 in C: 0-based row indices
+      integer(c_int) :: status
+    end function
+    function sciproxy_argmax_f32(input, options, out) bind(C) result(status)
+      import :: sciproxy_argmax_input, sciproxy_argmax_options, c_int, c_int32_t
+      type(sciproxy_argmax_input), intent(in) :: input
+      type(sciproxy_argmax_options), intent(in), optional :: options
+      integer(c_int32_t), intent(out) :: out(*)
+      integer(c_int) :: status
+    end function
+
+    ! ---- wave ----
+    subroutine sciproxy_scalar_options_default(options) bind(C)
+      import :: sciproxy_scalar_options
+      type(sciproxy_scalar_options), intent(out) :: options
+    end subroutine
+    function sciproxy_scalar_f64(input, options, initial, receiver_amplitudes, final_state) &
+        bind(C) result(status)
+      import :: sciproxy_scalar_input, sciproxy_scalar_options, sciproxy_scalar_state, c_int, &
+                c_double
+      type(sciproxy_scalar_input), intent(in) :: input
+      type(sciproxy_scalar_options), intent(in), optional :: options
+      type(sciproxy_scalar_state), intent(in), optional :: initial
+      real(c_double), intent(out), optional :: receiver_amplitudes(*)
+      type(sciproxy_scalar_state), intent(inout), optional :: final_state
+      integer(c_int) :: status
+    end function
+    function sciproxy_scalar_f32(input, options, initial, receiver_amplitudes, final_state) &
+        bind(C) result(status)
+      import :: sciproxy_scalar_input, sciproxy_scalar_options, sciproxy_scalar_state, c_int, &
+                c_float
+      type(sciproxy_scalar_input), intent(in) :: input
+      type(sciproxy_scalar_options), intent(in), optional :: options
+      type(sciproxy_scalar_state), intent(in), optional :: initial
+      real(c_float), intent(out), optional :: receiver_amplitudes(*)
+      type(sciproxy_scalar_state), intent(inout), optional :: final_state
+      integer(c_int) :: status
+    end function
+    function sciproxy_scalar_state_shape_f64(input, options, padded_shape) bind(C) &
+        result(status)
+      import :: sciproxy_scalar_input, sciproxy_scalar_options, c_int, c_int64_t
+      type(sciproxy_scalar_input), intent(in) :: input
+      type(sciproxy_scalar_options), intent(in), optional :: options
+      integer(c_int64_t), intent(out) :: padded_shape(*)
+      integer(c_int) :: status
+    end function
+    function sciproxy_scalar_state_shape_f32(input, options, padded_shape) bind(C) &
+        result(status)
+      import :: sciproxy_scalar_input, sciproxy_scalar_options, c_int, c_int64_t
+      type(sciproxy_scalar_input), intent(in) :: input
+      type(sciproxy_scalar_options), intent(in), optional :: options
+      integer(c_int64_t), intent(out) :: padded_shape(*)
+      integer(c_int) :: status
+    end function
+    function sciproxy_scalar_gradient_f64(input, options, initial, grad_receiver_amplitudes, &
+                                          grad_final, grad_v, grad_source_amplitudes, &
+                                          grad_initial) bind(C) result(status)
+      import :: sciproxy_scalar_input, sciproxy_scalar_options, sciproxy_scalar_state, c_int, &
+                c_double
+      type(sciproxy_scalar_input), intent(in) :: input
+      type(sciproxy_scalar_options), intent(in), optional :: options
+      type(sciproxy_scalar_state), intent(in), optional :: initial
+      real(c_double), intent(in), optional :: grad_receiver_amplitudes(*)
+      type(sciproxy_scalar_state), intent(in), optional :: grad_final
+      real(c_double), intent(out) :: grad_v(*)
+      real(c_double), intent(out), optional :: grad_source_amplitudes(*)
+      type(sciproxy_scalar_state), intent(inout), optional :: grad_initial
+      integer(c_int) :: status
+    end function
+    function sciproxy_scalar_gradient_f32(input, options, initial, grad_receiver_amplitudes, &
+                                          grad_final, grad_v, grad_source_amplitudes, &
+                                          grad_initial) bind(C) result(status)
+      import :: sciproxy_scalar_input, sciproxy_scalar_options, sciproxy_scalar_state, c_int, &
+                c_float
+      type(sciproxy_scalar_input), intent(in) :: input
+      type(sciproxy_scalar_options), intent(in), optional :: options
+      type(sciproxy_scalar_state), intent(in), optional :: initial
+      real(c_float), intent(in), optional :: grad_receiver_amplitudes(*)
+      type(sciproxy_scalar_state), intent(in), optional :: grad_final
+      real(c_float), intent(out) :: grad_v(*)
+      real(c_float), intent(out), optional :: grad_source_amplitudes(*)
+      type(sciproxy_scalar_state), intent(inout), optional :: grad_initial
+      integer(c_int) :: status
+    end function
+    function sciproxy_scalar_born_f64(input, options, receiver_amplitudes, &
+                                      bg_receiver_amplitudes) bind(C) result(status)
+      import :: sciproxy_scalar_born_input, sciproxy_scalar_options, c_int, c_double
+      type(sciproxy_scalar_born_input), intent(in) :: input
+      type(sciproxy_scalar_options), intent(in), optional :: options
+      real(c_double), intent(out), optional :: receiver_amplitudes(*), bg_receiver_amplitudes(*)
+      integer(c_int) :: status
+    end function
+    function sciproxy_scalar_born_f32(input, options, receiver_amplitudes, &
+                                      bg_receiver_amplitudes) bind(C) result(status)
+      import :: sciproxy_scalar_born_input, sciproxy_scalar_options, c_int, c_float
+      type(sciproxy_scalar_born_input), intent(in) :: input
+      type(sciproxy_scalar_options), intent(in), optional :: options
+      real(c_float), intent(out), optional :: receiver_amplitudes(*), bg_receiver_amplitudes(*)
+      integer(c_int) :: status
+    end function
+    function sciproxy_scalar_born_gradient_f64(input, options, grad_receiver_amplitudes, &
+                                               grad_bg_receiver_amplitudes, grad_scatter, &
+                                               grad_source_amplitudes) bind(C) result(status)
+      import :: sciproxy_scalar_born_input, sciproxy_scalar_options, c_int, c_double
+      type(sciproxy_scalar_born_input), intent(in) :: input
+      type(sciproxy_scalar_options), intent(in), optional :: options
+      real(c_double), intent(in), optional :: grad_receiver_amplitudes(*), &
+                                              grad_bg_receiver_amplitudes(*)
+      real(c_double), intent(out) :: grad_scatter(*)
+      real(c_double), intent(out), optional :: grad_source_amplitudes(*)
+      integer(c_int) :: status
+    end function
+    function sciproxy_scalar_born_gradient_f32(input, options, grad_receiver_amplitudes, &
+                                               grad_bg_receiver_amplitudes, grad_scatter, &
+                                               grad_source_amplitudes) bind(C) result(status)
+      import :: sciproxy_scalar_born_input, sciproxy_scalar_options, c_int, c_float
+      type(sciproxy_scalar_born_input), intent(in) :: input
+      type(sciproxy_scalar_options), intent(in), optional :: options
+      real(c_float), intent(in), optional :: grad_receiver_amplitudes(*), &
+                                             grad_bg_receiver_amplitudes(*)
+      real(c_float), intent(out) :: grad_scatter(*)
+      real(c_float), intent(out), optional :: grad_source_amplitudes(*)
+      integer(c_int) :: status
+    end function
+
+    ! ---- tti ----
+    subroutine sciproxy_tti_options_default(options) bind(C)
+      import :: sciproxy_tti_options
+      type(sciproxy_tti_options), intent(out) :: options
+    end subroutine
+    function sciproxy_tti_f64(input, options, receiver_amplitudes) bind(C) result(status)
+      import :: sciproxy_tti_input, sciproxy_tti_options, c_int, c_double
+      type(sciproxy_tti_input), intent(in) :: input
+      type(sciproxy_tti_options), intent(in), optional :: options
+      real(c_double), intent(out), optional :: receiver_amplitudes(*)
+      integer(c_int) :: status
+    end function
+    function sciproxy_tti_f32(input, options, receiver_amplitudes) bind(C) result(status)
+      import :: sciproxy_tti_input, sciproxy_tti_options, c_int, c_float
+      type(sciproxy_tti_input), intent(in) :: input
+      type(sciproxy_tti_options), intent(in), optional :: options
+      real(c_float), intent(out), optional :: receiver_amplitudes(*)
+      integer(c_int) :: status
+    end function
+    function sciproxy_tti_adjoint_f64(input, options, receiver_data, source_amplitudes) bind(C) &
+        result(status)
+      import :: sciproxy_tti_input, sciproxy_tti_options, c_int, c_double
+      type(sciproxy_tti_input), intent(in) :: input
+      type(sciproxy_tti_options), intent(in), optional :: options
+      real(c_double), intent(in), optional :: receiver_data(*)
+      real(c_double), intent(out), optional :: source_amplitudes(*)
+      integer(c_int) :: status
+    end function
+    function sciproxy_tti_adjoint_f32(input, options, receiver_data, source_amplitudes) bind(C) &
+        result(status)
+      import :: sciproxy_tti_input, sciproxy_tti_options, c_int, c_float
+      type(sciproxy_tti_input), intent(in) :: input
+      type(sciproxy_tti_options), intent(in), optional :: options
+      real(c_float), intent(in), optional :: receiver_data(*)
+      real(c_float), intent(out), optional :: source_amplitudes(*)
+      integer(c_int) :: status
+    end function
+    function sciproxy_tti_max_dt_f64(input, options, max_dt) bind(C) result(status)
+      import :: sciproxy_tti_input, sciproxy_tti_options, c_int, c_double
+      type(sciproxy_tti_input), intent(in) :: input
+      type(sciproxy_tti_options), intent(in), optional :: options
+      real(c_double), intent(out) :: max_dt
+      integer(c_int) :: status
+    end function
+    function sciproxy_tti_max_dt_f32(input, options, max_dt) bind(C) result(status)
+      import :: sciproxy_tti_input, sciproxy_tti_options, c_int, c_double
+      type(sciproxy_tti_input), intent(in) :: input
+      type(sciproxy_tti_options), intent(in), optional :: options
+      real(c_double), intent(out) :: max_dt
+      integer(c_int) :: status
+    end function
+    subroutine sciproxy_tti_demo_options_default(options) bind(C)
+      import :: sciproxy_tti_demo_options
+      type(sciproxy_tti_demo_options), intent(out) :: options
+    end subroutine
+    function sciproxy_tti_demo_f64(input, options, u, u_prev) bind(C) result(status)
+      import :: sciproxy_tti_demo_input, sciproxy_tti_demo_options, c_int, c_double
+      type(sciproxy_tti_demo_input), intent(in) :: input
+      type(sciproxy_tti_demo_options), intent(in), optional :: options
+      real(c_double), intent(out), optional :: u(*), u_prev(*)  ! C [NX, NY, NZ]: u(NZ, NY, NX)
+      integer(c_int) :: status
+    end function
+    function sciproxy_tti_demo_f32(input, options, u, u_prev) bind(C) result(status)
+      import :: sciproxy_tti_demo_input, sciproxy_tti_demo_options, c_int, c_float
+      type(sciproxy_tti_demo_input), intent(in) :: input
+      type(sciproxy_tti_demo_options), intent(in), optional :: options
+      real(c_float), intent(out), optional :: u(*), u_prev(*)
+      integer(c_int) :: status
+    end function
+    function sciproxy_tti_demo_dt_limit_f64(input, options, dt_limit) bind(C) result(status)
+      import :: sciproxy_tti_demo_input, sciproxy_tti_demo_options, c_int, c_double
+      type(sciproxy_tti_demo_input), intent(in) :: input
+      type(sciproxy_tti_demo_options), intent(in), optional :: options
+      real(c_double), intent(out) :: dt_limit
+      integer(c_int) :: status
+    end function
+    function sciproxy_tti_demo_dt_limit_f32(input, options, dt_limit) bind(C) result(status)
+      import :: sciproxy_tti_demo_input, sciproxy_tti_demo_options, c_int, c_double
+      type(sciproxy_tti_demo_input), intent(in) :: input
+      type(sciproxy_tti_demo_options), intent(in), optional :: options
+      real(c_double), intent(out) :: dt_limit
+      integer(c_int) :: status
+    end function
   end interface
+
+  ! The strings handed out by sciproxy_c_string: C pointers into them must stay valid after the
+  ! call, so they live as long as the program (each distinct text is kept once).
+  integer, parameter :: max_strings = 32, max_length = 256
+  character(kind=c_char), target, save :: strings(max_length, max_strings)
+  integer, save :: nstrings = 0
 
 contains
 
-  ! Pointers to each column of traces(nsamples, ntraces), the form the C ABI takes.
-  subroutine trace_pointers(traces, pointers, lengths)
+  ! A C string (NUL-terminated) with the text, valid for the life of the program, for the
+  ! options' string fields: options%device = sciproxy_c_string("cpu"). Null when the text is
+  ! too long or too many distinct texts were asked for (the library then names the field).
+  function sciproxy_c_string(text) result(p)
+    character(len=*), intent(in) :: text
+    type(c_ptr) :: p
+    integer :: k, n, i
+    logical :: same
+    p = c_null_ptr
+    n = len_trim(text)
+    if (n >= max_length) return
+    do k = 1, nstrings
+      same = strings(n + 1, k) == c_null_char
+      do i = 1, n
+        if (.not. same) exit
+        same = strings(i, k) == text(i:i)
+      end do
+      if (same) then
+        p = c_loc(strings(1, k))
+        return
+      end if
+    end do
+    if (nstrings == max_strings) return
+    nstrings = nstrings + 1
+    do i = 1, n
+      strings(i, nstrings) = text(i:i)
+    end do
+    strings(n + 1, nstrings) = c_null_char
+    p = c_loc(strings(1, nstrings))
+  end function
+
+  ! A C string as a Fortran one.
+  function from_c(p) result(text)
+    type(c_ptr), intent(in) :: p
+    character(len=:), allocatable :: text
+    character(kind=c_char), pointer :: chars(:)
+    integer :: n, i
+    n = int(c_strlen(p))
+    call c_f_pointer(p, chars, [n])
+    allocate (character(len=n) :: text)
+    do i = 1, n
+      text(i:i) = chars(i)
+    end do
+  end function
+
+  function sciproxy_last_error_message() result(message)
+    character(len=:), allocatable :: message
+    message = from_c(c_last_error())
+  end function
+
+  function sciproxy_version_string() result(version)
+    character(len=:), allocatable :: version
+    version = from_c(c_version())
+  end function
+
+  ! The recording's reports as JSON ("[]" when none) and as text (c/core.h).
+  function sciproxy_recording_json_string() result(json)
+    character(len=:), allocatable :: json
+    character(kind=c_char), allocatable :: buffer(:)
+    integer(c_size_t) :: n
+    integer :: i
+    n = sciproxy_recording_json(size=0_c_size_t)
+    allocate (buffer(n + 1))
+    n = sciproxy_recording_json(buffer, n + 1)
+    allocate (character(len=n) :: json)
+    do i = 1, int(n)
+      json(i:i) = buffer(i)
+    end do
+  end function
+
+  function sciproxy_recording_text_string() result(text)
+    character(len=:), allocatable :: text
+    character(kind=c_char), allocatable :: buffer(:)
+    integer(c_size_t) :: n
+    integer :: i
+    n = sciproxy_recording_text(size=0_c_size_t)
+    allocate (buffer(n + 1))
+    n = sciproxy_recording_text(buffer, n + 1)
+    allocate (character(len=n) :: text)
+    do i = 1, int(n)
+      text(i:i) = buffer(i)
+    end do
+  end function
+
+  ! ---- parstack for traces of equal length in one array traces(nsamples, ntraces) ----
+  ! Column-major shifts(ntraces, nshifts) is the C ABI's row-major (nshifts, ntraces): no copies.
+
+  ! The input struct over traces(nsamples, ntraces); pointers and lengths must outlive its use.
+  subroutine parstack_input(traces, offsets, shifts, pointers, lengths, input)
     real(c_double), intent(in), target, contiguous :: traces(:, :)
-    type(c_ptr), intent(out) :: pointers(:)
-    integer(c_int64_t), intent(out) :: lengths(:)
+    integer(c_int32_t), intent(in), target, contiguous :: offsets(:), shifts(:, :)
+    type(c_ptr), intent(out), target :: pointers(:)
+    integer(c_int64_t), intent(out), target :: lengths(:)
+    type(sciproxy_parstack_input), intent(out) :: input
     integer :: i
     do i = 1, size(traces, 2)
       pointers(i) = c_loc(traces(1, i))
       lengths(i) = size(traces, 1, kind=c_int64_t)
     end do
+    input%traces = c_loc(pointers)
+    input%lengths = c_loc(lengths)
+    input%ntraces = size(traces, 2, kind=c_int64_t)
+    input%offsets = c_loc(offsets)
+    input%shifts = c_loc(shifts)
+    input%nshifts = size(shifts, 2, kind=c_int64_t)
   end subroutine
 
   ! The default output window (pyrocko's): offsetout and lengthout of the full stack.
   function sciproxy_parstack_window(traces, offsets, shifts, offsetout, lengthout) result(status)
     real(c_double), intent(in), target, contiguous :: traces(:, :)
-    integer(c_int32_t), intent(in) :: offsets(:), shifts(:, :)
+    integer(c_int32_t), intent(in), target, contiguous :: offsets(:), shifts(:, :)
     integer(c_int32_t), intent(out) :: offsetout
     integer(c_int64_t), intent(out) :: lengthout
     integer :: status
-    type(c_ptr) :: pointers(size(traces, 2))
-    integer(c_int64_t) :: lengths(size(traces, 2))
-    call trace_pointers(traces, pointers, lengths)
-    offsetout = 0
-    lengthout = -1
-    status = c_parstack_extent_f64(pointers, lengths, size(traces, 2, kind=c_int64_t), offsets, &
-                                   shifts, size(shifts, 2, kind=c_int64_t), offsetout, lengthout)
+    type(c_ptr), target :: pointers(size(traces, 2))
+    integer(c_int64_t), target :: lengths(size(traces, 2))
+    type(sciproxy_parstack_input) :: input
+    call parstack_input(traces, offsets, shifts, pointers, lengths, input)
+    status = sciproxy_parstack_extent_f64(input, offsetout=offsetout, lengthout=lengthout)
   end function
 
   ! result(lengthout, nshifts) for method 0, result(1, nshifts) for method 1.
   ! lengthout < 0 on entry asks for the default window; offsetout and lengthout then receive it.
-  function sciproxy_parstack(traces, offsets, shifts, weights, method, offsetout, lengthout, result, &
-                             device, accumulate, nparallel) result(status)
+  function sciproxy_parstack(traces, offsets, shifts, weights, method, offsetout, lengthout, &
+                             result, device, accumulate, nparallel) result(status)
     real(c_double), intent(in), target, contiguous :: traces(:, :)
-    integer(c_int32_t), intent(in) :: offsets(:), shifts(:, :)
-    real(c_double), intent(in) :: weights(:, :)
+    integer(c_int32_t), intent(in), target, contiguous :: offsets(:), shifts(:, :)
+    real(c_double), intent(in), target, contiguous :: weights(:, :)
     integer, intent(in) :: method
     integer(c_int32_t), intent(inout) :: offsetout
     integer(c_int64_t), intent(inout) :: lengthout
@@ -97,37 +635,23 @@ contains
     logical, intent(in), optional :: accumulate
     integer, intent(in), optional :: nparallel
     integer :: status
-    type(c_ptr) :: pointers(size(traces, 2))
-    integer(c_int64_t) :: lengths(size(traces, 2))
-    character(len=:, kind=c_char), allocatable :: c_device
-    integer(c_int) :: c_accumulate, c_threads
-    call trace_pointers(traces, pointers, lengths)
-    c_device = "auto" // c_null_char
-    if (present(device)) c_device = trim(device) // c_null_char
-    c_accumulate = 0
+    type(c_ptr), target :: pointers(size(traces, 2))
+    integer(c_int64_t), target :: lengths(size(traces, 2))
+    type(sciproxy_parstack_input) :: input
+    type(sciproxy_parstack_options) :: options
+    call parstack_input(traces, offsets, shifts, pointers, lengths, input)
+    input%weights = c_loc(weights)
+    call sciproxy_parstack_options_default(options)
+    options%method = int(method, c_int)
+    options%offsetout = offsetout
+    options%lengthout = lengthout
+    if (present(device)) options%device = sciproxy_c_string(device)
     if (present(accumulate)) then
-      if (accumulate) c_accumulate = 1
+      if (accumulate) options%accumulate = 1
     end if
-    c_threads = 0
-    if (present(nparallel)) c_threads = nparallel
-    status = c_parstack_f64(pointers, lengths, size(traces, 2, kind=c_int64_t), offsets, shifts, &
-                            weights, size(shifts, 2, kind=c_int64_t), int(method, c_int), offsetout, &
-                            lengthout, result, size(result, kind=c_int64_t), c_accumulate, 0_c_int, &
-                            c_threads, c_device)
-  end function
-
-  function sciproxy_last_error_message() result(message)
-    character(len=:), allocatable :: message
-    character(kind=c_char), pointer :: chars(:)
-    type(c_ptr) :: p
-    integer :: n, i
-    p = c_last_error()
-    n = int(c_strlen(p))
-    call c_f_pointer(p, chars, [n])
-    allocate (character(len=n) :: message)
-    do i = 1, n
-      message(i:i) = chars(i)
-    end do
+    if (present(nparallel)) options%nparallel = int(nparallel, c_int)
+    status = sciproxy_parstack_f64(input, options, result, size(result, kind=c_int64_t), &
+                                   offsetout, lengthout)
   end function
 
 end module sciproxy

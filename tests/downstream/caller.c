@@ -11,20 +11,21 @@ int main(void) {
   const int32_t shifts[] = {0, 0, 1, -1};
   const double weights[] = {1, 1, 1, 1};
   const double expected[8] = {1, 1, 1, -3, -1, -1, -1, 3};
+  const sciproxy_parstack_input_f64 in = {traces, lengths, 2, offsets, shifts, weights, 2};
+  sciproxy_parstack_options options;
   double result[8];
   int32_t offsetout = 0;
   int64_t lengthout = -1;
 
-  if (sciproxy_parstack_f64(traces, lengths, 2, offsets, shifts, weights, 2, 0, &offsetout,
-                            &lengthout, result, 8, 0, 0, 0, "cpu") != SCIPROXY_OK ||
+  sciproxy_parstack_options_default(&options);
+  options.device = "cpu";
+  if (sciproxy_parstack_f64(&in, &options, result, 8, &offsetout, &lengthout) != SCIPROXY_OK ||
       lengthout != 4 || memcmp(result, expected, sizeof result) != 0) {
     fprintf(stderr, "downstream_c: wrong stack: %s\n", sciproxy_last_error());
     return 1;
   }
-  lengthout = -1;
-  if (sciproxy_parstack_f64(traces, lengths, 2, offsets, shifts, weights, 2, 0, &offsetout,
-                            &lengthout, result, 7, 0, 0, 0,
-                            "cpu") != SCIPROXY_ERROR_INVALID_ARGUMENT ||
+  if (sciproxy_parstack_f64(&in, &options, result, 7, NULL, NULL) !=
+          SCIPROXY_ERROR_INVALID_ARGUMENT ||
       strncmp(sciproxy_last_error(), "result:", 7) != 0) {
     fprintf(stderr, "downstream_c: expected an error naming result, got: %s\n",
             sciproxy_last_error());

@@ -1,0 +1,152 @@
+/* sciproxy C ABI, tti family: the coupled P/M self-adjoint TTI propagator with variable
+ * density, Q sponge and optional free surface (Bube et al. 2016) and its exact adjoint, and the
+ * one-field operator of Devito's workshop demo. Equations: docs/kernels/tti.md; the C++ API is
+ * include/sciproxy/tti.hpp and include/sciproxy/tti_demo.hpp. The calling convention is
+ * described at the top of c/core.h. */
+#ifndef SCIPROXY_C_TTI_H
+#define SCIPROXY_C_TTI_H
+
+#include "sciproxy/c/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The earth model: [shape[0] * shape[1] * shape[2]] cells, row-major, axis 2 fastest, axis 0
+ * the depth. Every array but vp may be NULL (b = 1, epsilon = delta = theta = phi = 0,
+ * f = options.default_f). Angles in radians. */
+typedef struct sciproxy_tti_model_f64 {
+  int64_t shape[3];
+  double spacing[3]; /* metres */
+  const double *vp, *buoyancy, *epsilon, *delta, *theta, *phi, *f;
+} sciproxy_tti_model_f64;
+typedef struct sciproxy_tti_model_f32 {
+  int64_t shape[3];
+  double spacing[3]; /* metres */
+  const float *vp, *buoyancy, *epsilon, *delta, *theta, *phi, *f;
+} sciproxy_tti_model_f32;
+
+/* dt seconds (beyond the stability limit is an error, see sciproxy_tti_max_dt), nt steps;
+ * source_locations [nshots, nsources, 3] and receiver_locations [nshots, nreceivers, 3] are cell
+ * indices into the model; source_amplitudes [nshots, nsources, nt] (read by the forward only). */
+typedef struct sciproxy_tti_input_f64 {
+  sciproxy_tti_model_f64 model;
+  double dt;
+  int64_t nt, nshots, nsources, nreceivers;
+  const double* source_amplitudes;
+  const int64_t* source_locations;
+  const int64_t* receiver_locations;
+} sciproxy_tti_input_f64;
+typedef struct sciproxy_tti_input_f32 {
+  sciproxy_tti_model_f32 model;
+  double dt;
+  int64_t nt, nshots, nsources, nreceivers;
+  const float* source_amplitudes;
+  const int64_t* source_locations;
+  const int64_t* receiver_locations;
+} sciproxy_tti_input_f32;
+
+typedef struct sciproxy_tti_options {
+  size_t struct_size;      /* sizeof(sciproxy_tti_options), set by the defaults function */
+  const char* device;      /* "auto" (default), "reference", "cpu", "cuda", "cuda:N" */
+  int space_order;         /* 4, 8 (default), 12 or 16 */
+  int64_t sponge_width[6]; /* cells per side {axis0 low, axis0 high, axis1 low, ...} (60) */
+  double q_min;            /* Q at the outer edge of the sponge (0.1) */
+  double q_interior;       /* Q in the model (100) */
+  double freq_q;           /* Hz (5); 0: no attenuation */
+  double default_f;        /* f where model.f is NULL (0.85) */
+  int free_surface;        /* non-zero: free surface at the first cell of axis 0 (0) */
+  int nparallel;           /* OpenMP threads of the cpu backend; <= 0: all (0) */
+} sciproxy_tti_options;
+
+void sciproxy_tti_options_default(sciproxy_tti_options* options);
+
+/* Forward: writes receiver_amplitudes [nshots, nreceivers, nt] (P at the receivers). */
+sciproxy_status sciproxy_tti_f64(const sciproxy_tti_input_f64* input,
+                                 const sciproxy_tti_options* options, double* receiver_amplitudes);
+sciproxy_status sciproxy_tti_f32(const sciproxy_tti_input_f32* input,
+                                 const sciproxy_tti_options* options, float* receiver_amplitudes);
+
+/* Adjoint: receiver_data [nshots, nreceivers, nt] in, source_amplitudes [nshots, nsources, nt]
+ * out: the exact adjoint of the forward map from source amplitudes to receiver amplitudes
+ * (RTM, FWI). input.source_amplitudes is not read. */
+sciproxy_status sciproxy_tti_adjoint_f64(const sciproxy_tti_input_f64* input,
+                                         const sciproxy_tti_options* options,
+                                         const double* receiver_data, double* source_amplitudes);
+sciproxy_status sciproxy_tti_adjoint_f32(const sciproxy_tti_input_f32* input,
+                                         const sciproxy_tti_options* options,
+                                         const float* receiver_data, float* source_amplitudes);
+
+/* The largest stable dt for input.model with these options (input.dt and the sizes not read). */
+sciproxy_status sciproxy_tti_max_dt_f64(const sciproxy_tti_input_f64* input,
+                                        const sciproxy_tti_options* options, double* max_dt);
+sciproxy_status sciproxy_tti_max_dt_f32(const sciproxy_tti_input_f32* input,
+                                        const sciproxy_tti_options* options, double* max_dt);
+
+/* The workshop demo (Devito's TTISelfAdjointForward): one field u on an [NX, NY, NZ] grid, z
+ * fastest (Devito's layout). Each material is a constant (the value) or, when its field pointer
+ * is not NULL, one value per grid point (the field; the value is then not read). Defaults are
+ * not implied: set every value (or field). The source sits at source_position metres (grid
+ * point (i, j, k) at (i, j, k) * spacing) and injects source_amplitudes [nt]; initial_u and
+ * initial_u_prev [NX, NY, NZ] are the state to start from (NULL: zero). */
+typedef struct sciproxy_tti_demo_input_f64 {
+  int64_t shape[3];
+  double spacing[3];
+  double dt;
+  int64_t nt;
+  double vp, b, epsilon, eta, f, theta, phi, damping;
+  const double *vp_field, *b_field, *epsilon_field, *eta_field, *f_field, *theta_field, *phi_field,
+      *damping_field;
+  double source_position[3];
+  const double* source_amplitudes;
+  const double *initial_u, *initial_u_prev;
+} sciproxy_tti_demo_input_f64;
+typedef struct sciproxy_tti_demo_input_f32 {
+  int64_t shape[3];
+  double spacing[3];
+  double dt;
+  int64_t nt;
+  double vp, b, epsilon, eta, f, theta, phi, damping;
+  const float *vp_field, *b_field, *epsilon_field, *eta_field, *f_field, *theta_field, *phi_field,
+      *damping_field;
+  double source_position[3];
+  const float* source_amplitudes;
+  const float *initial_u, *initial_u_prev;
+} sciproxy_tti_demo_input_f32;
+
+typedef enum sciproxy_tti_demo_form {
+  SCIPROXY_TTI_DEMO_TWO_PASS = 0, /* the demo's form: a flux pass, then a divergence pass */
+  SCIPROXY_TTI_DEMO_FUSED = 1     /* one pass per step, the fluxes kept on chip (default) */
+} sciproxy_tti_demo_form;
+
+typedef struct sciproxy_tti_demo_options {
+  size_t struct_size; /* sizeof(sciproxy_tti_demo_options), set by the defaults function */
+  const char* device; /* "auto" (default), "reference", "cpu", "cuda", "cuda:N" */
+  int space_order;    /* 4, 8 (default), 12 or 16 */
+  int form;           /* a sciproxy_tti_demo_form; the reference always runs two passes */
+  int nparallel;      /* OpenMP threads of the cpu backend; <= 0: all (0) */
+} sciproxy_tti_demo_options;
+
+void sciproxy_tti_demo_options_default(sciproxy_tti_demo_options* options);
+
+/* Runs nt steps; u and u_prev (each may be NULL: not returned) receive u^nt and u^(nt-1). */
+sciproxy_status sciproxy_tti_demo_f64(const sciproxy_tti_demo_input_f64* input,
+                                      const sciproxy_tti_demo_options* options, double* u,
+                                      double* u_prev);
+sciproxy_status sciproxy_tti_demo_f32(const sciproxy_tti_demo_input_f32* input,
+                                      const sciproxy_tti_demo_options* options, float* u,
+                                      float* u_prev);
+
+/* The stability limit a run's dt is checked against, for these materials and spacing. */
+sciproxy_status sciproxy_tti_demo_dt_limit_f64(const sciproxy_tti_demo_input_f64* input,
+                                               const sciproxy_tti_demo_options* options,
+                                               double* dt_limit);
+sciproxy_status sciproxy_tti_demo_dt_limit_f32(const sciproxy_tti_demo_input_f32* input,
+                                               const sciproxy_tti_demo_options* options,
+                                               double* dt_limit);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SCIPROXY_C_TTI_H */

@@ -1,0 +1,277 @@
+// C ABI of the tti family (include/sciproxy/c/tti.h): extern "C" wrappers over
+// sciproxy::tti::tti_forward, tti_adjoint, tti_max_dt (the coupled P/M system) and tti_demo (the
+// workshop operator) that never throw (guarded.hpp).
+#include "sciproxy/tti.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "capi/guarded.hpp"
+#include "sciproxy/core/device.hpp"
+#include "sciproxy/core/error.hpp"
+#include "sciproxy/sciproxy.h"
+#include "sciproxy/tti_demo.hpp"
+
+namespace {
+
+namespace tt = sciproxy::tti;
+using sciproxy::capi::checked_product;
+using sciproxy::capi::copy_out;
+using sciproxy::capi::guarded;
+using sciproxy::capi::input_span;
+using sciproxy::capi::optional_span;
+using sciproxy::capi::require_pointer;
+
+struct Options {
+  tt::TtiOptions library;
+  const char* device = nullptr;
+};
+
+Options options_of(const sciproxy_tti_options* options) {
+  const auto c =
+      sciproxy::capi::read_options(options, sciproxy_tti_options_default, "sciproxy_tti_options");
+  Options o;
+  tt::TtiOptions& opt = o.library;
+  opt.space_order = c.space_order;
+  std::copy(c.sponge_width, c.sponge_width + 6, opt.sponge_width.begin());
+  opt.q_min = c.q_min;
+  opt.q_interior = c.q_interior;
+  opt.freq_q = c.freq_q;
+  opt.default_f = c.default_f;
+  opt.free_surface = c.free_surface != 0;
+  opt.nparallel = std::max(0, c.nparallel);
+  o.device = c.device;
+  return o;
+}
+
+template <class T, class CModel>
+tt::TtiModel<T> model_of(const CModel& model) {
+  tt::TtiModel<T> m;
+  std::int64_t cells = 1;
+  for (int d = 0; d < 3; ++d) {
+    sciproxy::require(model.shape[d] >= 1, fmt::format("model.shape[{}]", d), "at least 1 cell",
+                      std::to_string(model.shape[d]));
+    m.grid.shape[d] = model.shape[d];
+    m.grid.spacing[d] = model.spacing[d];
+    cells = checked_product(cells, model.shape[d], "model.shape");
+  }
+  m.vp = input_span(model.vp, cells, "model.vp");
+  m.buoyancy = optional_span(model.buoyancy, cells);
+  m.epsilon = optional_span(model.epsilon, cells);
+  m.delta = optional_span(model.delta, cells);
+  m.theta = optional_span(model.theta, cells);
+  m.phi = optional_span(model.phi, cells);
+  m.f = optional_span(model.f, cells);
+  return m;
+}
+
+template <class T, class CInput>
+tt::TtiInput<T> input_of(const CInput* c) {
+  require_pointer(c, "input");
+  sciproxy::require(c->nt >= 1, "nt", "at least 1 time sample", std::to_string(c->nt));
+  sciproxy::require(c->nshots >= 1, "nshots", "at least 1", std::to_string(c->nshots));
+  sciproxy::require(c->nsources >= 0, "nsources", "0 or more", std::to_string(c->nsources));
+  sciproxy::require(c->nreceivers >= 0, "nreceivers", "0 or more", std::to_string(c->nreceivers));
+  tt::TtiInput<T> in;
+  in.model = model_of<T>(c->model);
+  in.dt = c->dt;
+  in.nt = c->nt;
+  in.nshots = c->nshots;
+  in.nsources = c->nsources;
+  in.nreceivers = c->nreceivers;
+  const std::int64_t sources = checked_product(c->nshots, c->nsources, "nsources");
+  const std::int64_t receivers = checked_product(c->nshots, c->nreceivers, "nreceivers");
+  in.source_locations = input_span(
+      c->source_locations, checked_product(sources, 3, "source_locations"), "source_locations");
+  in.receiver_locations =
+      input_span(c->receiver_locations, checked_product(receivers, 3, "receiver_locations"),
+                 "receiver_locations");
+  return in;
+}
+
+template <class T, class CInput>
+sciproxy_status forward_impl(const CInput* input, const sciproxy_tti_options* options,
+                             T* receiver_amplitudes) {
+  return guarded([&] {
+    const auto opt = options_of(options);
+    tt::TtiInput<T> in = input_of<T>(input);
+    in.source_amplitudes = input_span(
+        input->source_amplitudes,
+        checked_product(in.nshots * in.nsources, in.nt, "source_amplitudes"), "source_amplitudes");
+    const auto out = tt::tti_forward<T>(sciproxy::capi::device_of(opt.device), in, opt.library);
+    copy_out(out.receiver_amplitudes, receiver_amplitudes, "receiver_amplitudes");
+  });
+}
+
+template <class T, class CInput>
+sciproxy_status adjoint_impl(const CInput* input, const sciproxy_tti_options* options,
+                             const T* receiver_data, T* source_amplitudes) {
+  return guarded([&] {
+    const auto opt = options_of(options);
+    const tt::TtiInput<T> in = input_of<T>(input);
+    const auto data = input_span(receiver_data,
+                                 checked_product(in.nshots * in.nreceivers, in.nt, "receiver_data"),
+                                 "receiver_data");
+    const auto out =
+        tt::tti_adjoint<T>(sciproxy::capi::device_of(opt.device), in, data, opt.library);
+    copy_out(out.source_amplitudes, source_amplitudes, "source_amplitudes");
+  });
+}
+
+template <class T, class CInput>
+sciproxy_status max_dt_impl(const CInput* input, const sciproxy_tti_options* options,
+                            double* max_dt) {
+  return guarded([&] {
+    require_pointer(max_dt, "max_dt");
+    require_pointer(input, "input");
+    const auto opt = options_of(options);
+    *max_dt = tt::tti_max_dt<T>(model_of<T>(input->model), opt.library);
+  });
+}
+
+// The workshop demo: a material is its field, or its constant when the field is NULL (the
+// constant lives in `constants`, which must outlive the returned input).
+template <class T, class CInput>
+tt::TtiDemoInput<T> demo_input_of(const CInput* c, std::vector<T>& constants, bool run) {
+  require_pointer(c, "input");
+  if (run) sciproxy::require(c->nt >= 1, "nt", "at least 1 time step", std::to_string(c->nt));
+  tt::TtiDemoInput<T> in;
+  std::int64_t cells = 1;
+  for (int d = 0; d < 3; ++d) {
+    sciproxy::require(c->shape[d] >= 1, fmt::format("shape[{}]", d), "at least 1 grid point",
+                      std::to_string(c->shape[d]));
+    in.shape[d] = c->shape[d];
+    in.spacing[d] = c->spacing[d];
+    cells = checked_product(cells, c->shape[d], "shape");
+  }
+  in.dt = c->dt;
+  in.nt = c->nt;
+  const double values[8] = {c->vp, c->b, c->epsilon, c->eta, c->f, c->theta, c->phi, c->damping};
+  const T* fields[8] = {c->vp_field, c->b_field,     c->epsilon_field, c->eta_field,
+                        c->f_field,  c->theta_field, c->phi_field,     c->damping_field};
+  constants.assign(values, values + 8);
+  std::span<const T>* spans[8] = {&in.material.vp,  &in.material.b,      &in.material.epsilon,
+                                  &in.material.eta, &in.material.f,      &in.material.theta,
+                                  &in.material.phi, &in.material.damping};
+  for (int i = 0; i < 8; ++i)
+    *spans[i] = fields[i] ? std::span<const T>(fields[i], static_cast<std::size_t>(cells))
+                          : std::span<const T>(&constants[i], 1);
+  std::copy(c->source_position, c->source_position + 3, in.source_position.begin());
+  // The stability limit needs neither the source nor dt (run false).
+  if (run) in.source_amplitudes = input_span(c->source_amplitudes, c->nt, "source_amplitudes");
+  in.initial_u = optional_span(c->initial_u, cells);
+  in.initial_u_prev = optional_span(c->initial_u_prev, cells);
+  return in;
+}
+
+struct DemoOptions {
+  tt::TtiDemoOptions library;
+  const char* device = nullptr;
+};
+
+DemoOptions demo_options_of(const sciproxy_tti_demo_options* options) {
+  const auto c = sciproxy::capi::read_options(options, sciproxy_tti_demo_options_default,
+                                              "sciproxy_tti_demo_options");
+  DemoOptions o;
+  o.library.space_order = c.space_order;
+  sciproxy::require(c.form == SCIPROXY_TTI_DEMO_TWO_PASS || c.form == SCIPROXY_TTI_DEMO_FUSED,
+                    "form", "SCIPROXY_TTI_DEMO_TWO_PASS (0) or SCIPROXY_TTI_DEMO_FUSED (1)",
+                    std::to_string(c.form));
+  o.library.form =
+      c.form == SCIPROXY_TTI_DEMO_FUSED ? tt::TtiDemoForm::fused : tt::TtiDemoForm::two_pass;
+  o.library.nparallel = std::max(0, c.nparallel);
+  o.device = c.device;
+  return o;
+}
+
+template <class T, class CInput>
+sciproxy_status demo_impl(const CInput* input, const sciproxy_tti_demo_options* options, T* u,
+                          T* u_prev) {
+  return guarded([&] {
+    const auto opt = demo_options_of(options);
+    std::vector<T> constants;
+    const auto in = demo_input_of<T>(input, constants, true);
+    const auto out = tt::tti_demo<T>(sciproxy::capi::device_of(opt.device), in, opt.library);
+    if (u) copy_out(out.u, u, "u");
+    if (u_prev) copy_out(out.u_prev, u_prev, "u_prev");
+  });
+}
+
+template <class T, class CInput>
+sciproxy_status demo_dt_limit_impl(const CInput* input, const sciproxy_tti_demo_options* options,
+                                   double* dt_limit) {
+  return guarded([&] {
+    require_pointer(dt_limit, "dt_limit");
+    const auto opt = demo_options_of(options);
+    std::vector<T> constants;
+    const auto in = demo_input_of<T>(input, constants, false);
+    *dt_limit = tt::tti_demo_dt_limit<T>(in, opt.library.space_order);
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+void sciproxy_tti_options_default(sciproxy_tti_options* options) {
+  if (!options) return;
+  const tt::TtiOptions d;
+  *options = {};
+  options->struct_size = sizeof(sciproxy_tti_options);
+  options->device = "auto";
+  options->space_order = d.space_order;
+  std::copy(d.sponge_width.begin(), d.sponge_width.end(), options->sponge_width);
+  options->q_min = d.q_min;
+  options->q_interior = d.q_interior;
+  options->freq_q = d.freq_q;
+  options->default_f = d.default_f;
+  options->free_surface = d.free_surface ? 1 : 0;
+  options->nparallel = d.nparallel;
+}
+
+void sciproxy_tti_demo_options_default(sciproxy_tti_demo_options* options) {
+  if (!options) return;
+  const tt::TtiDemoOptions d;
+  *options = {};
+  options->struct_size = sizeof(sciproxy_tti_demo_options);
+  options->device = "auto";
+  options->space_order = d.space_order;
+  options->form =
+      d.form == tt::TtiDemoForm::fused ? SCIPROXY_TTI_DEMO_FUSED : SCIPROXY_TTI_DEMO_TWO_PASS;
+  options->nparallel = d.nparallel;
+}
+
+#define SCIPROXY_TTI_C(T, S)                                                                      \
+  sciproxy_status sciproxy_tti_##S(const sciproxy_tti_input_##S* input,                           \
+                                   const sciproxy_tti_options* options, T* receiver_amplitudes) { \
+    return forward_impl<T>(input, options, receiver_amplitudes);                                  \
+  }                                                                                               \
+  sciproxy_status sciproxy_tti_adjoint_##S(const sciproxy_tti_input_##S* input,                   \
+                                           const sciproxy_tti_options* options,                   \
+                                           const T* receiver_data, T* source_amplitudes) {        \
+    return adjoint_impl<T>(input, options, receiver_data, source_amplitudes);                     \
+  }                                                                                               \
+  sciproxy_status sciproxy_tti_max_dt_##S(const sciproxy_tti_input_##S* input,                    \
+                                          const sciproxy_tti_options* options, double* max_dt) {  \
+    return max_dt_impl<T>(input, options, max_dt);                                                \
+  }                                                                                               \
+  sciproxy_status sciproxy_tti_demo_##S(const sciproxy_tti_demo_input_##S* input,                 \
+                                        const sciproxy_tti_demo_options* options, T* u,           \
+                                        T* u_prev) {                                              \
+    return demo_impl<T>(input, options, u, u_prev);                                               \
+  }                                                                                               \
+  sciproxy_status sciproxy_tti_demo_dt_limit_##S(const sciproxy_tti_demo_input_##S* input,        \
+                                                 const sciproxy_tti_demo_options* options,        \
+                                                 double* dt_limit) {                              \
+    return demo_dt_limit_impl<T>(input, options, dt_limit);                                       \
+  }
+SCIPROXY_TTI_C(float, f32)
+SCIPROXY_TTI_C(double, f64)
+#undef SCIPROXY_TTI_C
+
+}  // extern "C"
