@@ -18,6 +18,7 @@
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/report.hpp"
 #include "sciproxy/tti_demo.hpp"
+#include "tti/case.hpp"
 
 namespace sciproxy::app {
 
@@ -226,8 +227,7 @@ TtiOutcome run_typed(const TtiCliOptions& opt, const Device& device, const DemoM
     std::fflush(stdout);
     const auto ref = tti::tti_demo<T>(Device{Backend::reference, 0, false}, v.in, options);
     const auto got = tti::tti_demo<T>(device, v.in, options);
-    Tolerance tol;
-    tol.rel_l2 = sizeof(T) == 4 ? 1e-4 : 1e-11;
+    const Tolerance tol = tti::tti_demo_tolerance(tti::precision_of<T>());
     report.verification = compare<T, T>(std::span<const T>(got.u), std::span<const T>(ref.u), tol);
     out.verified_nt = vnt;
     out.tolerance = tol.rel_l2;

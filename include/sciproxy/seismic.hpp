@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 namespace sciproxy::seismic {
 
@@ -24,5 +25,11 @@ struct Grid {
 
   std::int64_t cells() const;
 };
+
+// Ricker wavelet of peak frequency f0 delayed by t0 (Devito's RickerSource: t0 = 1 / f0 when
+// t0 <= 0): (1 - 2 a^2) exp(-a^2), a = pi f0 (t - t0), at t = 0, dt, ..., (nt - 1) dt.
+// float and double (src/seismic/wavelets.cpp).
+template <class T>
+std::vector<T> ricker_wavelet(double f0, double dt, std::int64_t nt, double t0 = 0);
 
 }  // namespace sciproxy::seismic

@@ -1,4 +1,4 @@
-// wave: the coupled P/M self-adjoint pseudo-acoustic TTI system with variable density of Bube,
+// tti: the coupled P/M self-adjoint pseudo-acoustic TTI system with variable density of Bube,
 // Washbourne, Ergas and Nemeth (2016, SEG), as in ChevronETC/WaveFD.jl
 // (prop3DAcoTTIDenQ_DEO2_FDTD); see docs/kernels/tti.md.
 //
@@ -10,7 +10,7 @@
 //   eta^2 = 2 (eps - delta) / (f + 2 eps),  f = 1 - vs^2 / vp^2,  w = 2 pi freq_q.
 //
 // Discretisation: staggered first derivatives of order 4, 8, 12 or 16 (D+ on the fields, the
-// material tensors, D- = -(D+)^T for the divergence, src/tti/tti_math.hpp), so the spatial
+// material tensors, D- = -(D+)^T for the divergence, src/tti/math.hpp), so the spatial
 // operator L is symmetric; leapfrog in time with d = dt w / Q:
 //   u^{t+1} = (2 - d) u^t + (d - 1) u^{t-1} + (dt^2 vp^2 / b) (L u^t + s^t)     (u = P and M)
 // The sponge adds sponge_width cells outside the model per side (material replicated), with Q

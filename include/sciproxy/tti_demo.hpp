@@ -1,11 +1,11 @@
-// wave: the one-field TTI operator of Devito's 2022 workshop demo (`TTISelfAdjointForward`,
+// tti: the one-field TTI operator of Devito's 2022 workshop demo (`TTISelfAdjointForward`,
 // `python run.py -d 412 423 476 -nt 200`), a simplification of the self-adjoint pseudo-acoustic
 // TTI system of Bube, Washbourne, Ergas and Nemeth (2016). See docs/kernels/tti.md, "The
 // workshop operator".
 //
 // One field u on an NX x NY x NZ grid (x, y, z; z vertical and contiguous in memory, Devito's
 // layout). Per step, with D+ / D- the staggered first derivatives of space order A (4, 8, 12, 16;
-// src/tti/tti_math.hpp) and g = (D+x u, D+y u, D+z u):
+// src/tti/math.hpp) and g = (D+x u, D+y u, D+z u):
 //   flux pass:       F = b(1+2eps) [e1 (e1.g) + e2 (e2.g)] + n [b(1 - f eta^2) (n.g) + b f eta sqrt(1-eta^2)]
 //                    e1 = (cos th sin ph, cos th cos ph, -sin th), e2 = (cos ph, -sin ph, 0),
 //                    n  = (sin th sin ph, sin th cos ph, cos th)
@@ -31,6 +31,7 @@
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/metrics.hpp"
 #include "sciproxy/core/timers.hpp"
+#include "sciproxy/seismic.hpp"
 
 namespace sciproxy::tti {
 
@@ -92,7 +93,7 @@ struct TtiDemoOutput {
 };
 
 // Flops per grid point per step of the implemented expressions of the cpu and cuda backends,
-// for space order A = 2M (each add, sub, mul = 1, Devito's convention; src/tti/demo_math.hpp):
+// for space order A = 2M (each add, sub, mul = 1, Devito's convention; src/tti/math.hpp):
 // flux 9M + 16 (three staggered derivatives of 3M each, the flux combination 16), divergence
 // 9M + 9 (three derivatives, their sum, the update). Order 8: 52 + 45 = 97.
 struct TtiDemoFlops {
@@ -113,8 +114,8 @@ TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& in,
                           const TtiDemoOptions& options, Timers* timers = nullptr);
 
 // Ricker wavelet of peak frequency f0 delayed by t0 (Devito's RickerSource: t0 = 1 / f0 when
-// t0 <= 0): (1 - 2 a^2) exp(-a^2), a = pi f0 (t - t0), at t = 0, dt, ..., (nt - 1) dt.
-template <class T>
-std::vector<T> ricker_wavelet(double f0, double dt, std::int64_t nt, double t0 = 0);
+// t0 <= 0): (1 - 2 a^2) exp(-a^2), a = pi f0 (t - t0), at t = 0, dt, ..., (nt - 1) dt. Shared
+// with the wave family: declared in sciproxy/seismic.hpp.
+using seismic::ricker_wavelet;
 
 }  // namespace sciproxy::tti

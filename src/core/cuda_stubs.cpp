@@ -4,6 +4,7 @@
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/roofline.hpp"
 #include "stack/kernels.hpp"
+#include "tti/kernels.hpp"
 #include "wave/kernels.hpp"
 
 // The stubs spell the kernels' signatures (kernels.hpp), parameter names included, and read none.
@@ -34,3 +35,8 @@ SCIPROXY_STUB_FLOAT_KERNEL(SCIPROXY_WAVE_SCALAR_BORN_BACKWARD, "scalar_born")
 namespace sciproxy::stack::kernels::cuda {
 SCIPROXY_STUB_FLOAT_KERNEL(SCIPROXY_STACK_PARSTACK, "parstack")
 }  // namespace sciproxy::stack::kernels::cuda
+
+namespace sciproxy::tti::kernels::cuda {
+SCIPROXY_STUB_FLOAT_KERNEL(SCIPROXY_TTI_FORWARD, "tti")
+SCIPROXY_STUB_FLOAT_KERNEL(SCIPROXY_TTI_DEMO_FORWARD, "tti demo")
+}  // namespace sciproxy::tti::kernels::cuda

@@ -1,6 +1,7 @@
-// wave: front end of the coupled P/M TTI propagator (include/sciproxy/tti.hpp). Argument checks,
-// the padded grid and model, the material coefficients, damping and scaling computed once, the
-// stability limit, dispatch to a backend, and the adjoint.
+// tti: the public entry points of the coupled P/M TTI propagator (include/sciproxy/tti.hpp).
+// Argument checks, the padded grid and model, the material coefficients, damping and scaling
+// computed once, the stability limit, the work model, dispatch to a backend (kernels.hpp), and
+// the adjoint. docs/kernels/tti.md.
 //
 // Material (Bube et al. 2016; WaveFD.jl): eta^2 = 2 (eps - delta) / (f + 2 eps) in [0, 1],
 //   e = b(1+2eps), g = b(1-f), a = -b(2eps + f eta^2), c = b f eta sqrt(1-eta^2), mm = b f eta^2,
@@ -32,37 +33,34 @@
 #include <string>
 #include <vector>
 
+#include "core/dispatch.hpp"
+#include "core/recorded_call.hpp"
 #include "sciproxy/core/error.hpp"
-#include "tti_kernels.hpp"
 #include "seismic/checks.hpp"
-#include "tti_math.hpp"
+#include "tti/case.hpp"
+#include "tti/kernels.hpp"
+#include "tti/math.hpp"
 
 namespace sciproxy::tti {
 
 namespace {
 
 using Index = std::array<std::int64_t, 3>;
+using kernels::SpaceOrders;
 
 double coefficient_sum(int order) {
-  double s = 0;
-  for (int k = 1; k <= order / 2; ++k) {
-    switch (order) {
-      case 4: s += std::abs(tti::staggered_coefficient<4>(k)); break;
-      case 8: s += std::abs(tti::staggered_coefficient<8>(k)); break;
-      case 12: s += std::abs(tti::staggered_coefficient<12>(k)); break;
-      default: s += std::abs(tti::staggered_coefficient<16>(k)); break;
-    }
-  }
-  return s;
+  return with_value<SpaceOrders>(order, "space_order", [](auto a) {
+    double s = 0;
+    for (int k = 1; k <= a.value / 2; ++k) s += std::abs(tti::staggered_coefficient<a.value>(k));
+    return s;
+  });
 }
 
 using seismic::check_locations;
 using seismic::shape_string;
 
 void check_options(const TtiOptions& opt) {
-  require(opt.space_order == 4 || opt.space_order == 8 || opt.space_order == 12 ||
-              opt.space_order == 16,
-          "space_order", "4, 8, 12 or 16", std::to_string(opt.space_order));
+  with_value<SpaceOrders>(opt.space_order, "space_order", [](auto) {});
   for (int i = 0; i < 6; ++i)
     require(opt.sponge_width[i] >= 0, fmt::format("sponge_width[{}]", i), "a width >= 0 cells",
             std::to_string(opt.sponge_width[i]));
@@ -366,22 +364,13 @@ TtiState<T> make_state(const Setup<T>& s, bool free_surface, const TtiState<T>* 
   return st;
 }
 
+// The forward kernel on the device's backend; nparallel sets the cpu backend's OpenMP threads.
 template <class T>
 void run(const Device& device, const kernels::TtiProblem<T>& p, kernels::TtiFields<T> f,
          const T* sources, T* receivers, int nparallel, Timers* timers) {
-  switch (device.backend) {
-    case Backend::reference:
-      kernels::reference::tti_forward(p, f, sources, receivers);
-      break;
-    case Backend::cpu: {
-      ThreadCount threads(nparallel);
-      kernels::cpu::tti_forward(p, f, sources, receivers);
-      break;
-    }
-    case Backend::cuda:
-      kernels::cuda::tti_forward(p, f, sources, receivers, device.index, timers);
-      break;
-  }
+  const Context ctx{device, timers};
+  ThreadCount threads(device.backend == Backend::cpu ? nparallel : 0);
+  SCIPROXY_RUN_KERNEL(ctx, forward, p, f, sources, receivers);
 }
 
 // Work model: points = padded cells outside the halo (model + sponge) x steps x shots. Flops per
@@ -402,44 +391,76 @@ WorkModel work_model(const Setup<T>& s) {
   return w;
 }
 
+// What a recorded call reports besides its work (core/recorded_call.hpp).
+template <class T>
+void set_parameters(RecordedCall& call, const Setup<T>& s, const TtiOptions& opt) {
+  if (!call.recording()) return;
+  auto& parameters = call.parameters();
+  parameters.set("shape", std::vector<long long>(s.model_shape.begin(), s.model_shape.end()));
+  parameters.set("space_order", opt.space_order);
+  parameters.set("nshots", s.nshots);
+  parameters.set("nsources", s.nsources);
+  parameters.set("nreceivers", s.nreceivers);
+  parameters.set("nt", s.nt);
+  parameters.set("free_surface", opt.free_surface);
+}
+
 }  // namespace
 
 template <class T>
 TtiOutput<T> tti_forward(const Device& device, const TtiInput<T>& in, const TtiOptions& opt,
                          const TtiState<T>* initial, Timers* timers) {
-  auto top = Timers::region(timers, "tti");
-  Setup<T> s;
+  RecordedCall call("tti_forward", device, timers);
   TtiOutput<T> out;
   {
-    auto r = Timers::region(timers, "setup");
-    make_setup(s, in, opt, in.source_amplitudes, "source_amplitudes", in.nsources);
-    out.state = make_state(s, opt.free_surface, initial);
+    auto top = Timers::region(call.timers(), "tti");  // closed before the reference rerun
+    Setup<T> s;
+    {
+      auto r = Timers::region(call.timers(), "setup");
+      make_setup(s, in, opt, in.source_amplitudes, "source_amplitudes", in.nsources);
+      out.state = make_state(s, opt.free_surface, initial);
+    }
+    const std::int64_t ns = s.nshots * s.nsources, nr = s.nshots * s.nreceivers;
+    std::vector<T> sources_tm(static_cast<std::size_t>(s.nt * ns)),
+        receivers_tm(static_cast<std::size_t>(s.nt * nr));
+    for (std::int64_t tr = 0; tr < ns; ++tr)
+      for (std::int64_t t = 0; t < s.nt; ++t)
+        sources_tm[t * ns + tr] = in.source_amplitudes[tr * s.nt + t];
+    kernels::TtiProblem<T> p = s.problem;
+    p.nsources = s.nsources;
+    p.source_cells = s.source_cells.data();
+    p.source_scale = s.source_scale.data();
+    p.nreceivers = s.nreceivers;
+    p.receiver_cells = s.receiver_cells.data();
+    p.inject_m = true;
+    p.record_m = false;
+    out.work = work_model(s);
+    call.set_work(out.work);
+    set_parameters(call, s, opt);
+    if (s.nt > 0) {
+      auto r = Timers::region(call.timers(), "forward");
+      run(device, p,
+          {out.state.p.data(), out.state.p_prev.data(), out.state.m.data(),
+           out.state.m_prev.data()},
+          sources_tm.data(), receivers_tm.data(), opt.nparallel, call.timers());
+    }
+    out.receiver_amplitudes.resize(static_cast<std::size_t>(nr * s.nt));
+    for (std::int64_t tr = 0; tr < nr; ++tr)
+      for (std::int64_t t = 0; t < s.nt; ++t)
+        out.receiver_amplitudes[tr * s.nt + t] = receivers_tm[t * nr + tr];
   }
-  const std::int64_t ns = s.nshots * s.nsources, nr = s.nshots * s.nreceivers;
-  std::vector<T> sources_tm(static_cast<std::size_t>(s.nt * ns)),
-      receivers_tm(static_cast<std::size_t>(s.nt * nr));
-  for (std::int64_t tr = 0; tr < ns; ++tr)
-    for (std::int64_t t = 0; t < s.nt; ++t)
-      sources_tm[t * ns + tr] = in.source_amplitudes[tr * s.nt + t];
-  kernels::TtiProblem<T> p = s.problem;
-  p.nsources = s.nsources;
-  p.source_cells = s.source_cells.data();
-  p.source_scale = s.source_scale.data();
-  p.nreceivers = s.nreceivers;
-  p.receiver_cells = s.receiver_cells.data();
-  p.inject_m = true;
-  p.record_m = false;
-  if (s.nt > 0) {
-    auto r = Timers::region(timers, "forward");
-    run(device, p, {out.state.p.data(), out.state.p_prev.data(), out.state.m.data(),
-                    out.state.m_prev.data()},
-        sources_tm.data(), receivers_tm.data(), opt.nparallel, timers);
+  if (call.verifying()) {
+    const TtiOutput<T> expected = call.on_reference(
+        [&] { return tti_forward<T>(RecordedCall::reference_device(), in, opt, initial); });
+    const Tolerance traces = tti_tolerance(precision_of<T>());
+    const Tolerance state = tti_state_tolerance(precision_of<T>());
+    call.compare<T>("receiver_amplitudes", out.receiver_amplitudes, expected.receiver_amplitudes,
+                    traces);
+    call.compare<T>("p", out.state.p, expected.state.p, state);
+    call.compare<T>("p_prev", out.state.p_prev, expected.state.p_prev, state);
+    call.compare<T>("m", out.state.m, expected.state.m, state);
+    call.compare<T>("m_prev", out.state.m_prev, expected.state.m_prev, state);
   }
-  out.receiver_amplitudes.resize(static_cast<std::size_t>(nr * s.nt));
-  for (std::int64_t tr = 0; tr < nr; ++tr)
-    for (std::int64_t t = 0; t < s.nt; ++t)
-      out.receiver_amplitudes[tr * s.nt + t] = receivers_tm[t * nr + tr];
-  out.work = work_model(s);
   return out;
 }
 
@@ -447,41 +468,55 @@ template <class T>
 TtiAdjointOutput<T> tti_adjoint(const Device& device, const TtiInput<T>& in,
                                 std::span<const T> receiver_data, const TtiOptions& opt,
                                 Timers* timers) {
-  auto top = Timers::region(timers, "tti_adjoint");
-  Setup<T> s;
-  TtiState<T> state;
-  {
-    auto r = Timers::region(timers, "setup");
-    make_setup(s, in, opt, receiver_data, "receiver_data", in.nreceivers);
-    state = make_state(s, opt.free_surface, static_cast<const TtiState<T>*>(nullptr));
-  }
-  const std::int64_t ns = s.nshots * s.nsources, nr = s.nshots * s.nreceivers, nt = s.nt;
-  // Reversed time: kernel step tau carries the data of sample nt-1-tau.
-  std::vector<T> data_tm(static_cast<std::size_t>(nt * nr)), sources_tm(static_cast<std::size_t>(nt * ns));
-  for (std::int64_t tr = 0; tr < nr; ++tr)
-    for (std::int64_t t = 0; t < nt; ++t) data_tm[(nt - 1 - t) * nr + tr] = receiver_data[tr * nt + t];
-  kernels::TtiProblem<T> p = s.problem;
-  p.nsources = s.nreceivers;
-  p.source_cells = s.receiver_cells.data();
-  p.source_scale = s.receiver_scale.data();
-  p.nreceivers = s.nsources;
-  p.receiver_cells = s.source_cells.data();
-  p.inject_m = false;
-  p.record_m = true;
-  if (nt > 0) {
-    auto r = Timers::region(timers, "adjoint");
-    run(device, p, {state.p.data(), state.p_prev.data(), state.m.data(), state.m_prev.data()},
-        data_tm.data(), sources_tm.data(), opt.nparallel, timers);
-  }
+  RecordedCall call("tti_adjoint", device, timers);
   TtiAdjointOutput<T> out;
-  out.source_amplitudes.resize(static_cast<std::size_t>(ns * nt));
-  // g^t = recorded w^{t+1}: kernel sample tau = nt-1-t; the weight of a source on the surface
-  // is zero, and so is P + M there.
-  for (std::int64_t tr = 0; tr < ns; ++tr)
-    for (std::int64_t t = 0; t < nt; ++t)
-      out.source_amplitudes[tr * nt + t] =
-          s.source_scale[tr] == T(0) ? T(0) : sources_tm[(nt - 1 - t) * ns + tr];
-  out.work = work_model(s);
+  {
+    auto top = Timers::region(call.timers(), "tti_adjoint");  // closed before the reference rerun
+    Setup<T> s;
+    TtiState<T> state;
+    {
+      auto r = Timers::region(call.timers(), "setup");
+      make_setup(s, in, opt, receiver_data, "receiver_data", in.nreceivers);
+      state = make_state(s, opt.free_surface, static_cast<const TtiState<T>*>(nullptr));
+    }
+    const std::int64_t ns = s.nshots * s.nsources, nr = s.nshots * s.nreceivers, nt = s.nt;
+    // Reversed time: kernel step tau carries the data of sample nt-1-tau.
+    std::vector<T> data_tm(static_cast<std::size_t>(nt * nr)),
+        sources_tm(static_cast<std::size_t>(nt * ns));
+    for (std::int64_t tr = 0; tr < nr; ++tr)
+      for (std::int64_t t = 0; t < nt; ++t)
+        data_tm[(nt - 1 - t) * nr + tr] = receiver_data[tr * nt + t];
+    kernels::TtiProblem<T> p = s.problem;
+    p.nsources = s.nreceivers;
+    p.source_cells = s.receiver_cells.data();
+    p.source_scale = s.receiver_scale.data();
+    p.nreceivers = s.nsources;
+    p.receiver_cells = s.source_cells.data();
+    p.inject_m = false;
+    p.record_m = true;
+    out.work = work_model(s);
+    call.set_work(out.work);
+    set_parameters(call, s, opt);
+    if (nt > 0) {
+      auto r = Timers::region(call.timers(), "adjoint");
+      run(device, p, {state.p.data(), state.p_prev.data(), state.m.data(), state.m_prev.data()},
+          data_tm.data(), sources_tm.data(), opt.nparallel, call.timers());
+    }
+    out.source_amplitudes.resize(static_cast<std::size_t>(ns * nt));
+    // g^t = recorded w^{t+1}: kernel sample tau = nt-1-t; the weight of a source on the surface
+    // is zero, and so is P + M there.
+    for (std::int64_t tr = 0; tr < ns; ++tr)
+      for (std::int64_t t = 0; t < nt; ++t)
+        out.source_amplitudes[tr * nt + t] =
+            s.source_scale[tr] == T(0) ? T(0) : sources_tm[(nt - 1 - t) * ns + tr];
+  }
+  if (call.verifying()) {
+    const TtiAdjointOutput<T> expected = call.on_reference([&] {
+      return tti_adjoint<T>(RecordedCall::reference_device(), in, receiver_data, opt);
+    });
+    call.compare<T>("source_amplitudes", out.source_amplitudes, expected.source_amplitudes,
+                    tti_tolerance(precision_of<T>()));
+  }
   return out;
 }
 

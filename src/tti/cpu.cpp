@@ -3,8 +3,8 @@
 // cells across the two slow axes and up to 512 along the contiguous one). Per step and shot:
 //   flux pass (box J):  FP, FM = coupled_fluxes(D+ P, D+ M, material)       six flux arrays
 //   update pass (box U): P' = (2 - d) P + (d - 1) P_prev + scale D- . FP,    M' likewise
-// with the free-surface mirrors of tti_kernels.hpp between the passes; the material coefficients
-// are the arrays tti.cpp precomputed once (no trigonometry or square roots per step). The space
+// with the free-surface mirrors of kernels.hpp between the passes; the material coefficients
+// are the arrays api.cpp precomputed once (no trigonometry or square roots per step). The space
 // order is a template parameter, so every stencil is unrolled.
 #include <omp.h>
 
@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "tti_kernels.hpp"
-#include "tti_math.hpp"
+#include "tti/kernels.hpp"
+#include "tti/math.hpp"
 
 namespace sciproxy::tti::kernels::cpu {
 
@@ -46,7 +46,7 @@ void for_blocks(const Index& lo, const Index& hi, F&& row) {
 }
 
 template <int A, class T>
-void forward(const TtiProblem<T>& p, TtiFields<T> fields, const T* sources, T* receivers) {
+void forward_order(const TtiProblem<T>& p, TtiFields<T> fields, const T* sources, T* receivers) {
   const std::int64_t halo = A / 2, points = p.points();
   const std::int64_t s0 = p.n[1] * p.n[2], s1 = p.n[2];
   const std::int64_t surface = halo;
@@ -171,17 +171,13 @@ void forward(const TtiProblem<T>& p, TtiFields<T> fields, const T* sources, T* r
 }  // namespace
 
 template <class T>
-void tti_forward(const TtiProblem<T>& p, TtiFields<T> fields, const T* sources, T* receivers) {
-  switch (p.order) {
-    case 4: forward<4>(p, fields, sources, receivers); break;
-    case 8: forward<8>(p, fields, sources, receivers); break;
-    case 12: forward<12>(p, fields, sources, receivers); break;
-    default: forward<16>(p, fields, sources, receivers); break;
-  }
+SCIPROXY_TTI_FORWARD(T) {
+  (void)ctx;  // the api times the whole call; the thread count is set there (nparallel)
+  with_value<SpaceOrders>(p.order, "space_order",
+                          [&](auto a) { forward_order<a.value>(p, fields, sources, receivers); });
 }
 
-template void tti_forward<float>(const TtiProblem<float>&, TtiFields<float>, const float*, float*);
-template void tti_forward<double>(const TtiProblem<double>&, TtiFields<double>, const double*,
-                                  double*);
+template SCIPROXY_TTI_FORWARD(float);
+template SCIPROXY_TTI_FORWARD(double);
 
 }  // namespace sciproxy::tti::kernels::cpu

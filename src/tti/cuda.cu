@@ -1,5 +1,5 @@
-// CUDA backend of the coupled P/M TTI propagator: the scheme of tti_kernels.hpp (Bube et al.
-// 2016; WaveFD.jl's two-pass form), the per-point arithmetic of tti_math.hpp (the same
+// CUDA backend of the coupled P/M TTI propagator: the scheme of kernels.hpp (Bube et al.
+// 2016; WaveFD.jl's two-pass form), the per-point arithmetic of math.hpp (the same
 // staggered_forward / staggered_backward / coupled_fluxes the cpu backend runs).
 //
 // One call keeps every shot resident: the precomputed coefficients, P, P_prev, M, M_prev and six
@@ -28,8 +28,8 @@
 #include "core/cuda_resources.cuh"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
-#include "tti_kernels.hpp"
-#include "tti_math.hpp"
+#include "tti/kernels.hpp"
+#include "tti/math.hpp"
 
 namespace sciproxy::tti::kernels::cuda {
 
@@ -151,8 +151,8 @@ void upload(DeviceArray<U>& to, const U* from, std::size_t count, cudaStream_t s
 }
 
 template <int A, class T>
-void run(const TtiProblem<T>& p, TtiFields<T> fields, const T* sources, T* receivers,
-         Timers* timers) {
+void run_order(const TtiProblem<T>& p, TtiFields<T> fields, const T* sources, T* receivers,
+               Timers* timers) {
   const std::int64_t points = p.points(), halo = A / 2, nshots = p.nshots;
   const std::int64_t plane = p.n[1] * p.n[2];
   const std::size_t all = static_cast<std::size_t>(nshots * points);
@@ -279,8 +279,8 @@ void run(const TtiProblem<T>& p, TtiFields<T> fields, const T* sources, T* recei
 }  // namespace
 
 template <class T>
-void tti_forward(const TtiProblem<T>& p, TtiFields<T> fields, const T* sources, T* receivers,
-                 int device_index, Timers* timers) {
+SCIPROXY_TTI_FORWARD(T) {
+  const int device_index = ctx.device_index();
   const int count = sciproxy::cuda_device_count();
   if (count == 0)
     throw DeviceUnavailable("tti on cuda:" + std::to_string(device_index) + ": " +
@@ -290,17 +290,12 @@ void tti_forward(const TtiProblem<T>& p, TtiFields<T> fields, const T* sources, 
                             std::to_string(count) + " present)");
   cuda_detail::DeviceGuard guard;
   SCIPROXY_CUDA_CHECK(cudaSetDevice(device_index));
-  switch (p.order) {
-    case 4: run<4>(p, fields, sources, receivers, timers); break;
-    case 8: run<8>(p, fields, sources, receivers, timers); break;
-    case 12: run<12>(p, fields, sources, receivers, timers); break;
-    default: run<16>(p, fields, sources, receivers, timers); break;
-  }
+  with_value<SpaceOrders>(p.order, "space_order", [&](auto a) {
+    run_order<decltype(a)::value>(p, fields, sources, receivers, ctx.timers);
+  });
 }
 
-template void tti_forward<float>(const TtiProblem<float>&, TtiFields<float>, const float*, float*,
-                                 int, Timers*);
-template void tti_forward<double>(const TtiProblem<double>&, TtiFields<double>, const double*,
-                                  double*, int, Timers*);
+template SCIPROXY_TTI_FORWARD(float);
+template SCIPROXY_TTI_FORWARD(double);
 
 }  // namespace sciproxy::tti::kernels::cuda

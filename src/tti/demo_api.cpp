@@ -1,52 +1,44 @@
-// The TTI workshop demo operator (include/sciproxy/tti_demo.hpp): argument checks, the stability
-// limit, padding, the per-point coefficients computed once (trig and eta terms, so that no
-// backend evaluates sin, cos or sqrt per step), the work model, and dispatch to a backend.
-// Equations: docs/kernels/tti.md, "The workshop operator"; coefficients: demo_kernels.hpp.
+// tti: the public entry points of the workshop demo operator (include/sciproxy/tti_demo.hpp):
+// argument checks, the stability limit, padding, the per-point coefficients computed once (trig
+// and eta terms, so that no backend evaluates sin, cos or sqrt per step), the work model, and
+// dispatch to a backend (kernels.hpp). Equations: docs/kernels/tti.md, "The workshop operator";
+// coefficients: kernels.hpp.
 #include <fmt/format.h>
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <numbers>
 
+#include "core/dispatch.hpp"
+#include "core/recorded_call.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/tti_demo.hpp"
-#include "tti/demo_kernels.hpp"
-#include "tti/demo_math.hpp"
-#include "tti/tti_math.hpp"
+#include "tti/case.hpp"
+#include "tti/kernels.hpp"
+#include "tti/math.hpp"
 
 namespace sciproxy::tti {
 
 namespace {
 
 using std::int64_t;
-using tti::demo::Grid;
+using kernels::DemoGrid;
+using kernels::SpaceOrders;
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 const char* const kTopRegion = "TTISelfAdjointForward";
 
-template <int A>
-double sum_abs_coefficients() {
-  double s = 0;
-  for (int k = 1; k <= A / 2; ++k) s += std::abs(tti::staggered_coefficient<A>(k));
-  return s;
-}
-
 double sum_abs_coefficients(int order) {
-  switch (order) {
-    case 4: return sum_abs_coefficients<4>();
-    case 8: return sum_abs_coefficients<8>();
-    case 12: return sum_abs_coefficients<12>();
-    default: return sum_abs_coefficients<16>();
-  }
+  return with_value<SpaceOrders>(order, "space_order", [](auto a) {
+    double s = 0;
+    for (int k = 1; k <= a.value / 2; ++k) s += std::abs(tti::staggered_coefficient<a.value>(k));
+    return s;
+  });
 }
 
-void check_space_order(int order) {
-  if (order != 4 && order != 8 && order != 12 && order != 16)
-    throw_invalid_argument("space_order", "4, 8, 12 or 16", std::to_string(order));
-}
+void check_space_order(int order) { with_value<SpaceOrders>(order, "space_order", [](auto) {}); }
 
 template <class T>
 void check_field(std::string_view name, std::span<const T> values, int64_t points) {
@@ -82,13 +74,13 @@ double max_of(std::span<const T> values, auto&& f) {
   return m;
 }
 
-Grid make_grid(const std::array<int64_t, 3>& shape, const std::array<double, 3>& spacing,
+DemoGrid make_grid(const std::array<int64_t, 3>& shape, const std::array<double, 3>& spacing,
                int order) {
-  Grid g;
+  DemoGrid g;
   g.order = order;
   g.halo = order / 2;
   g.n = shape;
-  g.nz_vector = (shape[2] + Grid::kVectorLength - 1) / Grid::kVectorLength * Grid::kVectorLength;
+  g.nz_vector = (shape[2] + DemoGrid::kVectorLength - 1) / DemoGrid::kVectorLength * DemoGrid::kVectorLength;
   for (int d = 0; d < 3; ++d) g.np[d] = (d == 2 ? g.nz_vector : shape[d]) + 2 * g.halo;
   g.spacing = spacing;
   return g;
@@ -169,7 +161,7 @@ void check_input(const TtiDemoInput<T>& in, const TtiDemoOptions& opt, Backend b
   // Memory, before anything is allocated: two padded fields, eight coefficient arrays, three
   // fluxes (two-pass), the returned fields; the cpu backend adds its own aligned copies of the
   // fields and coefficients (ten more arrays).
-  const Grid g = make_grid(in.shape, in.spacing, opt.space_order);
+  const DemoGrid g = make_grid(in.shape, in.spacing, opt.space_order);
   const double arrays = backend == Backend::cpu ? 23.0 : 13.0;
   const double bytes =
       sizeof(T) * (arrays * static_cast<double>(g.padded_points()) + 2.0 * points);
@@ -183,15 +175,15 @@ void check_input(const TtiDemoInput<T>& in, const TtiDemoOptions& opt, Backend b
 }
 
 template <class T>
-tti::demo::Field<T> field_of(std::span<const T> s) {
+kernels::DemoField<T> field_of(std::span<const T> s) {
   return {s.data(), s.size() == 1};
 }
 
 // Trilinear weights and corner cells of the source (a corner on the last grid plane moves its
 // cell down by one with weight fraction 1, so every corner lies on the grid).
 template <class T>
-tti::demo::Source<T> make_source(const Grid& g, const TtiDemoInput<T>& in) {
-  tti::demo::Source<T> src;
+kernels::DemoSource<T> make_source(const DemoGrid& g, const TtiDemoInput<T>& in) {
+  kernels::DemoSource<T> src;
   std::array<int64_t, 3> base{};
   std::array<double, 3> frac{};
   for (int d = 0; d < 3; ++d) {
@@ -219,20 +211,20 @@ tti::demo::Source<T> make_source(const Grid& g, const TtiDemoInput<T>& in) {
 template <class T>
 struct CoefficientArrays {
   std::vector<T> nx, ny, nz, a, bma, s, m, d;
-  tti::demo::Coefficients<T> view() const {
+  kernels::DemoCoefficients<T> view() const {
     return {nx.data(), ny.data(), nz.data(), a.data(), bma.data(), s.data(), m.data(), d.data()};
   }
 };
 
 template <class T>
-CoefficientArrays<T> make_coefficients(const Grid& g, const TtiDemoInput<T>& in) {
+CoefficientArrays<T> make_coefficients(const DemoGrid& g, const TtiDemoInput<T>& in) {
   const auto& mat = in.material;
   const int64_t padded = g.padded_points();
   CoefficientArrays<T> c;
   for (auto* v : {&c.nx, &c.ny, &c.nz, &c.a, &c.bma, &c.s, &c.m, &c.d})
     v->assign(static_cast<std::size_t>(padded), T(0));
   const double dt2 = in.dt * in.dt;
-  const tti::demo::RawMaterial<T> raw{field_of(mat.vp),    field_of(mat.b),     field_of(mat.epsilon),
+  const kernels::DemoRawMaterial<T> raw{field_of(mat.vp),    field_of(mat.b),     field_of(mat.epsilon),
                                       field_of(mat.eta),   field_of(mat.f),     field_of(mat.theta),
                                       field_of(mat.phi),   field_of(mat.damping)};
   // Evaluated in double, rounded once to T.
@@ -258,7 +250,7 @@ CoefficientArrays<T> make_coefficients(const Grid& g, const TtiDemoInput<T>& in)
 }
 
 template <class T>
-std::vector<T> padded_copy(const Grid& g, std::span<const T> interior) {
+std::vector<T> padded_copy(const DemoGrid& g, std::span<const T> interior) {
   std::vector<T> out(static_cast<std::size_t>(g.padded_points()), T(0));
   if (interior.empty()) return out;
 #pragma omp parallel for collapse(2)
@@ -270,7 +262,7 @@ std::vector<T> padded_copy(const Grid& g, std::span<const T> interior) {
 }
 
 template <class T>
-std::vector<T> interior_copy(const Grid& g, const std::vector<T>& padded) {
+std::vector<T> interior_copy(const DemoGrid& g, const std::vector<T>& padded) {
   std::vector<T> out(static_cast<std::size_t>(g.interior_points()));
 #pragma omp parallel for collapse(2)
   for (int64_t i = 0; i < g.n[0]; ++i)
@@ -316,7 +308,7 @@ TtiDemoForm parse_tti_demo_form(const std::string& name) {
 
 TtiDemoFlops tti_demo_flops(int space_order) {
   check_space_order(space_order);
-  return {tti::demo::flux_flops(space_order), tti::demo::divergence_flops(space_order)};
+  return {tti::demo_flux_flops(space_order), tti::demo_divergence_flops(space_order)};
 }
 
 template <class T>
@@ -349,105 +341,109 @@ double tti_demo_dt_limit(const TtiDemoInput<T>& in, int space_order) {
 }
 
 template <class T>
-std::vector<T> ricker_wavelet(double f0, double dt, std::int64_t nt, double t0) {
-  if (!(f0 > 0) || !std::isfinite(f0))
-    throw_invalid_argument("f0", "a positive peak frequency in Hz", fmt::format("{}", f0));
-  if (t0 <= 0) t0 = 1 / f0;
-  std::vector<T> w(static_cast<std::size_t>(std::max<int64_t>(nt, 0)));
-  for (int64_t t = 0; t < nt; ++t) {
-    const double a = std::numbers::pi * f0 * (static_cast<double>(t) * dt - t0);
-    w[t] = static_cast<T>((1 - 2 * a * a) * std::exp(-a * a));
-  }
-  return w;
-}
-
-template <class T>
 TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& in,
                           const TtiDemoOptions& options, Timers* timers) {
-  auto top = Timers::region(timers, kTopRegion);
-  check_input(in, options, device.backend);
-  const Grid g = make_grid(in.shape, in.spacing, options.space_order);
-  const TtiDemoForm form = device.backend == Backend::reference ? TtiDemoForm::two_pass : options.form;
-
+  RecordedCall call("tti_demo", device, timers);
   TtiDemoOutput<T> out;
-  out.dt_limit = tti_demo_dt_limit(in, options.space_order);
-  ThreadCount threads(device.backend == Backend::reference ? 0 : options.nparallel);
-
-  std::vector<T> u, u_prev;
-  tti::demo::Source<T> src;
-  CoefficientArrays<T> coefficients;
   {
-    auto r = Timers::region(timers, "setup");
-    u = padded_copy<T>(g, in.initial_u);
-    u_prev = padded_copy<T>(g, in.initial_u_prev);
-    src = make_source(g, in);
-    if (device.backend != Backend::reference) {
-      coefficients = make_coefficients(g, in);
-      for (int c = 0; c < 8; ++c)
-        src.scaled[c] = static_cast<T>(src.weights[c] * static_cast<double>(coefficients.m[src.cells[c]]));
+    auto top = Timers::region(call.timers(), kTopRegion);  // closed before the reference rerun
+    check_input(in, options, device.backend);
+    const DemoGrid g = make_grid(in.shape, in.spacing, options.space_order);
+    const TtiDemoForm form = device.backend == Backend::reference ? TtiDemoForm::two_pass : options.form;
+
+    out.dt_limit = tti_demo_dt_limit(in, options.space_order);
+    ThreadCount threads(device.backend == Backend::reference ? 0 : options.nparallel);
+
+    std::vector<T> u, u_prev;
+    kernels::DemoSource<T> src;
+    CoefficientArrays<T> coefficients;
+    {
+      auto r = Timers::region(call.timers(), "setup");
+      u = padded_copy<T>(g, in.initial_u);
+      u_prev = padded_copy<T>(g, in.initial_u_prev);
+      src = make_source(g, in);
+      if (device.backend != Backend::reference) {
+        coefficients = make_coefficients(g, in);
+        for (int c = 0; c < 8; ++c)
+          src.scaled[c] = static_cast<T>(src.weights[c] * static_cast<double>(coefficients.m[src.cells[c]]));
+      }
     }
-  }
-  const tti::demo::Fields<T> fields{u.data(), u_prev.data()};
-  static const char* const kSections[] = {"flux pass", "divergence pass", "fused flux + divergence",
-                                          "source injection"};
-  std::array<double, 4> before{};
-  for (int i = 0; i < 4; ++i) before[i] = region_total(timers, kSections[i]);
-  switch (device.backend) {
-    case Backend::reference: {
+    const kernels::DemoFields<T> fields{u.data(), u_prev.data()};
+    static const char* const kSections[] = {"flux pass", "divergence pass", "fused flux + divergence",
+                                            "source injection"};
+    std::array<double, 4> before{};
+    for (int i = 0; i < 4; ++i) before[i] = region_total(call.timers(), kSections[i]);
+    kernels::DemoProblem<T> problem;
+    problem.grid = g;
+    problem.dt = in.dt;
+    problem.source = src;
+    problem.nt = in.nt;
+    problem.form = form;
+    if (device.backend == Backend::reference) {
       const auto& mat = in.material;
-      const tti::demo::RawMaterial<T> raw{field_of(mat.vp),    field_of(mat.b),   field_of(mat.epsilon),
-                                          field_of(mat.eta),   field_of(mat.f),   field_of(mat.theta),
-                                          field_of(mat.phi),   field_of(mat.damping)};
-      tti::demo::reference::run<T>(g, raw, in.dt, src, in.nt, fields, timers);
-      break;
+      problem.raw = {field_of(mat.vp),  field_of(mat.b),     field_of(mat.epsilon),
+                     field_of(mat.eta), field_of(mat.f),     field_of(mat.theta),
+                     field_of(mat.phi), field_of(mat.damping)};
+    } else {
+      problem.coef = coefficients.view();
     }
-    case Backend::cpu:
-      tti::demo::cpu::run<T>(g, coefficients.view(), src, in.nt, fields, form, timers);
-      break;
-    case Backend::cuda:
-      tti::demo::cuda::run<T>(g, coefficients.view(), src, in.nt, fields, form, device.index, timers);
-      break;
-  }
-  {
-    auto r = Timers::region(timers, "output");
-    out.u = interior_copy(g, u);
-    out.u_prev = interior_copy(g, u_prev);
-  }
+    const Context ctx{device, call.timers()};
+    SCIPROXY_RUN_KERNEL(ctx, demo_forward, problem, fields);
+    {
+      auto r = Timers::region(call.timers(), "output");
+      out.u = interior_copy(g, u);
+      out.u_prev = interior_copy(g, u_prev);
+    }
 
-  // Work model: points = grid points x steps; bytes: each array a pass touches, once.
-  const double points = static_cast<double>(g.interior_points()) * static_cast<double>(in.nt);
-  const double es = sizeof(T);
-  const Precision precision = sizeof(T) == 4 ? Precision::fp32 : Precision::fp64;
-  const TtiDemoFlops flops = tti_demo_flops(options.space_order);
-  if (form == TtiDemoForm::two_pass) {
-    // flux: reads u, nx, ny, nz, a, bma, s; writes Fx, Fy, Fz.
-    // divergence: reads Fx, Fy, Fz, u, u-, m, d; writes u+.
-    out.sections.push_back({"flux pass", section_work(points, flops.flux, 10 * es, precision), 0});
+    // Work model: points = grid points x steps; bytes: each array a pass touches, once.
+    const double points = static_cast<double>(g.interior_points()) * static_cast<double>(in.nt);
+    const double es = sizeof(T);
+    const Precision precision = sizeof(T) == 4 ? Precision::fp32 : Precision::fp64;
+    const TtiDemoFlops flops = tti_demo_flops(options.space_order);
+    if (form == TtiDemoForm::two_pass) {
+      // flux: reads u, nx, ny, nz, a, bma, s; writes Fx, Fy, Fz.
+      // divergence: reads Fx, Fy, Fz, u, u-, m, d; writes u+.
+      out.sections.push_back({"flux pass", section_work(points, flops.flux, 10 * es, precision), 0});
+      out.sections.push_back(
+          {"divergence pass", section_work(points, flops.divergence, 8 * es, precision), 0});
+    } else {
+      // reads u, u-, nx, ny, nz, a, bma, s, m, d; writes u+ (fluxes stay on chip).
+      out.sections.push_back(
+          {"fused flux + divergence", section_work(points, flops.total(), 11 * es, precision), 0});
+    }
+    // 8 corners per step: u += scaled * s (2 flops), u read and written, one amplitude.
+    const double injections = 8.0 * static_cast<double>(in.nt);
     out.sections.push_back(
-        {"divergence pass", section_work(points, flops.divergence, 8 * es, precision), 0});
-  } else {
-    // reads u, u-, nx, ny, nz, a, bma, s, m, d; writes u+ (fluxes stay on chip).
-    out.sections.push_back(
-        {"fused flux + divergence", section_work(points, flops.total(), 11 * es, precision), 0});
+        {"source injection", section_work(injections, 2, 2 * es + es / 8, precision), 0});
+    out.work.points = points;
+    out.work.precision = precision;
+    for (auto& s : out.sections) {
+      out.work.flops += s.work.flops;
+      out.work.bytes += s.work.bytes;
+      for (int i = 0; i < 4; ++i)
+        if (s.name == kSections[i]) s.seconds = region_total(call.timers(), s.name) - before[i];
+    }
+    call.set_work(out.work);
+    if (call.recording()) {
+      auto& parameters = call.parameters();
+      parameters.set("shape", std::vector<long long>(in.shape.begin(), in.shape.end()));
+      parameters.set("nt", in.nt);
+      parameters.set("space_order", options.space_order);
+      parameters.set("form", tti_demo_form_name(form));
+    }
   }
-  // 8 corners per step: u += scaled * s (2 flops), u read and written, one amplitude.
-  const double injections = 8.0 * static_cast<double>(in.nt);
-  out.sections.push_back(
-      {"source injection", section_work(injections, 2, 2 * es + es / 8, precision), 0});
-  out.work.points = points;
-  out.work.precision = precision;
-  for (auto& s : out.sections) {
-    out.work.flops += s.work.flops;
-    out.work.bytes += s.work.bytes;
-    for (int i = 0; i < 4; ++i)
-      if (s.name == kSections[i]) s.seconds = region_total(timers, s.name) - before[i];
+  if (call.verifying()) {
+    const TtiDemoOutput<T> expected = call.on_reference(
+        [&] { return tti_demo<T>(RecordedCall::reference_device(), in, options); });
+    const Tolerance tolerance = tti_demo_tolerance(precision_of<T>());
+    call.compare<T>("u", out.u, expected.u, tolerance);
+    call.compare<T>("u_prev", out.u_prev, expected.u_prev, tolerance);
   }
   return out;
 }
 
 #define SCIPROXY_INSTANTIATE(T)                                                                  \
   template double tti_demo_dt_limit<T>(const TtiDemoInput<T>&, int);                            \
-  template std::vector<T> ricker_wavelet<T>(double, double, std::int64_t, double);              \
   template TtiDemoOutput<T> tti_demo<T>(const Device&, const TtiDemoInput<T>&,                  \
                                         const TtiDemoOptions&, Timers*);
 SCIPROXY_INSTANTIATE(float)

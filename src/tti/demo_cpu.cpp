@@ -1,16 +1,16 @@
-// cpu backend of the TTI workshop demo operator (OpenMP + SIMD). Per step (demo_kernels.hpp):
-//   F = a g + (bma (n.g) + s) n,  g = D+ u          (flux; coefficients computed once in demo.cpp)
+// cpu backend of the TTI workshop demo operator (OpenMP + SIMD). Per step (kernels.hpp):
+//   F = a g + (bma (n.g) + s) n,  g = D+ u          (flux; coefficients computed once in demo_api.cpp)
 //   u+ = (2 - d) u + (d - 1) u- + m (D- . F)        (divergence and update)
 //   u+ += scaled_c s(t) at the 8 source corners     (injection)
-// with the per-point arithmetic of demo_math.hpp (shared with demo_cuda.cu); docs/kernels/tti.md.
+// with the per-point arithmetic of math.hpp (shared with demo_cuda.cu); docs/kernels/tti.md.
 // Performance notes: bench/tti_cpu_notes.md.
 //
 // Layout. The backend copies u, u- and the eight coefficient arrays once per run (before the
 // time loop, timed as the region "cpu layout") into its own arrays whose rows start on 64-byte
 // boundaries: u and u- with a halo of M points in x and y and of one SIMD vector (16 floats) on
 // each side along z, the coefficients without any halo (they are only read at the output point).
-// Every z loop then runs over whole aligned vectors (nz_vector points, Grid), and only the z
-// stencils load across cache lines. demo.cpp's padded layout starts rows at arbitrary offsets,
+// Every z loop then runs over whole aligned vectors (nz_vector points, DemoGrid), and only the z
+// stencils load across cache lines. demo_api.cpp's padded layout starts rows at arbitrary offsets,
 // so that every 64-byte load there straddled two lines (twice the load-port cost on Zen 4).
 //
 // two-pass: the demo's form. The flux pass writes Fx, Fy, Fz over the grid, the divergence pass
@@ -49,10 +49,10 @@
 #include <utility>
 #include <vector>
 
-#include "tti/demo_kernels.hpp"
-#include "tti/demo_math.hpp"
+#include "tti/kernels.hpp"
+#include "tti/math.hpp"
 
-namespace sciproxy::tti::demo::cpu {
+namespace sciproxy::tti::kernels::cpu {
 
 namespace {
 
@@ -92,11 +92,11 @@ struct AlignedArray {
 struct Layout {
   int halo = 4;                    // M
   std::array<int64_t, 3> n{};      // grid points
-  int64_t nzv = 0;                 // z points computed per row (Grid::nz_vector)
+  int64_t nzv = 0;                 // z points computed per row (DemoGrid::nz_vector)
   int64_t row = 0;                 // u row stride: kZPad + nzv + kZPad
   int64_t plane = 0;               // u plane stride: (n[1] + 2M) row
   int64_t points = 0;              // u array size: (n[0] + 2M) plane
-  explicit Layout(const Grid& g) : halo(g.halo), n(g.n), nzv(g.nz_vector) {
+  explicit Layout(const DemoGrid& g) : halo(g.halo), n(g.n), nzv(g.nz_vector) {
     row = kZPad + nzv + kZPad;
     plane = (n[1] + 2 * halo) * row;
     points = (n[0] + 2 * halo) * plane;
@@ -113,7 +113,7 @@ struct Coef {
 };
 
 // D+ along a line through u with stride s, and D- (staggered_forward / staggered_backward of
-// tti_math.hpp, written out with the constant coefficient so that the compiler sees immediates).
+// math.hpp, written out with the constant coefficient so that the compiler sees immediates).
 template <int A, class T>
 inline T dplus(const T* u, int64_t s) {
   T sum = 0;
@@ -221,7 +221,7 @@ inline void flux_row(const T* __restrict u, int64_t sx, int64_t sy, T rhx, T rhy
     for (int64_t k = 0; k < len; ++k) {
       T f0, f1, f2;
       const int64_t kc = kC ? 0 : k;  // constant materials: one value each
-      flux_from_gradient(gxs[k], gys[k], gzs[k], nxk[kc], nyk[kc], nzk[kc], ak[kc], bk[kc], sk[kc], f0,
+      demo_flux(gxs[k], gys[k], gzs[k], nxk[kc], nyk[kc], nzk[kc], ak[kc], bk[kc], sk[kc], f0,
                          f1, f2);
       if constexpr (kFx) fxk[k] = f0;
       fyk[k] = f1;
@@ -240,7 +240,7 @@ inline void flux_row(const T* __restrict u, int64_t sx, int64_t sy, T rhx, T rhy
 }
 
 template <int A, class T>
-void flux_pass(const Layout& L, const Grid& g, const Coef<T>& c, const T* u, T* fx, T* fy, T* fz) {
+void flux_pass(const Layout& L, const DemoGrid& g, const Coef<T>& c, const T* u, T* fx, T* fy, T* fz) {
   const int64_t sx = L.plane, sy = L.row;
   const T rhx = T(1 / g.spacing[0]), rhy = T(1 / g.spacing[1]), rhz = T(1 / g.spacing[2]);
   const int64_t nblocks = (L.n[1] + kRowsPerBlock - 1) / kRowsPerBlock;
@@ -266,7 +266,7 @@ inline void update_row(const T* __restrict u, T* __restrict un, const T* __restr
 }
 
 template <int A, class T>
-void divergence_pass(const Layout& L, const Grid& g, const Coef<T>& c, const T* fx, const T* fy,
+void divergence_pass(const Layout& L, const DemoGrid& g, const Coef<T>& c, const T* fx, const T* fy,
                      const T* fz, const T* u, T* u_next) {
   const int64_t sx = L.plane, sy = L.row;
   const T rhx = T(1 / g.spacing[0]), rhy = T(1 / g.spacing[1]), rhz = T(1 / g.spacing[2]);
@@ -314,7 +314,7 @@ struct FusedBuffers {
 };
 
 template <int A, class T, bool kC>
-void fused_tile(const Layout& L, const Grid& g, const Coef<T>& c, const T* u, T* u_next,
+void fused_tile(const Layout& L, const DemoGrid& g, const Coef<T>& c, const T* u, T* u_next,
                 int64_t j0, int64_t j1, FusedBuffers<T>& B) {
   constexpr int M = A / 2;
   const int64_t sx = L.plane, sy = L.row, row = B.row, nzv = L.nzv;
@@ -432,7 +432,7 @@ int64_t fused_tile_rows(int M, int64_t nzv, int64_t ny, std::size_t elem, int th
 }
 
 template <int A, class T, bool kC>
-void fused_pass(const Layout& L, const Grid& g, const Coef<T>& c, const T* u, T* u_next,
+void fused_pass(const Layout& L, const DemoGrid& g, const Coef<T>& c, const T* u, T* u_next,
                 std::vector<std::unique_ptr<FusedBuffers<T>>>& buffers, int64_t tile_y) {
   const int64_t nty = (L.n[1] + tile_y - 1) / tile_y;
 #pragma omp parallel
@@ -479,10 +479,10 @@ class FlushDenormals {
   std::vector<unsigned> saved_;
 };
 
-// Copies between demo.cpp's padded layout (Grid) and the backend's (Layout): the nz_vector points
+// Copies between demo_api.cpp's padded layout (DemoGrid) and the backend's (Layout): the nz_vector points
 // of every grid row; halos stay zero.
 template <class T>
-void to_layout(const Grid& g, const Layout& L, const T* src, T* dst, bool field) {
+void to_layout(const DemoGrid& g, const Layout& L, const T* src, T* dst, bool field) {
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t i = 0; i < L.n[0]; ++i)
     for (int64_t j = 0; j < L.n[1]; ++j)
@@ -490,7 +490,7 @@ void to_layout(const Grid& g, const Layout& L, const T* src, T* dst, bool field)
                   sizeof(T) * static_cast<std::size_t>(L.nzv));
 }
 template <class T>
-void from_layout(const Grid& g, const Layout& L, const T* src, T* dst) {
+void from_layout(const DemoGrid& g, const Layout& L, const T* src, T* dst) {
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t i = 0; i < L.n[0]; ++i)
     for (int64_t j = 0; j < L.n[1]; ++j)
@@ -498,8 +498,8 @@ void from_layout(const Grid& g, const Layout& L, const T* src, T* dst) {
 }
 
 template <int A, class T>
-void run_order(const Grid& g, const Coefficients<T>& cin, const Source<T>& src, int64_t nt,
-               Fields<T> fields, TtiDemoForm form, Timers* timers) {
+void run_order(const DemoGrid& g, const DemoCoefficients<T>& cin, const DemoSource<T>& src, int64_t nt,
+               DemoFields<T> fields, TtiDemoForm form, Timers* timers) {
   const FlushDenormals flush;  // on the OpenMP threads; the injection runs on this one
   const Layout L(g);
   AlignedArray<T> ua, ub;
@@ -583,19 +583,13 @@ void run_order(const Grid& g, const Coefficients<T>& cin, const Source<T>& src, 
 }  // namespace
 
 template <class T>
-void run(const Grid& g, const Coefficients<T>& c, const Source<T>& src, std::int64_t nt,
-         Fields<T> fields, TtiDemoForm form, Timers* timers) {
-  switch (g.order) {
-    case 4: return run_order<4>(g, c, src, nt, fields, form, timers);
-    case 8: return run_order<8>(g, c, src, nt, fields, form, timers);
-    case 12: return run_order<12>(g, c, src, nt, fields, form, timers);
-    default: return run_order<16>(g, c, src, nt, fields, form, timers);
-  }
+SCIPROXY_TTI_DEMO_FORWARD(T) {
+  with_value<SpaceOrders>(p.grid.order, "space_order", [&](auto a) {
+    run_order<a.value>(p.grid, p.coef, p.source, p.nt, fields, p.form, ctx.timers);
+  });
 }
 
-template void run<float>(const Grid&, const Coefficients<float>&, const Source<float>&, std::int64_t,
-                         Fields<float>, TtiDemoForm, Timers*);
-template void run<double>(const Grid&, const Coefficients<double>&, const Source<double>&,
-                          std::int64_t, Fields<double>, TtiDemoForm, Timers*);
+template SCIPROXY_TTI_DEMO_FORWARD(float);
+template SCIPROXY_TTI_DEMO_FORWARD(double);
 
-}  // namespace sciproxy::tti::demo::cpu
+}  // namespace sciproxy::tti::kernels::cpu

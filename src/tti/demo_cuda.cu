@@ -1,5 +1,5 @@
-// CUDA backend of the TTI workshop demo operator. Per step (demo_kernels.hpp; docs/kernels/tti.md,
-// "The workshop operator"), with the per-point arithmetic of demo_math.hpp shared with the cpu:
+// CUDA backend of the TTI workshop demo operator. Per step (kernels.hpp; docs/kernels/tti.md,
+// "The workshop operator"), with the per-point arithmetic of math.hpp shared with the cpu:
 //   F = a g + (bma (n.g) + s) n,  g = D+ u               (flux)
 //   u+ = (2 - d) u + (d - 1) u- + m (D- . F)             (divergence and update)
 //   u+ += scaled_c s(t) at the 8 source corners           (injection; distinct cells, no atomics)
@@ -34,10 +34,10 @@
 #include "core/cuda_resources.cuh"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/hd.hpp"
-#include "tti/demo_kernels.hpp"
-#include "tti/demo_math.hpp"
+#include "tti/kernels.hpp"
+#include "tti/math.hpp"
 
-namespace sciproxy::tti::demo::cuda {
+namespace sciproxy::tti::kernels::cuda {
 
 namespace {
 
@@ -68,7 +68,7 @@ __device__ __forceinline__ void flux_at(const Args<T>& p, const T* __restrict__ 
   T gx, gy, gz;
   staggered_gradient<A>(u + q, static_cast<long>(p.sx), static_cast<long>(p.sy), p.rhx, p.rhy,
                         p.rhz, gx, gy, gz);
-  flux_from_gradient(gx, gy, gz, p.nx[q], p.ny[q], p.nz[q], p.a[q], p.bma[q], p.s[q], fx, fy, fz);
+  demo_flux(gx, gy, gz, p.nx[q], p.ny[q], p.nz[q], p.a[q], p.bma[q], p.s[q], fx, fy, fz);
 }
 
 template <int A, class T>
@@ -200,8 +200,8 @@ DeviceArray<T> upload(const T* host, int64_t count, cudaStream_t s) {
 }
 
 template <int A, class T>
-void run_order(const Grid& g, const Coefficients<T>& c, const Source<T>& src, int64_t nt,
-               Fields<T> fields, TtiDemoForm form, int device_index, Timers* timers) {
+void run_order(const DemoGrid& g, const DemoCoefficients<T>& c, const DemoSource<T>& src, int64_t nt,
+               DemoFields<T> fields, TtiDemoForm form, int device_index, Timers* timers) {
   cuda_detail::DeviceGuard guard;
   SCIPROXY_CUDA_CHECK(cudaSetDevice(device_index));
   cudaDeviceProp prop{};
@@ -308,19 +308,14 @@ void run_order(const Grid& g, const Coefficients<T>& c, const Source<T>& src, in
 }  // namespace
 
 template <class T>
-void run(const Grid& g, const Coefficients<T>& c, const Source<T>& src, std::int64_t nt,
-         Fields<T> fields, TtiDemoForm form, int device_index, Timers* timers) {
-  switch (g.order) {
-    case 4: return run_order<4>(g, c, src, nt, fields, form, device_index, timers);
-    case 8: return run_order<8>(g, c, src, nt, fields, form, device_index, timers);
-    case 12: return run_order<12>(g, c, src, nt, fields, form, device_index, timers);
-    default: return run_order<16>(g, c, src, nt, fields, form, device_index, timers);
-  }
+SCIPROXY_TTI_DEMO_FORWARD(T) {
+  with_value<SpaceOrders>(p.grid.order, "space_order", [&](auto a) {
+    run_order<decltype(a)::value>(p.grid, p.coef, p.source, p.nt, fields, p.form,
+                                  ctx.device_index(), ctx.timers);
+  });
 }
 
-template void run<float>(const Grid&, const Coefficients<float>&, const Source<float>&, std::int64_t,
-                         Fields<float>, TtiDemoForm, int, Timers*);
-template void run<double>(const Grid&, const Coefficients<double>&, const Source<double>&,
-                          std::int64_t, Fields<double>, TtiDemoForm, int, Timers*);
+template SCIPROXY_TTI_DEMO_FORWARD(float);
+template SCIPROXY_TTI_DEMO_FORWARD(double);
 
-}  // namespace sciproxy::tti::demo::cuda
+}  // namespace sciproxy::tti::kernels::cuda

@@ -12,10 +12,10 @@
 #include <utility>
 #include <vector>
 
-#include "tti/demo_kernels.hpp"
-#include "tti/tti_math.hpp"
+#include "tti/kernels.hpp"
+#include "tti/math.hpp"
 
-namespace sciproxy::tti::demo::reference {
+namespace sciproxy::tti::kernels::reference {
 
 namespace {
 
@@ -39,8 +39,8 @@ double backward_difference(const double* g, int64_t s, double rh) {
 }
 
 template <int A, class T>
-void run_order(const Grid& g, const RawMaterial<T>& mat, double dt, const Source<T>& src,
-               int64_t nt, Fields<T> fields, Timers* timers) {
+void run_order(const DemoGrid& g, const DemoRawMaterial<T>& mat, double dt,
+               const DemoSource<T>& src, int64_t nt, DemoFields<T> fields, Timers* timers) {
   const int64_t sx = g.stride_x(), sy = g.stride_y();
   const double rhx = 1 / g.spacing[0], rhy = 1 / g.spacing[1], rhz = 1 / g.spacing[2];
   const double dt2 = dt * dt;
@@ -111,19 +111,13 @@ void run_order(const Grid& g, const RawMaterial<T>& mat, double dt, const Source
 }  // namespace
 
 template <class T>
-void run(const Grid& g, const RawMaterial<T>& mat, double dt, const Source<T>& src, std::int64_t nt,
-         Fields<T> fields, Timers* timers) {
-  switch (g.order) {
-    case 4: return run_order<4>(g, mat, dt, src, nt, fields, timers);
-    case 8: return run_order<8>(g, mat, dt, src, nt, fields, timers);
-    case 12: return run_order<12>(g, mat, dt, src, nt, fields, timers);
-    default: return run_order<16>(g, mat, dt, src, nt, fields, timers);
-  }
+SCIPROXY_TTI_DEMO_FORWARD(T) {
+  with_value<SpaceOrders>(p.grid.order, "space_order", [&](auto a) {
+    run_order<a.value>(p.grid, p.raw, p.dt, p.source, p.nt, fields, ctx.timers);
+  });
 }
 
-template void run<float>(const Grid&, const RawMaterial<float>&, double, const Source<float>&,
-                         std::int64_t, Fields<float>, Timers*);
-template void run<double>(const Grid&, const RawMaterial<double>&, double, const Source<double>&,
-                          std::int64_t, Fields<double>, Timers*);
+template SCIPROXY_TTI_DEMO_FORWARD(float);
+template SCIPROXY_TTI_DEMO_FORWARD(double);
 
-}  // namespace sciproxy::tti::demo::reference
+}  // namespace sciproxy::tti::kernels::reference

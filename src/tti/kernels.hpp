@@ -1,12 +1,15 @@
-// The backend interface of the coupled P/M TTI propagator (include/sciproxy/tti.hpp): declared
-// once, implemented by reference.cpp, cpu.cpp and cuda.cu (cuda_hooks.cpp when CUDA is not
-// built). tti.cpp checks the arguments, pads the model, precomputes the material coefficients,
-// the damping and the scaling once, and hands every backend the same TtiProblem; the adjoint is
-// this same forward kernel run from the receivers (tti.cpp).
+// The backend kernels of the tti family, declared once for the reference, cpu and cuda backends
+// (core/dispatch.hpp): `forward`, the coupled P/M self-adjoint TTI system (include/sciproxy/tti.hpp,
+// api.cpp), and `demo_forward`, the one-field operator of Devito's workshop demo
+// (include/sciproxy/tti_demo.hpp, demo_api.cpp). Equations and sources: docs/kernels/tti.md.
+// The api files check the arguments, pad the grids, precompute the per-cell coefficients once and
+// hand every backend the same problem; cuda_stubs.cpp (core) supplies the cuda kernels in builds
+// without CUDA.
 //
+// Coupled system (Bube, Washbourne, Ergas and Nemeth 2016; WaveFD.jl prop3DAcoTTIDenQ_DEO2_FDTD).
 // Padded grid, per axis a (size n[a]): [halo | sponge low | model | sponge high | halo], halo
 // H = order/2 cells where the fields are zero. Flat index (i0 * n[1] + i1) * n[2] + i2.
-// Per step t, for P and M (gP = D+ P, the three staggered derivatives, tti_math.hpp):
+// Per step t, for P and M (gP = D+ P, the three staggered derivatives, math.hpp):
 //   flux boxes J (every axis [H-1, n-H)) : FP = e gP + n (a (n.gP) + c (n.gM))
 //                                          FM = g gM + n (c (n.gP) + mm (n.gM))
 //   fluxes are zero outside J, so the divergence D- . F at the cells U (every axis [H, n-H)) is
@@ -18,27 +21,46 @@
 // before the flux pass the rows H-1 .. 0 of P and M hold the odd mirror (P[H-r] = -P[H+r]),
 // before the divergence pass the rows H-1 .. 0 of the axis-0 fluxes hold the even mirror about
 // H - 1/2 (F[H-1-r] = F[H+r]); J starts at row H and U at row H+1 along axis 0. This is
-// D-_fs = -(D+_fs)^T again. The backends leave the mirror rows at zero on return.
+// D-_fs = -(D+_fs)^T again. The backends leave the mirror rows at zero on return. The adjoint is
+// this same forward kernel run from the receivers (api.cpp).
+//
+// Workshop operator. Padded grid: the NX x NY x NZ grid with a halo of M = A/2 points on every
+// side, where u and the fluxes stay zero (so the stencils need no bounds checks). Flat index of
+// grid point (i, j, k) = ((i + M) * np[1] + (j + M)) * np[2] + (k + M), np = n + 2M, except along
+// z where np[2] = nz_vector + 2M: the rows carry nz_vector - nz more zero points (nz rounded up to
+// kVectorLength), so that SIMD loops may run over whole vectors without remainder loops. The
+// coefficients are zero there too, so a backend that computes there gets fluxes 0 and u+ = 0.
+// The reference evaluates the spec's expressions from the raw materials in double precision.
+// cpu and cuda use coefficients computed once (demo_api.cpp), since e1 e1^T + e2 e2^T = I - n n^T:
+//   F = a g + (bma (n.g) + s) n,   a = b(1+2eps), bma = b(1 - f eta^2) - a, s = b f eta sqrt(1-eta^2)
+//   u+ = (2 - d) u + (d - 1) u- + m (D- . F),   m = dt^2 vp^2 / b
 #pragma once
 
 #include <array>
 #include <cstdint>
 
-#include "sciproxy/core/timers.hpp"
+#include "core/dispatch.hpp"
+#include "sciproxy/tti_demo.hpp"
 
 namespace sciproxy::tti::kernels {
+
+// The space orders every kernel is compiled for (the stencils are unrolled per order).
+using SpaceOrders = ValueList<4, 8, 12, 16>;
+
+// ---------------------------------------------------------------------------------------------
+// The coupled P/M system.
 
 // Per-cell coefficient arrays of the padded grid (b = buoyancy, n = symmetry axis, each [points]).
 template <class T>
 struct TtiCoefficients {
-  const T* e = nullptr;      // b (1 + 2 eps)
-  const T* g = nullptr;      // b (1 - f)
-  const T* a = nullptr;      // -b (2 eps + f eta^2)
-  const T* c = nullptr;      // b f eta sqrt(1 - eta^2)
-  const T* mm = nullptr;     // b f eta^2
+  const T* e = nullptr;            // b (1 + 2 eps)
+  const T* g = nullptr;            // b (1 - f)
+  const T* a = nullptr;            // -b (2 eps + f eta^2)
+  const T* c = nullptr;            // b f eta sqrt(1 - eta^2)
+  const T* mm = nullptr;           // b f eta^2
   std::array<const T*, 3> n = {};  // n along axes 0, 1, 2
-  const T* scale = nullptr;  // dt^2 vp^2 / b
-  const T* damping = nullptr;  // d = dt w / Q
+  const T* scale = nullptr;        // dt^2 vp^2 / b
+  const T* damping = nullptr;      // d = dt w / Q
 };
 
 template <class T>
@@ -51,7 +73,7 @@ struct TtiProblem {
   std::array<T, 3> rh = {0, 0, 0};  // 1 / spacing
   bool free_surface = false;
   TtiCoefficients<T> coef;
-  std::int64_t nsources = 0, nreceivers = 0;  // per shot
+  std::int64_t nsources = 0, nreceivers = 0;     // per shot
   const std::int64_t* source_cells = nullptr;    // [nshots, nsources] flat padded index
   const T* source_scale = nullptr;               // [nshots, nsources]
   const std::int64_t* receiver_cells = nullptr;  // [nshots, nreceivers] flat padded index
@@ -69,20 +91,100 @@ struct TtiFields {
   T* m_prev = nullptr;
 };
 
-// sources: [nt, nshots, nsources]; receivers: [nt, nshots, nreceivers] written.
-namespace reference {
+// ---------------------------------------------------------------------------------------------
+// The workshop operator.
+
+struct DemoGrid {
+  int order = 8;  // space order A
+  int halo = 4;   // M = A / 2
+  std::array<std::int64_t, 3> n = {0, 0, 0};   // grid points
+  std::array<std::int64_t, 3> np = {0, 0, 0};  // padded: n + 2 M
+  std::array<double, 3> spacing = {1, 1, 1};
+  static constexpr std::int64_t kVectorLength = 16;
+  std::int64_t nz_vector = 0;  // n[2] rounded up to kVectorLength
+  std::int64_t stride_x() const { return np[1] * np[2]; }
+  std::int64_t stride_y() const { return np[2]; }
+  std::int64_t padded_points() const { return np[0] * np[1] * np[2]; }
+  std::int64_t interior_points() const { return n[0] * n[1] * n[2]; }
+  std::int64_t index(std::int64_t i, std::int64_t j, std::int64_t k) const {
+    return ((i + halo) * np[1] + (j + halo)) * np[2] + (k + halo);
+  }
+};
+
+// A raw material on the grid (not padded): value of point p = data[constant ? 0 : p], p the flat
+// index (i * n[1] + j) * n[2] + k.
 template <class T>
-void tti_forward(const TtiProblem<T>& p, TtiFields<T> fields, const T* sources, T* receivers);
-}
-namespace cpu {
+struct DemoField {
+  const T* data = nullptr;
+  bool constant = true;
+  T at(std::int64_t p) const { return data[constant ? 0 : p]; }
+};
+
 template <class T>
-void tti_forward(const TtiProblem<T>& p, TtiFields<T> fields, const T* sources, T* receivers);
-}
-namespace cuda {
-// Host arrays in and out; regions "upload", "steps", "download" recorded with CUDA events.
+struct DemoRawMaterial {
+  DemoField<T> vp, b, epsilon, eta, f, theta, phi, damping;
+};
+
+// Per-point coefficients on the padded grid (zero in the halo).
 template <class T>
-void tti_forward(const TtiProblem<T>& p, TtiFields<T> fields, const T* sources, T* receivers,
-                 int device_index, Timers* timers);
-}
+struct DemoCoefficients {
+  const T *nx = nullptr, *ny = nullptr, *nz = nullptr;  // the symmetry axis n
+  const T *a = nullptr, *bma = nullptr, *s = nullptr;   // see the header comment
+  const T* m = nullptr;                                 // dt^2 vp^2 / b
+  const T* d = nullptr;                                 // damping
+};
+
+// The source: the 8 padded cells around its position and their trilinear weights (sum 1).
+// The host backends scale by dt^2 vp^2 / b at each corner themselves (reference: from the raw
+// materials in double; cpu: m), cuda gets `scaled` = weight * m from demo_api.cpp.
+template <class T>
+struct DemoSource {
+  std::array<std::int64_t, 8> cells{};
+  std::array<std::array<std::int64_t, 3>, 8> points{};  // grid coordinates of each corner
+  std::array<double, 8> weights{};
+  std::array<T, 8> scaled{};      // weights[c] * m[cells[c]] in T
+  const T* amplitudes = nullptr;  // [nt]
+};
+
+// Everything a backend needs besides the fields: the reference reads `raw` and `dt`, cpu and
+// cuda read `coef` (set for them only) and `form` (the reference always runs two passes).
+template <class T>
+struct DemoProblem {
+  DemoGrid grid;
+  DemoRawMaterial<T> raw;
+  double dt = 0;
+  DemoCoefficients<T> coef;
+  DemoSource<T> source;
+  std::int64_t nt = 0;
+  TtiDemoForm form = TtiDemoForm::two_pass;
+};
+
+// u: in u^0, out u^nt; u_prev: in u^{-1}, out u^{nt-1}; both padded.
+template <class T>
+struct DemoFields {
+  T* u = nullptr;
+  T* u_prev = nullptr;
+};
+
+// ---------------------------------------------------------------------------------------------
+// The kernels. Host arrays in and out on every backend (cuda uploads and downloads them).
+
+// sources: [nt, nshots, nsources]; receivers: [nt, nshots, nreceivers] written. cuda records the
+// regions "upload", "steps", "download" (CUDA events).
+#define SCIPROXY_TTI_FORWARD(T)                                                              \
+  void forward(const ::sciproxy::Context& ctx, const TtiProblem<T>& p, TtiFields<T> fields, \
+               const T* sources, T* receivers)
+// Regions: "flux pass", "divergence pass" (or "fused flux + divergence"), "source injection";
+// cpu adds "cpu layout", cuda "upload" and "download" (CUDA events).
+#define SCIPROXY_TTI_DEMO_FORWARD(T) \
+  void demo_forward(const ::sciproxy::Context& ctx, const DemoProblem<T>& p, DemoFields<T> fields)
+
+#define SCIPROXY_TTI_KERNELS                \
+  template <class T>                        \
+  SCIPROXY_TTI_FORWARD(T);                  \
+  template <class T>                        \
+  SCIPROXY_TTI_DEMO_FORWARD(T);
+
+SCIPROXY_DECLARE_KERNELS(SCIPROXY_TTI_KERNELS)
 
 }  // namespace sciproxy::tti::kernels

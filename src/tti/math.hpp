@@ -1,5 +1,6 @@
-// Arithmetic shared by both TTI operators (the workshop's one-field demo and the coupled P/M
-// system of Bube et al. 2016) and by every backend (SCIPROXY_HD: host and device).
+// Per-point arithmetic of the tti family, shared by the cpu and cuda backends of both operators
+// (SCIPROXY_HD: host and device), so that the CPU tests exercise what the GPU runs; the
+// reference backends take the coefficients from here too. docs/kernels/tti.md.
 //
 // Staggered first derivatives of order A = 4, 8, 12, 16 (radius M = A/2), coefficients c_k from
 // the Taylor conditions sum_k c_k (2k-1)^(2j+1) / 2^(2j) = delta_j0 (Fornberg 1988); A = 8 gives
@@ -57,7 +58,10 @@ SCIPROXY_HD T staggered_backward(const T* g, long s, T rh) {
   return sum * rh;
 }
 
-// Fluxes of the coupled P/M system of Bube et al. (2016) at one point (tti_kernels.hpp), from the
+// ---------------------------------------------------------------------------------------------
+// The coupled P/M system.
+
+// Fluxes of the coupled P/M system of Bube et al. (2016) at one point (kernels.hpp), from the
 // staggered gradients gp = D+ P and gm = D+ M and the precomputed coefficients:
 //   fp = e gp + n (a (n.gp) + c (n.gm)),   fm = g gm + n (c (n.gp) + mm (n.gm)).
 template <class T>
@@ -73,5 +77,44 @@ SCIPROXY_HD void coupled_fluxes(const T (&gp)[3], const T (&gm)[3], T e, T g, T 
     fm[d] = g * gm[d] + n[d] * along_m;
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The workshop operator: the equations and the coefficients a, bma, s, m of kernels.hpp
+// (docs/kernels/tti.md, "The workshop operator").
+//
+// Flops per point as written (each add, sub, mul = 1), for M = A/2 terms per derivative:
+//   one staggered derivative: M subs + M muls + (M - 1) adds + 1 mul by 1/h   = 3M
+//   flux pass:       3 derivatives + demo_flux (5 for n.g, 2, 3 x 3)          = 9M + 16
+//   divergence pass: 3 derivatives + 2 adds + update (2 for 2-d and d-1, 3 muls, 2 adds) = 9M + 9
+
+// g = (D+x u, D+y u, D+z u) at the point u points to; sx, sy: strides of x and y (z is 1).
+template <int A, class T>
+SCIPROXY_HD void staggered_gradient(const T* u, long sx, long sy, T rhx, T rhy, T rhz, T& gx, T& gy,
+                                    T& gz) {
+  gx = staggered_forward<A>(u, sx, rhx);
+  gy = staggered_forward<A>(u, sy, rhy);
+  gz = staggered_forward<A>(u, 1L, rhz);
+}
+
+// F = a g + (bma (n.g) + s) n: the demo's flux b(1+2eps)[e1(e1.g) + e2(e2.g)] + n[b(1-f eta^2)(n.g)
+// + b f eta sqrt(1-eta^2)] with e1 e1^T + e2 e2^T = I - n n^T.
+template <class T>
+SCIPROXY_HD void demo_flux(T gx, T gy, T gz, T nx, T ny, T nz, T a, T bma, T s, T& fx, T& fy,
+                           T& fz) {
+  const T n_dot_g = nx * gx + ny * gy + nz * gz;
+  const T along_n = bma * n_dot_g + s;
+  fx = a * gx + along_n * nx;
+  fy = a * gy + along_n * ny;
+  fz = a * gz + along_n * nz;
+}
+
+// u+ = (2 - d) u + (d - 1) u- + m div.
+template <class T>
+SCIPROXY_HD T leapfrog_update(T u, T u_prev, T m, T d, T div) {
+  return (T(2) - d) * u + (d - T(1)) * u_prev + m * div;
+}
+
+constexpr double demo_flux_flops(int order) { return 9.0 * (order / 2) + 16; }
+constexpr double demo_divergence_flops(int order) { return 9.0 * (order / 2) + 9; }
 
 }  // namespace sciproxy::tti

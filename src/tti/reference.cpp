@@ -5,31 +5,26 @@
 //   [FM] = [ c n n^T          g I + mm n n^T] [gM]
 //   P' = (2 - d) P + (d - 1) P_prev + scale D- . FP,   M' likewise,   P'[src] += scale_s s
 // with fluxes only on the box J and, for a free surface, the odd / even mirrors of
-// tti_kernels.hpp. Derivatives come from the coefficients of tti_math.hpp, summed here in double.
+// kernels.hpp. Derivatives come from the coefficients of math.hpp, summed here in double.
 #include <array>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
-#include "tti_kernels.hpp"
-#include "tti_math.hpp"
+#include "tti/kernels.hpp"
+#include "tti/math.hpp"
 
 namespace sciproxy::tti::kernels::reference {
 
 namespace {
 
 std::vector<double> coefficients(int order) {
-  std::vector<double> c;
-  for (int k = 1; k <= order / 2; ++k) {
-    switch (order) {
-      case 4: c.push_back(tti::staggered_coefficient<4>(k)); break;
-      case 8: c.push_back(tti::staggered_coefficient<8>(k)); break;
-      case 12: c.push_back(tti::staggered_coefficient<12>(k)); break;
-      default: c.push_back(tti::staggered_coefficient<16>(k)); break;
-    }
-  }
-  return c;
+  return with_value<SpaceOrders>(order, "space_order", [](auto a) {
+    std::vector<double> c;
+    for (int k = 1; k <= a.value / 2; ++k) c.push_back(tti::staggered_coefficient<a.value>(k));
+    return c;
+  });
 }
 
 using Index = std::array<std::int64_t, 3>;
@@ -44,7 +39,8 @@ void for_box(const Index& lo, const Index& hi, F&& f) {
 }  // namespace
 
 template <class T>
-void tti_forward(const TtiProblem<T>& p, TtiFields<T> fields, const T* sources, T* receivers) {
+SCIPROXY_TTI_FORWARD(T) {
+  (void)ctx;  // nothing to time per region: the api times the whole call
   const std::vector<double> c = coefficients(p.order);
   const std::int64_t radius = p.order / 2, halo = p.halo(), points = p.points();
   const Index stride = {p.n[1] * p.n[2], p.n[2], 1};
@@ -166,8 +162,7 @@ void tti_forward(const TtiProblem<T>& p, TtiFields<T> fields, const T* sources, 
   }
 }
 
-template void tti_forward<float>(const TtiProblem<float>&, TtiFields<float>, const float*, float*);
-template void tti_forward<double>(const TtiProblem<double>&, TtiFields<double>, const double*,
-                                  double*);
+template SCIPROXY_TTI_FORWARD(float);
+template SCIPROXY_TTI_FORWARD(double);
 
 }  // namespace sciproxy::tti::kernels::reference

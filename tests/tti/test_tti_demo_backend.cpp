@@ -1,0 +1,141 @@
+// The TTI workshop demo operator on the backend under test (tests/common/backend_test.hpp: cpu,
+// or cuda with the label gpu), both forms (two-pass and fused), against the reference on small
+// grids with random materials per point, random initial fields and a source at a random non-grid
+// point; space orders 4 to 16, float32 and float64, odd and even step counts, grids larger than a
+// fused tile (cpu: y > 32, z > 128; cuda: several 32 x 16 tiles) so that tile borders are
+// crossed; the demo's constant materials from rest; the section table and work model; thread
+// counts. The two forms against each other; on cuda also against the cpu backend's two-pass form
+// (the same per-point arithmetic, math.hpp) and a bad device index.
+// Tolerances: src/tti/case.hpp (tti_demo_tolerance against the reference; the forms and cuda
+// against cpu: tti_demo_forms_tolerance, tti_demo_backends_tolerance).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/backend_test.hpp"
+#include "sciproxy/core/error.hpp"
+#include "sciproxy/core/verify.hpp"
+#include "sciproxy/tti_demo.hpp"
+#include "tti/case.hpp"
+#include "tti_demo_problems.hpp"
+
+using namespace sciproxy;
+using namespace sciproxy::tti;
+using test::kBackend;
+using test::kReference;
+using test::kTestingCuda;
+
+namespace {
+
+const Device kCpu{Backend::cpu, 0, false};
+
+template <class T>
+void expect_close(const std::vector<T>& got, const std::vector<T>& want, const Tolerance& tol,
+                  const std::string& what) {
+  const Comparison c = compare<T, T>(std::span<const T>(got), std::span<const T>(want), tol);
+  EXPECT_TRUE(c.pass) << what << ": " << c.summary();
+}
+
+template <class T>
+void check(std::array<std::int64_t, 3> shape, std::int64_t nt, int order, unsigned seed,
+           bool random_state = true) {
+  const auto p = test::random_tti_problem<T>(shape, nt, order, seed, random_state);
+  constexpr Precision precision = precision_of<T>();
+  TtiDemoOptions opt;
+  opt.space_order = order;
+  const auto ref = tti_demo<T>(kReference, p.input(), opt);
+  const std::string what = std::string(sizeof(T) == 4 ? "float32" : "float64") + " order " +
+                           std::to_string(order) + " nt " + std::to_string(nt);
+  TtiDemoOutput<T> cpu;
+  if constexpr (kTestingCuda) {
+    opt.form = TtiDemoForm::two_pass;
+    cpu = tti_demo<T>(kCpu, p.input(), opt);
+  }
+  std::vector<T> two_pass_u;
+  for (TtiDemoForm form : {TtiDemoForm::two_pass, TtiDemoForm::fused}) {
+    opt.form = form;
+    Timers timers;
+    const auto out = tti_demo<T>(kBackend, p.input(), opt, &timers);
+    const std::string w = what + " " + tti_demo_form_name(form);
+    expect_close(out.u, ref.u, tti_demo_tolerance(precision), w + " u");
+    expect_close(out.u_prev, ref.u_prev, tti_demo_tolerance(precision), w + " u_prev");
+    EXPECT_GT(out.sections.front().seconds, 0.0) << w << ": no time recorded";
+    if (form == TtiDemoForm::two_pass) {
+      two_pass_u = out.u;
+      ASSERT_EQ(out.sections.size(), 3u);
+      EXPECT_EQ(out.sections[0].name, "flux pass");
+    } else {
+      expect_close(out.u, two_pass_u,
+                   kTestingCuda ? tti_demo_backends_tolerance(precision)
+                                : tti_demo_forms_tolerance(precision),
+                   w + " vs two-pass");
+      ASSERT_EQ(out.sections.size(), 2u);
+      EXPECT_EQ(out.sections[0].name, "fused flux + divergence");
+    }
+    EXPECT_EQ(out.work.points, static_cast<double>(shape[0] * shape[1] * shape[2] * nt));
+    if constexpr (kTestingCuda) {
+      expect_close(out.u, cpu.u, tti_demo_backends_tolerance(precision), w + " u vs cpu");
+      expect_close(out.u_prev, cpu.u_prev, tti_demo_backends_tolerance(precision),
+                   w + " u_prev vs cpu");
+    }
+  }
+}
+
+class TtiDemoBackend : public test::BackendTest {};
+
+TEST_F(TtiDemoBackend, MatchesReferenceFloat64AllOrders) {
+  for (int order : {4, 8, 12, 16}) {
+    check<double>({17, 19, 21}, 7, order, 40 + order);
+    // z: a partly filled CUDA block; x at least the span of the stencil (order 16 refuses 13).
+    check<double>({std::max<std::int64_t>(13, order), 21, 37}, 6, order, 20 + order);
+  }
+}
+
+TEST_F(TtiDemoBackend, MatchesReferenceFloat32AllOrders) {
+  for (int order : {4, 8, 12, 16}) {
+    check<float>({16, 18, 20}, 8, order, 60 + order);
+    check<float>({17, 19, 45}, 7, order, 10 + order);
+  }
+}
+
+TEST_F(TtiDemoBackend, CrossesFusedTileBorders) {
+  check<float>({12, 70, 150}, 5, 8, 3);
+  check<double>({16, 40, 140}, 4, 16, 4, false);  // from rest: the source and the boundary term
+  check<float>({40, 70, 150}, 12, 8, 5);
+  check<float>({33, 50, 97}, 9, 16, 6);
+}
+
+TEST_F(TtiDemoBackend, DemoMaterialsFromRest) {
+  // The CLI demo's constant materials: the field comes from the source and the edges only.
+  const auto p = test::constant_tti_problem<float>({24, 20, 30}, 30);
+  const auto ref = tti_demo<float>(kReference, p.input(), TtiDemoOptions{});
+  for (TtiDemoForm form : {TtiDemoForm::two_pass, TtiDemoForm::fused}) {
+    TtiDemoOptions opt;
+    opt.form = form;
+    expect_close(tti_demo<float>(kBackend, p.input(), opt).u, ref.u,
+                 tti_demo_tolerance(Precision::fp32), tti_demo_form_name(form));
+  }
+}
+
+TEST_F(TtiDemoBackend, ThreadCountDoesNotChangeTheResult) {
+  const auto p = test::random_tti_problem<double>({10, 40, 30}, 3, 8, 9);
+  TtiDemoOptions one, two;
+  one.nparallel = 1;
+  two.nparallel = 2;
+  EXPECT_EQ(tti_demo<double>(kBackend, p.input(), one).u,
+            tti_demo<double>(kBackend, p.input(), two).u);
+}
+
+TEST_F(TtiDemoBackend, BadDeviceIndex) {
+  if constexpr (!kTestingCuda) GTEST_SKIP() << "a device index means something on cuda only";
+  const auto p = test::random_tti_problem<float>({12, 12, 12}, 2, 8, 1);
+  EXPECT_THROW((void)tti_demo<float>(Device{Backend::cuda, 999, false}, p.input(), TtiDemoOptions{}),
+               Error);
+}
+
+}  // namespace
