@@ -1,0 +1,306 @@
+// The tti family's cases for the harness (core/harness.hpp).
+//
+//   tti_demo     Devito's 2022 workshop operator (TTISelfAdjointForward, sciproxy/tti_demo.hpp)
+//                on an nx x ny x nz grid of 10 m with Devito's constant dummy materials (vp 1500,
+//                b 1, epsilon 0.2, eta 0.4, f 0.85, theta 0.5, phi 0.3, damping 0.001), a
+//                Ricker source of 15 Hz near the centre, off the grid points so that all 8
+//                trilinear weights differ, dt 0.9 of the stability limit. Outputs u and u_prev
+//                after nt steps. Settings: nx, ny, nz (48 each), nt (20), space_order (8), form
+//                (fused or two_pass), dtype (float32). The demo runs both forms.
+//   tti_forward  the coupled P/M self-adjoint system (sciproxy/tti.hpp), what RTM and FWI run:
+//                n^3 cells of 10 m in two tilted anisotropic layers with variable density (the
+//                lower half faster, denser, more anisotropic and more tilted), a Q sponge of
+//                `sponge` cells, a free surface, one 15 Hz Ricker source at depth cell 2 in the
+//                middle, a line of `receivers` receivers at depth cell 2 along axis 2; dt 0.9 of
+//                the stability limit, nt to 0.25 s. Outputs the receiver amplitudes and the
+//                final P.
+//   tti_adjoint  its adjoint on the same problem, given the traces that the reference backend's
+//                forward run records; outputs the source amplitudes it returns.
+//                Settings of both: n (40), sponge (10), receivers (32), space_order (8), nt
+//                (0.25 s), free_surface (1 or 0), dtype (float32).
+#include "case.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "sciproxy/core/error.hpp"
+#include "sciproxy/core/harness.hpp"
+#include "sciproxy/tti.hpp"
+#include "sciproxy/tti_demo.hpp"
+
+namespace sciproxy::tti {
+
+namespace {
+
+const Device kReference{Backend::reference, 0, false};
+
+// A case reads the names it knows and refuses the others (a misspelt size would otherwise run
+// the default problem silently).
+void check_names(const CaseSettings& s, const std::set<std::string>& known) {
+  for (const auto& [name, value] : s.values)
+    require(known.count(name) > 0, name, fmt::format("one of {}", fmt::join(known, ", ")),
+            "an unknown setting");
+}
+
+const char* dtype_name(Precision p) {
+  return p == Precision::fp32 ? "float32" : "float64";
+}
+
+template <class T>
+class TtiDemoCase final : public Case {
+ public:
+  explicit TtiDemoCase(const CaseSettings& s) {
+    check_names(s, {"nx", "ny", "nz", "nt", "space_order", "form", "dtype"});
+    for (int d = 0; d < 3; ++d) {
+      const std::string name = std::string("n") + "xyz"[d];
+      in_.shape[d] = s.get_int(name, 48);
+      require(in_.shape[d] >= 1, name, "at least 1 grid point", std::to_string(in_.shape[d]));
+      in_.spacing[d] = 10;
+      // Off the grid points, so that all 8 trilinear weights differ.
+      in_.source_position[d] = (static_cast<double>(in_.shape[d] / 2) + 0.37 + 0.11 * d) * 10;
+    }
+    in_.nt = s.get_int("nt", 20);
+    require(in_.nt >= 1, "nt", "at least 1", std::to_string(in_.nt));
+    options_.space_order = static_cast<int>(s.get_int("space_order", 8));
+    options_.form = parse_tti_demo_form(s.get("form", "fused"));
+    in_.material = {vp_, b_, eps_, eta_, f_, theta_, phi_, damping_};
+    in_.dt = 0.9 * tti_demo_dt_limit(in_, options_.space_order);
+    amplitudes_ = ricker_wavelet<T>(15, in_.dt, in_.nt);
+    in_.source_amplitudes = amplitudes_;
+  }
+
+  std::string kernel() const override { return "tti_demo"; }
+  std::string label() const override {
+    return fmt::format("{} x {} x {} points (10 m), {} steps, space order {}, {} form, {}",
+                       in_.shape[0], in_.shape[1], in_.shape[2], in_.nt, options_.space_order,
+                       tti_demo_form_name(options_.form), dtype_name(precision_of<T>()));
+  }
+  Parameters parameters() const override {
+    Parameters p;
+    p.set("shape", std::vector<long long>(in_.shape.begin(), in_.shape.end()));
+    p.set("nt", static_cast<long long>(in_.nt));
+    p.set("spacing", 10.0);
+    p.set("dt", in_.dt);
+    p.set("space_order", options_.space_order);
+    p.set("form", tti_demo_form_name(options_.form));
+    p.set("dtype", dtype_name(precision_of<T>()));
+    return p;
+  }
+  WorkModel work() const override { return out_.work; }
+  double run(const Device& device, Timers* timers) override {
+    out_ = tti_demo<T>(device, in_, options_, timers);
+    // The sections' own time when the backend measured it (CUDA events), else the harness's
+    // wall clock around the call.
+    double seconds = 0;
+    for (const auto& section : out_.sections) seconds += section.seconds;
+    return seconds;
+  }
+  std::vector<CaseOutput> outputs() const override {
+    return {{"u", std::span<const T>(out_.u)}, {"u_prev", std::span<const T>(out_.u_prev)}};
+  }
+  Tolerance tolerance(const std::string&) const override {
+    return tti_demo_tolerance(precision_of<T>());
+  }
+
+ private:
+  // Devito's dummy constants, one value each (constant materials).
+  const std::vector<T> vp_ = {1500}, b_ = {1}, eps_ = {T(0.2)}, eta_ = {T(0.4)}, f_ = {T(0.85)},
+                       theta_ = {T(0.5)}, phi_ = {T(0.3)}, damping_ = {T(0.001)};
+  TtiDemoInput<T> in_;
+  TtiDemoOptions options_;
+  std::vector<T> amplitudes_;
+  TtiDemoOutput<T> out_;
+};
+
+// The coupled system's problem, shared by the forward and the adjoint case.
+template <class T>
+struct TtiProblem {
+  std::int64_t n = 40, sponge = 10, nreceivers = 32;
+  std::vector<T> vp, buoyancy, epsilon, delta, theta, phi, amplitudes;
+  std::vector<std::int64_t> source, receivers;
+  TtiInput<T> in;
+  TtiOptions options;
+
+  explicit TtiProblem(const CaseSettings& s) {
+    check_names(s, {"n", "sponge", "receivers", "space_order", "nt", "free_surface", "dtype"});
+    n = s.get_int("n", 40);
+    sponge = s.get_int("sponge", 10);
+    nreceivers = s.get_int("receivers", 32);
+    const auto free_surface = s.get_int("free_surface", 1);
+    require(n >= 3, "n", "at least 3 cells (the source and receivers sit at depth cell 2)",
+            std::to_string(n));
+    require(sponge >= 0, "sponge", "0 or more cells", std::to_string(sponge));
+    require(nreceivers >= 1, "receivers", "at least 1", std::to_string(nreceivers));
+    require(free_surface == 0 || free_surface == 1, "free_surface", "0 or 1",
+            std::to_string(free_surface));
+    const std::int64_t cells = n * n * n;
+    for (auto* a : {&vp, &buoyancy, &epsilon, &delta, &theta, &phi}) a->resize(cells);
+    for (std::int64_t z = 0; z < n; ++z)
+      for (std::int64_t i = 0; i < n * n; ++i) {
+        const std::int64_t c = z * n * n + i;
+        const bool deep = z >= n / 2;  // two layers
+        vp[c] = deep ? 2500 : 1800;
+        buoyancy[c] = deep ? T(1) / 2300 : T(1) / 2000;
+        epsilon[c] = deep ? T(0.2) : T(0.1);
+        delta[c] = deep ? T(0.1) : T(0.05);
+        theta[c] = deep ? T(0.5) : T(0.2);
+        phi[c] = deep ? T(0.3) : T(0);
+      }
+    in.model.grid = Grid{3, {n, n, n}, {10, 10, 10}};
+    in.model.vp = vp;
+    in.model.buoyancy = buoyancy;
+    in.model.epsilon = epsilon;
+    in.model.delta = delta;
+    in.model.theta = theta;
+    in.model.phi = phi;
+    options.space_order = static_cast<int>(s.get_int("space_order", 8));
+    options.sponge_width.fill(sponge);
+    options.free_surface = free_surface == 1;
+    in.dt = 0.9 * tti_max_dt(in.model, options);
+    in.nt = s.get_int("nt", static_cast<std::int64_t>(0.25 / in.dt));  // 0.25 s
+    require(in.nt >= 1, "nt", "at least 1", std::to_string(in.nt));
+    source = {2, n / 2, n / 2};
+    for (std::int64_t r = 0; r < nreceivers; ++r)
+      receivers.insert(receivers.end(),
+                       {2, n / 2, (r * (n - 1)) / std::max<std::int64_t>(nreceivers - 1, 1)});
+    in.nsources = 1;
+    in.nreceivers = nreceivers;
+    in.source_locations = source;
+    in.receiver_locations = receivers;
+    amplitudes = ricker_wavelet<T>(15, in.dt, in.nt);
+    in.source_amplitudes = amplitudes;
+  }
+
+  std::string label(const char* what) const {
+    return fmt::format(
+        "{}^3 cells (10 m) + {}-cell sponge{}, two tilted anisotropic layers, 1 "
+        "source, {} receivers, {} steps, space order {}, {}, {}",
+        n, sponge, options.free_surface ? ", free surface" : "", nreceivers, in.nt,
+        options.space_order, what, dtype_name(precision_of<T>()));
+  }
+  Parameters parameters() const {
+    Parameters p;
+    p.set("shape", std::vector<long long>{n, n, n});
+    p.set("sponge", static_cast<long long>(sponge));
+    p.set("free_surface", options.free_surface);
+    p.set("receivers", static_cast<long long>(nreceivers));
+    p.set("nt", static_cast<long long>(in.nt));
+    p.set("dt", in.dt);
+    p.set("space_order", options.space_order);
+    p.set("dtype", dtype_name(precision_of<T>()));
+    return p;
+  }
+};
+
+template <class T>
+class TtiForwardCase final : public Case {
+ public:
+  explicit TtiForwardCase(const CaseSettings& s) : problem_(s) {}
+
+  std::string kernel() const override { return "tti_forward"; }
+  std::string label() const override { return problem_.label("forward"); }
+  Parameters parameters() const override { return problem_.parameters(); }
+  WorkModel work() const override { return out_.work; }
+  double run(const Device& device, Timers* timers) override {
+    out_ = tti_forward<T>(device, problem_.in, problem_.options, nullptr, timers);
+    return 0;
+  }
+  std::vector<CaseOutput> outputs() const override {
+    return {{"receiver_amplitudes", std::span<const T>(out_.receiver_amplitudes)},
+            {"p", std::span<const T>(out_.state.p)}};
+  }
+  Tolerance tolerance(const std::string& output) const override {
+    return output == "p" ? tti_state_tolerance(precision_of<T>())
+                         : tti_tolerance(precision_of<T>());
+  }
+
+ private:
+  TtiProblem<T> problem_;
+  TtiOutput<T> out_;
+};
+
+// The data the adjoint takes are an input of the timed call, so every device must get the same:
+// the reference backend's forward traces, untimed. A reference run of the default problem takes
+// seconds and the harness builds the case once for the reference and once per device, so the
+// traces are kept per settings for the life of the process (they are small: receivers x nt).
+template <class T>
+std::vector<T> reference_traces(const CaseSettings& s, const TtiProblem<T>& problem) {
+  static std::mutex mutex;
+  static std::map<std::map<std::string, std::string>, std::vector<T>> cache;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(s.values);
+  if (it == cache.end())
+    it = cache
+             .emplace(s.values,
+                      tti_forward<T>(kReference, problem.in, problem.options).receiver_amplitudes)
+             .first;
+  return it->second;
+}
+
+template <class T>
+class TtiAdjointCase final : public Case {
+ public:
+  explicit TtiAdjointCase(const CaseSettings& s)
+      : problem_(s), data_(reference_traces<T>(s, problem_)) {}
+
+  std::string kernel() const override { return "tti_adjoint"; }
+  std::string label() const override { return problem_.label("adjoint"); }
+  Parameters parameters() const override { return problem_.parameters(); }
+  WorkModel work() const override { return out_.work; }
+  double run(const Device& device, Timers* timers) override {
+    out_ = tti_adjoint<T>(device, problem_.in, std::span<const T>(data_), problem_.options, timers);
+    return 0;
+  }
+  std::vector<CaseOutput> outputs() const override {
+    return {{"source_amplitudes", std::span<const T>(out_.source_amplitudes)}};
+  }
+  Tolerance tolerance(const std::string&) const override {
+    return tti_tolerance(precision_of<T>());
+  }
+
+ private:
+  TtiProblem<T> problem_;
+  std::vector<T> data_;
+  TtiAdjointOutput<T> out_;
+};
+
+template <template <class> class C>
+std::unique_ptr<Case> make(const CaseSettings& s) {
+  const std::string dtype = s.get("dtype", "float32");
+  if (dtype == "float32") return std::make_unique<C<float>>(s);
+  require(dtype == "float64", "dtype", "float32 or float64", fmt::format("\"{}\"", dtype));
+  return std::make_unique<C<double>>(s);
+}
+
+}  // namespace
+
+void register_cases(std::vector<CaseEntry>& registry) {
+  registry.push_back({"tti_demo",
+                      "tti",
+                      "Devito's TTI workshop operator (TTISelfAdjointForward), constant materials",
+                      make<TtiDemoCase>,
+                      {CaseSettings{{{"form", "fused"}}}, CaseSettings{{{"form", "two_pass"}}}}});
+  registry.push_back({"tti_forward",
+                      "tti",
+                      "coupled P/M TTI system, forward: tilted layers, sponge, free surface",
+                      make<TtiForwardCase>,
+                      {CaseSettings{}}});
+  registry.push_back({"tti_adjoint",
+                      "tti",
+                      "coupled P/M TTI system, adjoint with respect to the source amplitudes",
+                      make<TtiAdjointCase>,
+                      {CaseSettings{}}});
+}
+
+}  // namespace sciproxy::tti
