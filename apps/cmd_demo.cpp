@@ -2,7 +2,6 @@
 // variants, on every available backend, through the library's harness (verified against the
 // reference backend), with the reports and one summary table. Adding a family adds nothing here.
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <iostream>
 #include <memory>
@@ -77,10 +76,10 @@ int run_demo(const DemoOptions& opt) {
   harness.repetitions = opt.reps;
   harness.threads = opt.threads;
   harness.log = &std::cout;
+  harness.progress = true;
   std::vector<SummaryRow> rows;
   nlohmann::json runs = nlohmann::json::array();
   const auto& registry = case_registry();
-  const bool tty = isatty(STDERR_FILENO) != 0;
   std::size_t total = 0, done = 0;
   for (const auto& entry : registry) total += entry.demo_variants.size();
   for (const auto& entry : registry) {
@@ -88,7 +87,7 @@ int run_demo(const DemoOptions& opt) {
       if (entry.name == "parstack")
         for (const auto& [key, value] : parstack_sizes.values) settings.values[key] = value;
       const std::string name = variant_name(entry, settings);
-      if (tty) fmt::print(stderr, "\r[{}/{}] {} ...\033[K", ++done, total, name);
+      harness.progress_prefix = fmt::format("[{}/{}] ", ++done, total);
       const auto label = entry.make(settings)->label();
       fmt::print("\n=== {}: {} ===\n", name, label);
       std::fflush(stdout);
@@ -113,7 +112,6 @@ int run_demo(const DemoOptions& opt) {
       std::fflush(stdout);
     }
   }
-  if (tty) fmt::print(stderr, "\r\033[K");
 
   bool pass = true;
   fmt::print("\nSummary (time = median of {} repetitions after one warm-up; G/s: GMAC/s for "

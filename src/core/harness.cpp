@@ -3,7 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <ostream>
 
@@ -144,6 +147,7 @@ std::vector<CaseResult> run_case(const CaseEntry& entry, const CaseSettings& set
     if (options.log) *options.log << fmt::format("{}: reference done in {:.2f} s\n", entry.name, seconds_since(t0));
   }
 
+  const bool show_progress = options.progress && isatty(STDERR_FILENO) != 0;
   std::vector<CaseResult> results;
   for (const Device& device : devices) {
     auto problem = entry.make(settings);
@@ -157,11 +161,17 @@ std::vector<CaseResult> run_case(const CaseEntry& entry, const CaseSettings& set
     int call = 0;
     auto once = [&]() -> double {
       if (call++ == options.warmup) report.timers.clear();  // the table shows timed calls only
+      if (show_progress)
+        std::fprintf(stderr, "\r%s%s on %s: %s %d/%d\033[K", options.progress_prefix.c_str(), entry.name.c_str(),
+                     device.name().c_str(), call <= options.warmup ? "warm-up" : "repetition",
+                     call <= options.warmup ? call : call - options.warmup,
+                     call <= options.warmup ? options.warmup : options.repetitions);
       const auto t0 = Clock::now();
       const double own = problem->run(device, &report.timers);
       return own > 0 ? own : seconds_since(t0);
     };
     result.stats = run_benchmark(once, options.warmup, options.repetitions);
+    if (show_progress) std::fprintf(stderr, "\r\033[K");
     report.work = problem->work();
     report.seconds = result.stats.median;
     report.rates = derive_rates(report.work, report.seconds, report.roofline);

@@ -62,6 +62,9 @@ struct CaseEntry {
   CaseFactory make;
   // The settings `sciproxy demo` runs (each a row of its summary); one empty entry: the default.
   std::vector<CaseSettings> demo_variants;
+  // The settings `sciproxy bench` sweeps: the sizes and parameters users run, across their
+  // range (empty: the demo variants).
+  std::vector<CaseSettings> bench_sweep = {};
 };
 
 // Every case of every family built into this library, in registration order.
@@ -75,6 +78,10 @@ struct HarnessOptions {
   int threads = 0;     // OpenMP threads of the cpu backend; 0: all
   bool measure_roofline = true;  // measure (and cache) the ceilings when none are cached
   std::ostream* log = nullptr;   // progress notes ("verification: reference done in 1.2 s")
+  // A one-line progress display on stderr ("parstack on cpu: repetition 2/5"), redrawn in
+  // place; shown only when stderr is a terminal, so logs and pipes stay clean.
+  bool progress = false;
+  std::string progress_prefix;  // e.g. "[3/12] " when the caller runs many cases
 };
 
 struct CaseResult {
