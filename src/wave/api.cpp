@@ -127,8 +127,8 @@ ScalarOutput<T> scalar(const Device& device, const ScalarInput<T>& in, const Sca
   std::vector<T> receivers_tm(static_cast<std::size_t>(s.nt_inner * s.nshots * s.nreceivers));
   if (s.nt_inner > 0) {
     auto r = Timers::region(timers, "forward");
-    SCIPROXY_RUN_KERNEL(context, scalar_forward, s.problem, fields_of(s, out.state),
-                        sources.data(), receivers_tm.data(), static_cast<T*>(nullptr));
+    SCIPROXY_RUN_KERNEL(context, scalar_forward, s.problem, fields_of(s, out.state), sources.data(),
+                        receivers_tm.data(), static_cast<T*>(nullptr));
   }
   {
     auto r = Timers::region(timers, "resample");
@@ -219,10 +219,9 @@ ScalarGradient<T> scalar_gradient(const Device& device, const ScalarInput<T>& in
       const std::int64_t first = store_interval > 0 ? t0 / store_interval : 0;
       const std::int64_t count =
           store_interval > 0 ? (p.nt + store_interval - 1) / store_interval : 0;
-      SCIPROXY_RUN_KERNEL(context, scalar_backward, p, f,
-                          grad_receivers_tm.data() + t0 * rec_stride,
-                          grad_sources_tm.data() + t0 * src_stride, store.load(first, count),
-                          grad_v_padded.data());
+      SCIPROXY_RUN_KERNEL(
+          context, scalar_backward, p, f, grad_receivers_tm.data() + t0 * rec_stride,
+          grad_sources_tm.data() + t0 * src_stride, store.load(first, count), grad_v_padded.data());
     }
   }
   project_state(s, adjoint);

@@ -98,9 +98,9 @@ void make_born_setup(BornSetup<T>& b, const ScalarBornInput<T>& in, const Scalar
             fmt::format("{} values", in.scatter.size()));
     for (std::size_t i = 0; i < in.scatter.size(); ++i)
       if (!std::isfinite(in.scatter[i]))
-        throw_invalid_argument(
-            "scatter", "finite values",
-            fmt::format("{} in model {} at flat cell index {}", in.scatter[i], i / cells, i % cells));
+        throw_invalid_argument("scatter", "finite values",
+                               fmt::format("{} in model {} at flat cell index {}", in.scatter[i],
+                                           i / cells, i % cells));
   }
   b.scatter.assign(static_cast<std::size_t>(s.nmodels * s.points), T(0));
   if (!in.scatter.empty())
@@ -149,10 +149,10 @@ ScalarBornOutput<T> scalar_born(const Device& device, const ScalarBornInput<T>& 
     const bool background = has_fields(initial, in.background.grid.ndim);
     make_born_setup(b, in, opt, 0, background ? initial : initial_scattered,
                     background ? StateRole::initial : StateRole::initial_scattered);
-    require(!in.scatter.empty() || s.model_cells == 0, "scatter",
-            fmt::format("the scattering model, of v's shape ({} values)",
-                        s.nmodels * s.model_cells),
-            "none");
+    require(
+        !in.scatter.empty() || s.model_cells == 0, "scatter",
+        fmt::format("the scattering model, of v's shape ({} values)", s.nmodels * s.model_cells),
+        "none");
     out.state = make_state(s, initial, StateRole::initial);
     out.scattered_state = make_state(s, initial_scattered, StateRole::initial_scattered);
   }
@@ -218,14 +218,15 @@ ScalarBornGradient<T> scalar_born_gradient(const Device& device, const ScalarBor
   // so the image J^T d is scalar_gradient's velocity gradient for the data gradient d.
   {
     ScalarGradient<T> g = scalar_gradient<T>(device, in.background, opt, grad_receiver_amplitudes,
-                                          initial, nullptr, timers);
+                                             initial, nullptr, timers);
     grad.scatter = std::move(g.v);
     grad.forward = std::move(g.forward);
   }
   if (!source_gradient || s.nsources == 0 || s.nt_inner == 0) return grad;
 
   // The source gradient: the adjoint of the coupled fields (it needs nothing of the forward pass).
-  ScalarState<T> adjoint = make_state(s, static_cast<const ScalarState<T>*>(nullptr), StateRole::grad_final);
+  ScalarState<T> adjoint =
+      make_state(s, static_cast<const ScalarState<T>*>(nullptr), StateRole::grad_final);
   ScalarState<T> adjoint_sc = adjoint;
   const std::int64_t ntr = s.nshots * s.nsources;
   std::vector<T> gs(static_cast<std::size_t>(s.nt_inner * ntr), T(0)), gss(gs.size(), T(0));
@@ -233,8 +234,8 @@ ScalarBornGradient<T> scalar_born_gradient(const Device& device, const ScalarBor
     std::vector<T> grad_rec, grad_bg;
     {
       auto r = Timers::region(timers, "resample");
-      grad_rec = traces_in_adjoint(s, s.nreceivers, s.receiver_cells.data(),
-                                   grad_receiver_amplitudes);
+      grad_rec =
+          traces_in_adjoint(s, s.nreceivers, s.receiver_cells.data(), grad_receiver_amplitudes);
       grad_bg = traces_in_adjoint(s, b.nbg, b.bg_cells.data(), grad_bg_receiver_amplitudes);
     }
     auto r = Timers::region(timers, "born_backward");
@@ -262,12 +263,12 @@ ScalarBornGradient<T> scalar_born_gradient(const Device& device, const ScalarBor
   return grad;
 }
 
-#define SCIPROXY_INSTANTIATE_BORN(T)                                                              \
-  template ScalarBornOutput<T> scalar_born<T>(const Device&, const ScalarBornInput<T>&,           \
-                                              const ScalarOptions&, const ScalarState<T>*,        \
-                                              const ScalarState<T>*, Timers*);                    \
-  template ScalarBornGradient<T> scalar_born_gradient<T>(                                         \
-      const Device&, const ScalarBornInput<T>&, const ScalarOptions&, std::span<const T>,         \
+#define SCIPROXY_INSTANTIATE_BORN(T)                                                       \
+  template ScalarBornOutput<T> scalar_born<T>(const Device&, const ScalarBornInput<T>&,    \
+                                              const ScalarOptions&, const ScalarState<T>*, \
+                                              const ScalarState<T>*, Timers*);             \
+  template ScalarBornGradient<T> scalar_born_gradient<T>(                                  \
+      const Device&, const ScalarBornInput<T>&, const ScalarOptions&, std::span<const T>,  \
       std::span<const T>, bool, const ScalarState<T>*, Timers*);
 SCIPROXY_INSTANTIATE_BORN(float)
 SCIPROXY_INSTANTIATE_BORN(double)

@@ -11,8 +11,8 @@ SCIPROXY_WAVE_SCALAR_BACKWARD(T) {
   ThreadCount threads(p.nparallel);
   with_value<Dimensions>(p.ndim, "ndim", [&](auto ndim) {
     with_value<Accuracies>(p.accuracy, "accuracy", [&](auto accuracy) {
-      detail::backward<decltype(ndim)::value, decltype(accuracy)::value, false, T>(p, fields, grad_receivers,
-                                                             grad_sources, stored, grad_v, nullptr);
+      detail::backward<decltype(ndim)::value, decltype(accuracy)::value, false, T>(
+          p, fields, grad_receivers, grad_sources, stored, grad_v, nullptr);
     });
   });
 }

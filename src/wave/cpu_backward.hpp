@@ -50,7 +50,8 @@ inline T diff2_g(const AdjointInputs<T>& in, int64_t i, int64_t s, T rdx2) {
   T sum = T(d2_coefficient<A>(0)) * adjoint_g<BORN>(in, i);
   SCIPROXY_UNROLL
   for (int k = 1; k <= A / 2; ++k)
-    sum += T(d2_coefficient<A>(k)) * (adjoint_g<BORN>(in, i + k * s) + adjoint_g<BORN>(in, i - k * s));
+    sum +=
+        T(d2_coefficient<A>(k)) * (adjoint_g<BORN>(in, i + k * s) + adjoint_g<BORN>(in, i - k * s));
   return sum * rdx2;
 }
 
@@ -201,7 +202,8 @@ template <int NDIM, int A, unsigned M, bool GRAD, class T>
   auto gw = simd::Window<T>::start(g, j0, j1, H);
   over_vectors<T>(j0, j1, [&]<bool FULL>(int64_t j, Mask m) {
     gw.fetch(g, j, j1, H);
-    if constexpr (kPmlLast) derive(j + S::W, S::first(j1 + H - j - S::W), tw.next, ow.next, dw.next);
+    if constexpr (kPmlLast)
+      derive(j + S::W, S::first(j1 + H - j - S::W), tw.next, ow.next, dw.next);
     const V li = S::template load<FULL>(lambda + j, m);
     V ub = 2 * li + sign * S::template load<FULL>(ubar + j, m);
     for_dims<NDIM>([&]<int D>() {
@@ -214,17 +216,18 @@ template <int NDIM, int A, unsigned M, bool GRAD, class T>
       } else if constexpr (D == L) {
         V second = T(d2_coefficient<A>(0)) * ow.cur, first = S::zero(), dtbar = S::zero();
         [&]<int... K>(std::integer_sequence<int, K...>) {
-          ((second += T(d2_coefficient<A>(K + 1)) *
-                      (ow.template up<K + 1>() + ow.template down<K + 1>()),
-            first += T(d1_coefficient<A>(K + 1)) *
-                     (dw.template up<K + 1>() - dw.template down<K + 1>()),
-            dtbar += T(d1_coefficient<A>(K + 1)) *
-                     (tw.template up<K + 1>() - tw.template down<K + 1>())),
+          ((second +=
+            T(d2_coefficient<A>(K + 1)) * (ow.template up<K + 1>() + ow.template down<K + 1>()),
+            first +=
+            T(d1_coefficient<A>(K + 1)) * (dw.template up<K + 1>() - dw.template down<K + 1>()),
+            dtbar +=
+            T(d1_coefficient<A>(K + 1)) * (tw.template up<K + 1>() - tw.template down<K + 1>())),
            ...);
-        }(std::make_integer_sequence<int, H>{});
+        }
+        (std::make_integer_sequence<int, H>{});
         const V pa = S::template load<FULL>(last.a + j, m);
-        S::template store<FULL>(pout[D] + j, pa * (S::template load<FULL>(pbar[D] + j, m) - dtbar * rdx),
-                                m);
+        S::template store<FULL>(pout[D] + j,
+                                pa * (S::template load<FULL>(pbar[D] + j, m) - dtbar * rdx), m);
         S::template store<FULL>(zout[D] + j, pa * (gw.cur + S::template load<FULL>(zbar[D] + j, m)),
                                 m);
         ub += second * rdx2 - first * rdx;
@@ -247,14 +250,16 @@ template <int NDIM, int A, unsigned M, bool GRAD, class T>
               [&] {
                 constexpr int k = K + 1;
                 const V tu = tbar(k * s, k), td = tbar(-k * s, -k);
-                second += T(d2_coefficient<A>(k)) * ((1 + ob[D][H + k]) * tu + (1 + ob[D][H - k]) * td);
+                second +=
+                    T(d2_coefficient<A>(k)) * ((1 + ob[D][H + k]) * tu + (1 + ob[D][H - k]) * td);
                 first += T(d1_coefficient<A>(k)) * (d1bar(k * s, k, tu) - d1bar(-k * s, -k, td));
                 dtbar += T(d1_coefficient<A>(k)) * (tu - td);
               }(),
               ...);
-        }(std::make_integer_sequence<int, H>{});
-        S::template store<FULL>(
-            pout[D] + j, oa[D] * (S::template load<FULL>(pbar[D] + j, m) - dtbar * rdx), m);
+        }
+        (std::make_integer_sequence<int, H>{});
+        S::template store<FULL>(pout[D] + j,
+                                oa[D] * (S::template load<FULL>(pbar[D] + j, m) - dtbar * rdx), m);
         S::template store<FULL>(zout[D] + j, oa[D] * (gw.cur + zc), m);
         ub += second * rdx2 - first * rdx;
       }
@@ -342,11 +347,11 @@ void backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_r
       zeta_nxt[k][d] = odd ? set[k].zeta[d] : zeta_copy[k][d].get();
     }
 
-  const int64_t batch = shots_per_batch(
-      g, nshots,
-      (2 * nfields + (p.v_batched ? 1 + nfields - 1 : 0) + (interval > 0 ? 2 : 0)) * P *
-          int64_t(sizeof(T)),
-      4 * nfields * int64_t(sizeof(T)));
+  const int64_t batch =
+      shots_per_batch(g, nshots,
+                      (2 * nfields + (p.v_batched ? 1 + nfields - 1 : 0) + (interval > 0 ? 2 : 0)) *
+                          P * int64_t(sizeof(T)),
+                      4 * nfields * int64_t(sizeof(T)));
   auto run_shots = [&](int64_t first, int64_t last, bool shared) {
     std::array<T*, 2> lambda{set[0].u, set[1].u};
     std::array<T*, 2> other{set[0].u_prev, set[1].u_prev};  // adjoint of the u^t slot, times sign
@@ -411,10 +416,10 @@ void backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_r
                            }
 #endif
                            backward_segment<NDIM, A, M, BORN, T>(g, f[0], cpl, f[1].lambda, base, x,
-                                                              a, b);
+                                                                 a, b);
                            if constexpr (BORN)
                              backward_segment<NDIM, A, M, false, T>(g, f[1], nullptr, nullptr, base,
-                                                                 x, a, b);
+                                                                    x, a, b);
                          });
                    });
         // Born: the scattered receivers' data gradient drives set 1, the background's set 0.

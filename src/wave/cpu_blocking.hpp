@@ -338,7 +338,6 @@ inline void over_shots(int64_t nshots, int64_t batch, RunShots&& run_shots) {
     run_shots(first, std::min(nshots, first + batch), true);
 }
 
-
 // Zeroes the halo cells of one [points] array (stored slices: defined everywhere).
 template <int NDIM, class T>
 void zero_halo(const Geometry<NDIM, T>& g, T* a) {
@@ -403,9 +402,9 @@ void prepare_aux(const Geometry<NDIM, T>& g, int d, int64_t nshots, std::array<T
 template <class T>
 struct BornArgs {
   ScalarFields<T> sc;
-  const T* sc_sources;    // sources of the scattered field, or receiver-data gradients (adjoint)
-  T* bg_receivers;        // forward: background receivers; adjoint: grad of the scattered sources
-  const T* grad_bg;       // adjoint: gradient of the background receiver data
+  const T* sc_sources;  // sources of the scattered field, or receiver-data gradients (adjoint)
+  T* bg_receivers;      // forward: background receivers; adjoint: grad of the scattered sources
+  const T* grad_bg;     // adjoint: gradient of the background receiver data
 };
 
 }  // namespace sciproxy::wave::kernels::cpu::detail

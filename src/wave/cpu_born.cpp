@@ -15,8 +15,8 @@ SCIPROXY_WAVE_SCALAR_BORN_FORWARD(T) {
   const detail::BornArgs<T> born{sc, scattered_sources, bg_receivers, nullptr};
   with_value<Dimensions>(p.ndim, "ndim", [&](auto ndim) {
     with_value<Accuracies>(p.accuracy, "accuracy", [&](auto accuracy) {
-      detail::forward<decltype(ndim)::value, decltype(accuracy)::value, true>(p, bg, sources, receivers,
-                                                        static_cast<T*>(nullptr), &born);
+      detail::forward<decltype(ndim)::value, decltype(accuracy)::value, true>(
+          p, bg, sources, receivers, static_cast<T*>(nullptr), &born);
     });
   });
 }
@@ -28,9 +28,9 @@ SCIPROXY_WAVE_SCALAR_BORN_BACKWARD(T) {
   const detail::BornArgs<T> born{sc, nullptr, grad_scattered_sources, grad_bg_receivers};
   with_value<Dimensions>(p.ndim, "ndim", [&](auto ndim) {
     with_value<Accuracies>(p.accuracy, "accuracy", [&](auto accuracy) {
-      detail::backward<decltype(ndim)::value, decltype(accuracy)::value, true>(p, bg, grad_receivers, grad_sources,
-                                                         static_cast<const T*>(nullptr),
-                                                         static_cast<T*>(nullptr), &born);
+      detail::backward<decltype(ndim)::value, decltype(accuracy)::value, true>(
+          p, bg, grad_receivers, grad_sources, static_cast<const T*>(nullptr),
+          static_cast<T*>(nullptr), &born);
     });
   });
 }

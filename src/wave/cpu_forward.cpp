@@ -11,8 +11,8 @@ SCIPROXY_WAVE_SCALAR_FORWARD(T) {
   ThreadCount threads(p.nparallel);
   with_value<Dimensions>(p.ndim, "ndim", [&](auto ndim) {
     with_value<Accuracies>(p.accuracy, "accuracy", [&](auto accuracy) {
-      detail::forward<decltype(ndim)::value, decltype(accuracy)::value, false, T>(p, fields, sources, receivers, stored,
-                                                            nullptr);
+      detail::forward<decltype(ndim)::value, decltype(accuracy)::value, false, T>(
+          p, fields, sources, receivers, stored, nullptr);
     });
   });
 }

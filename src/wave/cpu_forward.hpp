@@ -380,8 +380,8 @@ struct PaddedRows {
   // The C-PML auxiliaries of dimension d into the copies, in the cells outside d's plain cells
   // [plain_lo, plain_hi) (the copies hold zeros there, which the steps keep: a = b = 0), psi as
   // q = a psi (see ForwardShot).
-  void aux_in(const Geometry<NDIM, T>& g, int d, int64_t count, const T* psi, const T* zeta,
-              T* q, T* ze, int64_t plain_lo, int64_t plain_hi) const {
+  void aux_in(const Geometry<NDIM, T>& g, int d, int64_t count, const T* psi, const T* zeta, T* q,
+              T* ze, int64_t plain_lo, int64_t plain_hi) const {
     constexpr int L = NDIM - 1;
     int64_t row_stride = 1;  // rows per step of coordinate d (d < L)
     for (int e = d + 1; e < L; ++e) row_stride *= g.n[e];
@@ -539,11 +539,11 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
                    with_mask<NDIM>(segments.outer, [&]<unsigned OUTER>() {
                      if constexpr (!((OUTER >> (NDIM - 1)) & 1u)) {
                        if (f.stored != nullptr)
-                         forward_row_simd<NDIM, A, OUTER, true>(g, stencils, f, base, x, j0, segments,
-                                                                j1);
+                         forward_row_simd<NDIM, A, OUTER, true>(g, stencils, f, base, x, j0,
+                                                                segments, j1);
                        else
-                         forward_row_simd<NDIM, A, OUTER, false>(g, stencils, f, base, x, j0, segments,
-                                                                 j1);
+                         forward_row_simd<NDIM, A, OUTER, false>(g, stencils, f, base, x, j0,
+                                                                 segments, j1);
                      }
                    });
                    return;

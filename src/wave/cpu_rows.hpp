@@ -63,20 +63,20 @@ template <int A, class T, class Along>
 inline typename simd::Simd<T>::V vdiff2(const Along& f, T rdx2) {
   typename simd::Simd<T>::V sum = T(d2_coefficient<A>(0)) * f.centre();
   [&]<int... K>(std::integer_sequence<int, K...>) {
-    ((sum += T(d2_coefficient<A>(K + 1)) *
-             (f.template up<K + 1>() + f.template down<K + 1>())),
+    ((sum += T(d2_coefficient<A>(K + 1)) * (f.template up<K + 1>() + f.template down<K + 1>())),
      ...);
-  }(std::make_integer_sequence<int, A / 2>{});
+  }
+  (std::make_integer_sequence<int, A / 2>{});
   return sum * rdx2;
 }
 template <int A, class T, class Along>
 inline typename simd::Simd<T>::V vdiff1(const Along& f, T rdx) {
   typename simd::Simd<T>::V sum = simd::Simd<T>::zero();
   [&]<int... K>(std::integer_sequence<int, K...>) {
-    ((sum += T(d1_coefficient<A>(K + 1)) *
-             (f.template up<K + 1>() - f.template down<K + 1>())),
+    ((sum += T(d1_coefficient<A>(K + 1)) * (f.template up<K + 1>() - f.template down<K + 1>())),
      ...);
-  }(std::make_integer_sequence<int, A / 2>{});
+  }
+  (std::make_integer_sequence<int, A / 2>{});
   return sum * rdx;
 }
 
@@ -87,7 +87,8 @@ inline typename simd::Simd<T>::V add_pairs(typename simd::Simd<T>::V acc, const 
                                            const T* w) {
   [&]<int... K>(std::integer_sequence<int, K...>) {
     ((acc += w[K + 1] * (f.template up<K + 1>() + f.template down<K + 1>())), ...);
-  }(std::make_integer_sequence<int, H>{});
+  }
+  (std::make_integer_sequence<int, H>{});
   return acc;
 }
 template <int H, class T, class Along>
@@ -95,7 +96,8 @@ inline typename simd::Simd<T>::V differences(const Along& f, const T* w) {
   typename simd::Simd<T>::V sum = w[1] * (f.template up<1>() - f.template down<1>());
   [&]<int... K>(std::integer_sequence<int, K...>) {
     ((sum += w[K + 2] * (f.template up<K + 2>() - f.template down<K + 2>())), ...);
-  }(std::make_integer_sequence<int, H - 1>{});
+  }
+  (std::make_integer_sequence<int, H - 1>{});
   return sum;
 }
 
@@ -104,7 +106,8 @@ template <int N, class F>
 inline void for_dims(F&& f) {
   [&]<int... D>(std::integer_sequence<int, D...>) {
     (f.template operator()<D>(), ...);
-  }(std::make_integer_sequence<int, N>{});
+  }
+  (std::make_integer_sequence<int, N>{});
 }
 
 // The layout of one row of [j0, j1) for the vector loops: the mask of the outer dimensions in

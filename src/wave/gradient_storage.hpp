@@ -4,6 +4,7 @@
 // docs/kernels/scalar-wave.md.
 #pragma once
 
+#include <fmt/format.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -17,16 +18,15 @@
 #include <string>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "setup.hpp"
 
 namespace sciproxy::wave::detail {
 
-constexpr double kChunkBytes = 64.0 * 1024 * 1024;  // stored steps per forward call (disk, compression)
-constexpr std::int64_t kBlock = 8;                   // compression block edge (cells)
+constexpr double kChunkBytes =
+    64.0 * 1024 * 1024;             // stored steps per forward call (disk, compression)
+constexpr std::int64_t kBlock = 8;  // compression block edge (cells)
 
 // One file per shot in storage_path, created exclusively under a unique name and removed when
 // the object goes (however the call ends).
@@ -76,9 +76,12 @@ class GradientStore {
       const double memory = physical_memory_bytes();
       if (memory > 0 && needed > 0.8 * memory)
         throw_invalid_argument(
-            "storage_mode", "what the gradient stores to fit in memory (0.8 of this host's "
-            + fmt::format("{:.1f} GiB); use storage_mode 'disk', storage_compression, or a larger "
-                          "model_gradient_sampling_interval", memory / (1 << 30)),
+            "storage_mode",
+            "what the gradient stores to fit in memory (0.8 of this host's " +
+                fmt::format(
+                    "{:.1f} GiB); use storage_mode 'disk', storage_compression, or a larger "
+                    "model_gradient_sampling_interval",
+                    memory / (1 << 30)),
             fmt::format("{:.1f} GiB for {} stored steps x {} shots x {} cells", needed / (1 << 30),
                         nstored_, nshots_, points_));
     }
@@ -159,9 +162,7 @@ class GradientStore {
       }
     return buffer_.get();
   }
-  double bytes() const {
-    return whole() ? static_cast<double>(buffer_size_ * sizeof(T)) : bytes_;
-  }
+  double bytes() const { return whole() ? static_cast<double>(buffer_size_ * sizeof(T)) : bytes_; }
 
  private:
   bool whole() const { return !compress_ && !disk_; }
@@ -176,7 +177,8 @@ class GradientStore {
     void* p = std::aligned_alloc(kHugePage, rounded);
     if (p == nullptr) throw std::bad_alloc();
 #if defined(MADV_HUGEPAGE)
-    if (rounded >= 4 * kHugePage) madvise(p, rounded, MADV_HUGEPAGE);  // advice: failure is harmless
+    if (rounded >= 4 * kHugePage)
+      madvise(p, rounded, MADV_HUGEPAGE);  // advice: failure is harmless
 #endif
     buffer_.reset(static_cast<T*>(p));
     buffer_size_ = n;

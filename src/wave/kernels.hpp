@@ -1,5 +1,5 @@
 // The backend kernels of the wave family (the scalar propagator), declared once for the
-// reference, cpu and cuda backends (core/dispatch.hpp): reference.cpp, cpu_*.cpp and cuda.cu
+// reference, cpu and cuda backends (core/dispatch.hpp): reference.cpp, cpu_*.cpp and cuda_*.cu
 // implement them; core/cuda_stubs.cpp supplies the cuda ones in builds without CUDA. api.cpp and
 // born.cpp check the arguments, pad the model (window.cpp), build the PML profiles, resample and
 // scale the sources, and hand every backend the same ScalarProblem on the padded grid
@@ -56,7 +56,7 @@ struct ScalarProblem {
   std::array<T, kMaxDims> rdx = {0, 0, 0};   // 1 / spacing
   std::array<T, kMaxDims> rdx2 = {0, 0, 0};  // 1 / spacing^2
   T dt2 = 0;                                 // inner dt^2
-  const T* v = nullptr;       // padded model: [nshots, points] when v_batched, else [points]
+  const T* v = nullptr;  // padded model: [nshots, points] when v_batched, else [points]
   bool v_batched = false;
   // PML profiles along each dimension, length n[d]; zero outside the PML.
   std::array<const T*, kMaxDims> a = {}, b = {}, dbdx = {};
@@ -65,10 +65,10 @@ struct ScalarProblem {
   // The adjoint also reads b and b' at the neighbours, so its plain range is this box narrowed
   // by accuracy/2 per side (the backends narrow it themselves).
   std::array<std::int64_t, 2 * kMaxDims> pml_interior = {0, 1, 0, 1, 0, 1};
-  std::int64_t nsources = 0, nreceivers = 0;       // per shot
-  const std::int64_t* source_cells = nullptr;       // [nshots, nsources] flat padded index
-  const std::int64_t* receiver_cells = nullptr;     // [nshots, nreceivers] flat padded index
-  std::int64_t nt = 0;                              // inner steps
+  std::int64_t nsources = 0, nreceivers = 0;     // per shot
+  const std::int64_t* source_cells = nullptr;    // [nshots, nsources] flat padded index
+  const std::int64_t* receiver_cells = nullptr;  // [nshots, nreceivers] flat padded index
+  std::int64_t nt = 0;                           // inner steps
   // Store 2 v dt^2 W (= d u^{t+1} / d v) at inner steps t with t % store_interval == 0
   // (store_interval 0: store nothing).
   std::int64_t store_interval = 0;
@@ -95,48 +95,47 @@ struct ScalarFields {
 // (-v^2 dt^2 f); receivers: [nt, nshots, nreceivers] written; stored: [nt / store_interval
 // rounded up, nshots, points] written when store_interval > 0 (the steps t with
 // t % store_interval == 0).
-#define SCIPROXY_WAVE_SCALAR_FORWARD(T)                                                   \
-  void scalar_forward(const Context& context, const ScalarProblem<T>& p,                  \
-                      ScalarFields<T> fields, const T* sources, T* receivers, T* stored)
+#define SCIPROXY_WAVE_SCALAR_FORWARD(T)                                                          \
+  void scalar_forward(const Context& context, const ScalarProblem<T>& p, ScalarFields<T> fields, \
+                      const T* sources, T* receivers, T* stored)
 
 // scalar_backward: the exact adjoint of scalar_forward, steps nt-1 down to 0. `fields` holds on
 // entry the gradient with respect to the final state (u^nt, u^{nt-1}, psi^nt, zeta^nt) and on
 // exit the gradient with respect to the initial state. grad_receivers: [nt, nshots, nreceivers]
 // in; grad_sources: [nt, nshots, nsources] out (with respect to the scaled sources); grad_v:
 // [nshots or 1, points] accumulated (+=) from `stored`, times store_interval.
-#define SCIPROXY_WAVE_SCALAR_BACKWARD(T)                                                  \
-  void scalar_backward(const Context& context, const ScalarProblem<T>& p,                 \
-                       ScalarFields<T> fields, const T* grad_receivers, T* grad_sources,  \
-                       const T* stored, T* grad_v)
+#define SCIPROXY_WAVE_SCALAR_BACKWARD(T)                                                          \
+  void scalar_backward(const Context& context, const ScalarProblem<T>& p, ScalarFields<T> fields, \
+                       const T* grad_receivers, T* grad_sources, const T* stored, T* grad_v)
 
 // scalar_born_forward: background `bg` and scattered `sc` fields stepped together (see the top).
 // sources, scattered_sources: [nt, nshots, nsources], already scaled (-v^2 dt^2 f,
 // -2 v scatter dt^2 f); receivers: [nt, nshots, nreceivers] of u_sc; bg_receivers:
 // [nt, nshots, nbg_receivers] of u.
-#define SCIPROXY_WAVE_SCALAR_BORN_FORWARD(T)                                                 \
-  void scalar_born_forward(const Context& context, const ScalarProblem<T>& p,                \
-                           ScalarFields<T> bg, ScalarFields<T> sc, const T* sources,         \
-                           const T* scattered_sources, T* receivers, T* bg_receivers)
+#define SCIPROXY_WAVE_SCALAR_BORN_FORWARD(T)                                                      \
+  void scalar_born_forward(const Context& context, const ScalarProblem<T>& p, ScalarFields<T> bg, \
+                           ScalarFields<T> sc, const T* sources, const T* scattered_sources,      \
+                           T* receivers, T* bg_receivers)
 
 // scalar_born_backward: the exact adjoint of scalar_born_forward with respect to the sources and
 // the states (bg, sc: in the gradients with respect to the final states, out those with respect
 // to the initial ones). grad_receivers: [nt, nshots, nreceivers], grad_bg_receivers: [nt, nshots,
 // nbg_receivers] in; grad_sources, grad_scattered_sources: [nt, nshots, nsources] out (with
 // respect to the scaled background and scattered sources: lambda and lambda_sc at the sources).
-#define SCIPROXY_WAVE_SCALAR_BORN_BACKWARD(T)                                                \
-  void scalar_born_backward(const Context& context, const ScalarProblem<T>& p,               \
-                            ScalarFields<T> bg, ScalarFields<T> sc, const T* grad_receivers, \
-                            const T* grad_bg_receivers, T* grad_sources,                     \
+#define SCIPROXY_WAVE_SCALAR_BORN_BACKWARD(T)                                                      \
+  void scalar_born_backward(const Context& context, const ScalarProblem<T>& p, ScalarFields<T> bg, \
+                            ScalarFields<T> sc, const T* grad_receivers,                           \
+                            const T* grad_bg_receivers, T* grad_sources,                           \
                             T* grad_scattered_sources)
 
-#define SCIPROXY_WAVE_KERNELS                             \
-  template <class T>                                      \
-  SCIPROXY_WAVE_SCALAR_FORWARD(T);                        \
-  template <class T>                                      \
-  SCIPROXY_WAVE_SCALAR_BACKWARD(T);                       \
-  template <class T>                                      \
-  SCIPROXY_WAVE_SCALAR_BORN_FORWARD(T);                   \
-  template <class T>                                      \
+#define SCIPROXY_WAVE_KERNELS           \
+  template <class T>                    \
+  SCIPROXY_WAVE_SCALAR_FORWARD(T);      \
+  template <class T>                    \
+  SCIPROXY_WAVE_SCALAR_BACKWARD(T);     \
+  template <class T>                    \
+  SCIPROXY_WAVE_SCALAR_BORN_FORWARD(T); \
+  template <class T>                    \
   SCIPROXY_WAVE_SCALAR_BORN_BACKWARD(T);
 
 SCIPROXY_DECLARE_KERNELS(SCIPROXY_WAVE_KERNELS)

@@ -1,5 +1,5 @@
-// Per-cell arithmetic of the scalar propagator and of its adjoint, shared by cpu_*.cpp and cuda.cu
-// (SCIPROXY_HD), so that the CPU tests exercise the arithmetic the GPU runs.
+// Per-cell arithmetic of the scalar propagator and of its adjoint, shared by cpu_*.cpp and
+// cuda_*.cu (SCIPROXY_HD), so that the CPU tests exercise the arithmetic the GPU runs.
 //
 // Stencils (Fornberg 1988): central first derivative D1 and second derivative D2 of accuracy
 // A = 2, 4, 6, 8, radius A/2; e.g. A = 8: D2 = (-205/72, 8/5, -1/5, 8/315, -1/560) / dx^2.
@@ -53,7 +53,7 @@ SCIPROXY_HD constexpr double d2_coefficient(int k) {
 template <int A, class T>
 SCIPROXY_HD T diff1(const T* f, std::int64_t i, std::int64_t s, T rdx) {
   T sum = 0;
-SCIPROXY_UNROLL
+  SCIPROXY_UNROLL
   for (int k = 1; k <= A / 2; ++k) sum += T(d1_coefficient<A>(k)) * (f[i + k * s] - f[i - k * s]);
   return sum * rdx;
 }
@@ -62,7 +62,7 @@ SCIPROXY_UNROLL
 template <int A, class T>
 SCIPROXY_HD T diff2(const T* f, std::int64_t i, std::int64_t s, T rdx2) {
   T sum = T(d2_coefficient<A>(0)) * f[i];
-SCIPROXY_UNROLL
+  SCIPROXY_UNROLL
   for (int k = 1; k <= A / 2; ++k) sum += T(d2_coefficient<A>(k)) * (f[i + k * s] + f[i - k * s]);
   return sum * rdx2;
 }
@@ -82,7 +82,7 @@ SCIPROXY_HD T pml_forward(const T* u, const T* psi, T* psi_next, T* zeta, std::i
                           std::int64_t s, std::int64_t x, PmlProfile<T> p, T rdx, T rdx2) {
   const T du = diff1<A>(u, i, s, rdx);
   T dapsi = 0;
-SCIPROXY_UNROLL
+  SCIPROXY_UNROLL
   for (int k = 1; k <= A / 2; ++k)
     dapsi += T(d1_coefficient<A>(k)) * (p.a[x + k] * psi[i + k * s] - p.a[x - k] * psi[i - k * s]);
   const T tmp = (1 + p.b[x]) * diff2<A>(u, i, s, rdx2) + p.dbdx[x] * du + dapsi * rdx;
@@ -95,10 +95,10 @@ SCIPROXY_UNROLL
 // The adjoint fields a backward step reads at the cells around the one it updates.
 template <class T>
 struct AdjointInputs {
-  const T* lambda;     // adjoint of u^{t+1}
-  const T* v2dt2;      // v^2 dt^2 (of this shot's model)
-  const T* psi_bar;    // adjoint of psi^{t+1} of this dimension
-  const T* zeta_bar;   // adjoint of zeta^{t+1} of this dimension
+  const T* lambda;    // adjoint of u^{t+1}
+  const T* v2dt2;     // v^2 dt^2 (of this shot's model)
+  const T* psi_bar;   // adjoint of psi^{t+1} of this dimension
+  const T* zeta_bar;  // adjoint of zeta^{t+1} of this dimension
   // Born background adjoint (BORN = true) only: g = v^2 dt^2 lambda + coupling * lambda_sc, with
   // coupling = 2 v scatter dt^2 and lambda_sc the adjoint of u_sc^{t+1} (kernels.hpp).
   const T* coupling = nullptr;
@@ -116,7 +116,8 @@ SCIPROXY_HD T adjoint_g(const AdjointInputs<T>& in, std::int64_t j) {
 
 // tbar = (1+b) g + b zetabar' at cell j (coordinate xj).
 template <bool BORN = false, class T>
-SCIPROXY_HD T pml_tbar(const AdjointInputs<T>& in, PmlProfile<T> p, std::int64_t j, std::int64_t xj) {
+SCIPROXY_HD T pml_tbar(const AdjointInputs<T>& in, PmlProfile<T> p, std::int64_t j,
+                       std::int64_t xj) {
   return (1 + p.b[xj]) * adjoint_g<BORN>(in, j) + p.b[xj] * in.zeta_bar[j];
 }
 
@@ -124,14 +125,15 @@ SCIPROXY_HD T pml_tbar(const AdjointInputs<T>& in, PmlProfile<T> p, std::int64_t
 // and writes the adjoints of psi^t and zeta^t at i (into other buffers than in.psi_bar and
 // in.zeta_bar, which the neighbours still read).
 template <int A, bool BORN = false, class T>
-SCIPROXY_HD T pml_adjoint(const AdjointInputs<T>& in, T* psi_bar_out, T* zeta_bar_out, std::int64_t i,
-                          std::int64_t s, std::int64_t x, PmlProfile<T> p, T rdx, T rdx2) {
+SCIPROXY_HD T pml_adjoint(const AdjointInputs<T>& in, T* psi_bar_out, T* zeta_bar_out,
+                          std::int64_t i, std::int64_t s, std::int64_t x, PmlProfile<T> p, T rdx,
+                          T rdx2) {
   auto d1bar = [&](std::int64_t j, std::int64_t xj) {
     return p.dbdx[xj] * pml_tbar<BORN>(in, p, j, xj) + p.b[xj] * in.psi_bar[j];
   };
   T second = T(d2_coefficient<A>(0)) * (1 + p.b[x]) * pml_tbar<BORN>(in, p, i, x);
   T first = 0, dtbar = 0;
-SCIPROXY_UNROLL
+  SCIPROXY_UNROLL
   for (int k = 1; k <= A / 2; ++k) {
     const std::int64_t up = i + k * s, down = i - k * s;
     const T t_up = pml_tbar<BORN>(in, p, up, x + k), t_down = pml_tbar<BORN>(in, p, down, x - k);

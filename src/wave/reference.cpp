@@ -173,7 +173,8 @@ void forward_step(const ScalarProblem<T>& p, const Grid<T>& g, const T* v, ShotS
 }
 
 // One adjoint step of the fields in st (u = lambda) with gl = the g of kernels.hpp per cell
-// (zero in the halo): afterwards st.u is the adjoint of u^t and st.u_prev that of u^{t-1} (-lambda).
+// (zero in the halo): afterwards st.u is the adjoint of u^t and st.u_prev that of u^{t-1}
+// (-lambda).
 template <class T>
 void backward_step(const ScalarProblem<T>& p, const Grid<T>& g, ShotState<T>& st,
                    const std::vector<double>& gl) {
@@ -264,7 +265,7 @@ SCIPROXY_WAVE_SCALAR_BACKWARD(T) {
   for (std::int64_t shot = 0; shot < ns; ++shot) {
     const T* v = p.v + (p.v_batched ? shot * np : 0);
     T* gv = grad_v ? grad_v + (p.v_batched ? shot * np : 0) : nullptr;
-    ShotState<T> st(fields, p.ndim, shot, np);  // u: lambda, the adjoint of u^{t+1}
+    ShotState<T> st(fields, p.ndim, shot, np);             // u: lambda, the adjoint of u^{t+1}
     std::vector<double> gl(static_cast<std::size_t>(np));  // g = v^2 dt^2 lambda (zero in the halo)
     for (std::int64_t t = p.nt - 1; t >= 0; --t) {
       record(st.u.data(), p.nsources, p.source_cells + shot * p.nsources,
@@ -336,7 +337,8 @@ SCIPROXY_WAVE_SCALAR_BORN_BACKWARD(T) {
       for (std::int64_t i = 0; i < np; ++i) {
         const double vi = v[i];
         gl_sc[i] = vi * vi * dt2 * lam_sc.u[i];
-        gl[i] = vi * vi * dt2 * lam.u[i] + 2 * vi * static_cast<double>(scatter[i]) * dt2 * lam_sc.u[i];
+        gl[i] =
+            vi * vi * dt2 * lam.u[i] + 2 * vi * static_cast<double>(scatter[i]) * dt2 * lam_sc.u[i];
       }
       backward_step(p, g, lam, gl);
       backward_step(p, g, lam_sc, gl_sc);

@@ -185,7 +185,8 @@ void upsample(const T* x, std::int64_t ntraces, std::int64_t nt, const Resamplin
   if (ntraces == 0 || nt == 0) return;
   if (r.step_ratio == 1) return copy(x, ntraces * nt, y);
   const std::int64_t n = nt + time_padding(r.time_pad_frac, nt), m = n * r.step_ratio;
-  const auto d = gains(n / 2 + 1, r.freq_taper_frac, n, std::sqrt(static_cast<double>(r.step_ratio)));
+  const auto d =
+      gains(n / 2 + 1, r.freq_taper_frac, n, std::sqrt(static_cast<double>(r.step_ratio)));
   const std::int64_t len = nt * r.step_ratio;
   run(n, m, d, x, nt, {}, y, len, r.time_taper ? hann(len) : std::vector<double>{}, ntraces);
 }
@@ -220,8 +221,8 @@ void downsample_adjoint(const T* y, std::int64_t ntraces, std::int64_t nt, const
   if (r.step_ratio == 1) return copy(y, ntraces * nt, x);
   const std::int64_t m = nt + time_padding(r.time_pad_frac, nt), n = m * r.step_ratio;
   const auto d = adjoint_gains(
-      gains(m / 2 + 1, r.freq_taper_frac, m, 1.0 / std::sqrt(static_cast<double>(r.step_ratio))),
-      n, m);
+      gains(m / 2 + 1, r.freq_taper_frac, m, 1.0 / std::sqrt(static_cast<double>(r.step_ratio))), n,
+      m);
   const std::int64_t len = nt * r.step_ratio;
   run(m, n, d, y, nt, {}, x, len, r.time_taper ? hann(len) : std::vector<double>{}, ntraces);
 }

@@ -24,7 +24,6 @@ namespace sciproxy::wave::detail {
 using Shape = std::array<std::int64_t, kMaxDims>;
 using seismic::is_ignored;
 
-
 // Where ignored sources and receivers point on the padded grid: the first halo cell, which every
 // wavefield keeps at zero, so they record zeros; their source amplitudes and receiver gradients
 // are zeroed here, so nothing is ever injected there.
@@ -82,7 +81,6 @@ struct Setup {
     return c;
   }
 };
-
 
 // Which state an error is about. Errors name its fields as the API does (Deepwave's names):
 // wavefield_0, wavefield_m1, psi<d>_m1 and zeta<d>_m1 with d the z, y, x of the last ndim

@@ -49,8 +49,8 @@ struct Simd<float> {
   // warns (-Wmaybe-uninitialized) at every use.
   template <int K>
   static V align(V hi, V lo) {
-    return _mm512_castsi512_ps(
-        _mm512_maskz_alignr_epi32(Mask(0xFFFF), _mm512_castps_si512(hi), _mm512_castps_si512(lo), K));
+    return _mm512_castsi512_ps(_mm512_maskz_alignr_epi32(Mask(0xFFFF), _mm512_castps_si512(hi),
+                                                         _mm512_castps_si512(lo), K));
   }
 };
 
@@ -103,7 +103,8 @@ struct Window {
   // Loads the vector at j + W (the lanes the stencils of [j, j1) read).
   void fetch(const T* f, std::int64_t j, std::int64_t j1, int h) {
     const std::int64_t needed = j1 + h - j - S::W;
-    next = needed >= S::W ? S::template load<true>(f + j + S::W, 0) : S::load(f + j + S::W, S::first(needed));
+    next = needed >= S::W ? S::template load<true>(f + j + S::W, 0)
+                          : S::load(f + j + S::W, S::first(needed));
   }
   void advance() {
     prev = cur;

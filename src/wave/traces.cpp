@@ -98,14 +98,13 @@ std::vector<T> traces_in_adjoint(const Setup<T>& s, std::int64_t count, const st
   return tm;
 }
 
-#define SCIPROXY_INSTANTIATE(T)                                                                  \
-  template std::vector<T> scaled_sources<T>(const Setup<T>&, std::span<const T>,                 \
-                                            std::vector<T>*);                                    \
-  template std::vector<T> receivers_out<T>(const Setup<T>&, const std::vector<T>&);              \
-  template std::vector<T> receivers_in_adjoint<T>(const Setup<T>&, std::span<const T>);          \
-  template std::vector<T> traces_out<T>(const Setup<T>&, std::int64_t, const std::vector<T>&);   \
-  template std::vector<T> traces_in_adjoint<T>(const Setup<T>&, std::int64_t,                    \
-                                               const std::int64_t*, std::span<const T>);
+#define SCIPROXY_INSTANTIATE(T)                                                                    \
+  template std::vector<T> scaled_sources<T>(const Setup<T>&, std::span<const T>, std::vector<T>*); \
+  template std::vector<T> receivers_out<T>(const Setup<T>&, const std::vector<T>&);                \
+  template std::vector<T> receivers_in_adjoint<T>(const Setup<T>&, std::span<const T>);            \
+  template std::vector<T> traces_out<T>(const Setup<T>&, std::int64_t, const std::vector<T>&);     \
+  template std::vector<T> traces_in_adjoint<T>(const Setup<T>&, std::int64_t, const std::int64_t*, \
+                                               std::span<const T>);
 SCIPROXY_INSTANTIATE(float)
 SCIPROXY_INSTANTIATE(double)
 #undef SCIPROXY_INSTANTIATE

@@ -192,13 +192,13 @@ void window_from_state(Setup<T>& s, const ScalarInput<T>& in, const ScalarOption
     const std::int64_t first = opt.origin ? (*opt.origin)[d] : 0;
     const std::int64_t extent =
         initial->padded_shape[d] - 2 * s.halo - s.pml_width[2 * d] - s.pml_width[2 * d + 1];
-    require(extent >= 1 && first + extent <= s.model_shape[d], padded_shape_name(role),
-            fmt::format("in dimension {}, a window of at least one cell inside the model once "
-                        "the PML ({} + {}) and halo (2 x {}) are taken off, from origin {} to at "
-                        "most the model's {} cells",
-                        d, s.pml_width[2 * d], s.pml_width[2 * d + 1], s.halo, first,
-                        s.model_shape[d]),
-            fmt::format("{} cells (a window of {})", initial->padded_shape[d], extent));
+    require(
+        extent >= 1 && first + extent <= s.model_shape[d], padded_shape_name(role),
+        fmt::format("in dimension {}, a window of at least one cell inside the model once "
+                    "the PML ({} + {}) and halo (2 x {}) are taken off, from origin {} to at "
+                    "most the model's {} cells",
+                    d, s.pml_width[2 * d], s.pml_width[2 * d + 1], s.halo, first, s.model_shape[d]),
+        fmt::format("{} cells (a window of {})", initial->padded_shape[d], extent));
     s.begin[d] = first;
     s.end[d] = first + extent;
   }
@@ -434,12 +434,12 @@ kernels::ScalarFields<T> fields_of(const Setup<T>& s, ScalarState<T>& st) {
   return f;
 }
 
-#define SCIPROXY_INSTANTIATE(T)                                                              \
-  template void make_setup<T>(Setup<T>&, const ScalarInput<T>&, const ScalarOptions&,        \
-                              std::int64_t, const ScalarState<T>*, StateRole);               \
-  template bool has_fields<T>(const ScalarState<T>*, int);                                   \
-  template void project_state<T>(const Setup<T>&, ScalarState<T>&);                          \
-  template ScalarState<T> make_state<T>(const Setup<T>&, const ScalarState<T>*, StateRole);  \
+#define SCIPROXY_INSTANTIATE(T)                                                             \
+  template void make_setup<T>(Setup<T>&, const ScalarInput<T>&, const ScalarOptions&,       \
+                              std::int64_t, const ScalarState<T>*, StateRole);              \
+  template bool has_fields<T>(const ScalarState<T>*, int);                                  \
+  template void project_state<T>(const Setup<T>&, ScalarState<T>&);                         \
+  template ScalarState<T> make_state<T>(const Setup<T>&, const ScalarState<T>*, StateRole); \
   template kernels::ScalarFields<T> fields_of<T>(const Setup<T>&, ScalarState<T>&);
 SCIPROXY_INSTANTIATE(float)
 SCIPROXY_INSTANTIATE(double)
