@@ -244,7 +244,8 @@ def scalar(v, grid_spacing, dt, source_amplitudes=None, source_locations=None,
             storage_compression=storage_compression, device=_sciproxy_device(device, v),
             nparallel=nparallel),
     }
-    return _ScalarFunction.apply(config, v, source_amplitudes, *[state[k] for k in names])
+    out = _ScalarFunction.apply(config, v, source_amplitudes, *[state[k] for k in names])
+    return _wave.PropagatorOutput(names + ["receiver_amplitudes"], out)
 
 
 def scalar_born(v, scatter, grid_spacing, dt, source_amplitudes=None, source_locations=None,
@@ -311,5 +312,6 @@ def scalar_born(v, scatter, grid_spacing, dt, source_amplitudes=None, source_loc
                                 storage_compression=storage_compression),
         "origin": origin,
     }
-    return _ScalarBornFunction.apply(config, v, scatter, source_amplitudes,
-                                     *[state[k] for k in _BORN_STATE])
+    out = _ScalarBornFunction.apply(config, v, scatter, source_amplitudes,
+                                    *[state[k] for k in _BORN_STATE])
+    return _wave.PropagatorOutput(_wave.born_names((len(out) - 6) // 4), out)

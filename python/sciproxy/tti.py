@@ -1,4 +1,4 @@
-"""sciproxy TTI: the coupled P/M self-adjoint pseudo-acoustic TTI propagator with variable
+"""sciproxy.tti: the TTI family. The coupled P/M self-adjoint pseudo-acoustic TTI propagator with variable
 density (Bube et al. 2016, as in ChevronETC/WaveFD.jl), its Q sponge and optional free surface,
 and its exact adjoint, on numpy arrays::
 
@@ -17,6 +17,10 @@ the receivers [nshots, nreceivers, nt]; ``tti_adjoint`` takes data of that shape
 [nshots, nsources, nt], the exact adjoint (dot-product test to rounding), for RTM and FWI.
 A dt beyond the stability limit (``tti_max_dt``) is an error: resample your traces.
 
+The one-field operator of Devito's workshop demo is here too: ``tti_demo`` (returns a
+``TtiDemoRun``), ``tti_demo_dt_limit``, ``tti_demo_flops`` and ``ricker``. Every name is also
+reachable from ``sciproxy.wave``, where it used to live.
+
 Bad input raises ValueError (a value or shape), TypeError (a type or dtype) or RuntimeError (a
 backend not built, a device absent), with a message naming the argument.
 """
@@ -25,23 +29,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _sciproxy
-from .wave import _as_array, _bool, _device, _describe, _integer, _nparallel, _real
+from . import _args, _sciproxy
+from ._args import as_array as _as_array
+from ._args import boolean as _bool
+from ._args import describe as _describe
+from ._args import device as _device
+from ._args import float_array as _float_array
+from ._args import integer as _integer
+from ._args import nparallel as _nparallel
+from ._args import real as _real
+from ._tti_demo import TtiDemoRun, ricker, tti_demo, tti_demo_dt_limit, tti_demo_flops
 
-__all__ = ["tti", "tti_adjoint", "tti_max_dt"]
+__all__ = ["tti", "tti_adjoint", "tti_max_dt", "tti_demo", "tti_demo_dt_limit", "tti_demo_flops",
+           "ricker", "TtiDemoRun"]
 
 _MODEL_ARRAYS = ("buoyancy", "epsilon", "delta", "theta", "phi", "f")
 
 
-def _dtype_of(vp) -> np.dtype:
-    if vp.dtype not in (np.float32, np.float64):
-        raise TypeError(f"vp: expected a float32 or float64 array, got {_describe(vp)}")
-    return vp.dtype
-
-
 def _model(vp, grid_spacing, model: dict):
-    vp = _as_array("vp", vp)
-    dtype = _dtype_of(vp)
+    vp = _float_array("vp", vp)
+    dtype = vp.dtype
     if vp.ndim != 3:
         raise ValueError(f"vp: expected a 3-D array [z, y, x], got shape {vp.shape}")
     vp = np.ascontiguousarray(vp)
@@ -60,12 +67,7 @@ def _model(vp, grid_spacing, model: dict):
         if a.shape != vp.shape:
             raise ValueError(f"{name}: expected the shape of vp {vp.shape}, got {a.shape}")
         arrays[name] = np.ascontiguousarray(a)
-    if np.ndim(grid_spacing) == 0:
-        spacing = [_real("grid_spacing", grid_spacing, positive=True)] * 3
-    else:
-        spacing = [_real(f"grid_spacing[{i}]", s, positive=True) for i, s in enumerate(grid_spacing)]
-        if len(spacing) != 3:
-            raise ValueError(f"grid_spacing: expected a number or 3 numbers, got {len(spacing)}")
+    spacing = _args.per_dimension("grid_spacing", grid_spacing, 3)
     return vp, dtype, arrays, spacing
 
 

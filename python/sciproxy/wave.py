@@ -14,8 +14,12 @@ and defaults) as numpy arrays and returns Deepwave's tuple in Deepwave's order::
 ``psi`` and ``zeta`` are the C-PML auxiliary fields of each dimension, slowest first (1-D: x;
 2-D: y, x; 3-D: z, y, x), so the tuple has 2 + 2 * ndim + 1 entries. The wavefields include the
 PML and the stencil halo, so they can be passed back (``wavefield_0=..., wavefield_m1=...,
-psiy_m1=...``) to continue a run. ``sciproxy.torch.scalar`` is the same propagator as a
-differentiable PyTorch function.
+psiy_m1=...``) to continue a run. Every propagator returns a ``PropagatorOutput``: a tuple
+whose entries also have Deepwave's names (``out.receiver_amplitudes``, ``out.wavefield_0``,
+``out._asdict()``), so that both positional unpacking and names work. ``sciproxy.torch.scalar``
+is the same propagator as a differentiable PyTorch function.
+
+The TTI propagators are in ``sciproxy.tti`` (also reachable here: ``sciproxy.wave.tti``, ...).
 
 Bad input raises ValueError (a value or shape), TypeError (a type or dtype) or RuntimeError (a
 backend not built, a device absent), with a message naming the argument.
@@ -23,19 +27,24 @@ backend not built, a device absent), with a message naming the argument.
 
 from __future__ import annotations
 
-import math
 import numbers
-import operator
 import os
-import re
 import warnings
 
 import numpy as np
 
 from . import _sciproxy
+from ._args import as_array as _as_array
+from ._args import boolean as _bool
+from ._args import describe as _describe
+from ._args import device as _device
+from ._args import integer as _integer
+from ._args import nparallel as _nparallel
+from ._args import per_dimension as _per_dimension
+from ._args import real as _real
 
-__all__ = ["scalar", "scalar_gradient", "scalar_run", "cfl", "ScalarRun", "state_names",
-           "IGNORE_LOCATION"]
+__all__ = ["scalar", "scalar_gradient", "scalar_run", "cfl", "PropagatorOutput", "ScalarRun",
+           "state_names", "born_names", "IGNORE_LOCATION"]
 
 # A source or receiver whose coordinates are all this value is ignored: it injects nothing and
 # records zeros, so shots may have different numbers of each (Deepwave's IGNORE_LOCATION).
@@ -43,7 +52,6 @@ IGNORE_LOCATION = -(1 << 31)
 
 _DIM_NAMES = ("z", "y", "x")
 _STORAGE_MODES = ("device", "cpu", "disk", "none")
-_DEVICE_ACCEPTED = "one of 'auto', 'reference', 'cpu', 'cuda', 'cuda:N'"
 
 
 def state_names(ndim: int) -> list:
@@ -51,71 +59,6 @@ def state_names(ndim: int) -> list:
     dims = _DIM_NAMES[3 - ndim:]
     return (["wavefield_0", "wavefield_m1"] + [f"psi{d}_m1" for d in dims]
             + [f"zeta{d}_m1" for d in dims])
-
-
-def _describe(value) -> str:
-    if isinstance(value, np.ndarray):
-        return f"{value.dtype} array of shape {value.shape}"
-    text = repr(value)
-    if len(text) > 60:
-        text = text[:57] + "..."
-    return f"{type(value).__name__} {text}"
-
-
-def _as_array(name: str, value) -> np.ndarray:
-    if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor
-        value = value.detach().cpu().numpy()
-    try:
-        return np.asarray(value)
-    except (ValueError, TypeError) as error:
-        raise TypeError(f"{name}: expected an array, got {_describe(value)} ({error})") from None
-
-
-def _real(name: str, value, *, positive=False, nonnegative=False) -> float:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name}: expected a real number, got {_describe(value)}")
-    x = float(value)
-    if not math.isfinite(x):
-        raise ValueError(f"{name}: expected a finite number, got {x}")
-    if positive and not x > 0:
-        raise ValueError(f"{name}: expected a positive number, got {x}")
-    if nonnegative and x < 0:
-        raise ValueError(f"{name}: expected a number >= 0, got {x}")
-    return x
-
-
-def _integer(name: str, value, lo: int, hi: int | None = None, expected: str | None = None) -> int:
-    if isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name}: expected an integer, got {_describe(value)}")
-    try:
-        n = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name}: expected an integer, got {_describe(value)}") from None
-    if n < lo or (hi is not None and n > hi):
-        raise ValueError(f"{name}: expected {expected or f'an integer >= {lo}'}, got {n}")
-    return n
-
-
-def _bool(name: str, value) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise TypeError(f"{name}: expected True or False, got {_describe(value)}")
-    return bool(value)
-
-
-def _device(device) -> str:
-    if hasattr(device, "type") and hasattr(device, "index"):  # a torch.device
-        device = device.type if device.index is None else f"{device.type}:{device.index}"
-    if not isinstance(device, str):
-        raise TypeError(f"device: expected a string, {_DEVICE_ACCEPTED}, got {_describe(device)}")
-    if device in ("auto", "reference", "cpu", "cuda") or re.fullmatch(r"cuda:[0-9]+", device):
-        return device
-    raise ValueError(f"device: expected {_DEVICE_ACCEPTED}, got {device!r}")
-
-
-def _nparallel(nparallel) -> int:
-    if nparallel is None:
-        return 0
-    return _integer("nparallel", nparallel, 1, 2**31 - 1, "a thread count >= 1 (or None for all)")
 
 
 def _ndim(v, source_locations, receiver_locations, state) -> int:
@@ -216,20 +159,7 @@ def _prepare(v, grid_spacing, dt, source_amplitudes, source_locations, receiver_
     if min(shape) < 1 or nmodels < 1:
         raise ValueError(f"v: expected at least one cell in every dimension, got {_describe(v)}")
 
-    if isinstance(grid_spacing, numbers.Real) and not isinstance(grid_spacing, (bool, np.bool_)):
-        spacing = [_real("grid_spacing", grid_spacing, positive=True)] * ndim
-    else:
-        try:
-            items = list(grid_spacing)
-        except TypeError:
-            raise TypeError(f"grid_spacing: expected a number or one per dimension, "
-                            f"got {_describe(grid_spacing)}") from None
-        if len(items) == 1:
-            items = items * ndim
-        if len(items) != ndim:
-            raise ValueError(f"grid_spacing: expected a number or {ndim} (one per dimension), "
-                             f"got {len(items)} values")
-        spacing = [_real(f"grid_spacing[{i}]", x, positive=True) for i, x in enumerate(items)]
+    spacing = _per_dimension("grid_spacing", grid_spacing, ndim)
     dt = _real("dt", dt, positive=True)
 
     if (source_amplitudes is None) != (source_locations is None):
@@ -374,80 +304,89 @@ def _state_tuple(state: dict, names: list, ndim: int, nshots: int, dtype, prefix
 
 
 def _kernel(name: str, dtype, ndim: int):
-    kernel = getattr(_sciproxy, f"{name}_{'float32' if dtype == np.float32 else 'float64'}")
-
-    def call(*args):
-        try:
-            return kernel(*args)
-        except (ValueError, TypeError) as error:
-            raise _renamed(error, ndim) from None
-
-    return call
+    """The extension's function for this dtype; its errors name this API's arguments."""
+    return getattr(_sciproxy, f"{name}_{'float32' if dtype == np.float32 else 'float64'}")
 
 
-_STATE_FIELD = re.compile(r"^(initial|grad_final)\.(padded_shape|wavefield|previous_wavefield|"
-                          r"psi\[(\d)\]|zeta\[(\d)\])")
-_CXX_NAMES = [
-    (re.compile(r"^grid\.spacing(\[\d+\])?"), lambda m: "grid_spacing" + (m.group(1) or "")),
-    (re.compile(r"^grid\.shape(\[\d+\])?"), lambda m: "v (model shape" + (m.group(1) or "") + ")"),
-    (re.compile(r"^grid\.ndim"), lambda m: "v (ndim)"),
-    (re.compile(r"^storage_directory"), lambda m: "storage_path"),
-    (re.compile(r"^storage\b"), lambda m: "storage_mode"),
-]
+class PropagatorOutput(tuple):
+    """What a propagator returns: a tuple whose entries also have names, as Deepwave's
+    ``PropagatorOutput``: ``out.receiver_amplitudes``, ``out.wavefield_0``, ``out._fields``,
+    ``out._asdict()``, and positional unpacking as before (``*state, receivers = out``).
+
+    A forward run also carries what it measured: ``step_ratio``, ``inner_dt``, ``work`` (points,
+    flops, bytes of the work model), ``timers`` ({region: {calls, total}}), ``device`` and
+    ``storage_bytes`` (None where not measured).
+    """
+
+    step_ratio = None
+    inner_dt = None
+    work = None
+    timers = None
+    device = None
+    storage_bytes = None
+
+    def __new__(cls, fields, values, **measured):
+        values = tuple(values)
+        fields = tuple(fields)
+        if len(fields) != len(values):
+            raise ValueError(f"PropagatorOutput: {len(fields)} names for {len(values)} values")
+        out = super().__new__(cls, values)
+        out._fields = fields
+        for key, value in measured.items():
+            setattr(out, key, value)
+        return out
+
+    def __getattr__(self, name):
+        fields = self.__dict__.get("_fields", ())
+        if name in fields:
+            return self[fields.index(name)]
+        raise AttributeError(f"{type(self).__name__} has no field {name!r} (its fields: "
+                             f"{', '.join(fields)})")
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self.__dict__.get("_fields", ())))
+
+    def _asdict(self) -> dict:
+        return dict(zip(self._fields, self))
+
+    def __repr__(self):
+        def short(x):
+            if isinstance(x, np.ndarray):
+                return f"<{x.dtype} array {x.shape}>"
+            return repr(x)
+        inner = ", ".join(f"{k}={short(x)}" for k, x in zip(self._fields, self))
+        return f"{type(self).__name__}({inner})"
+
+    def __reduce__(self):
+        extra = {k: v for k, v in self.__dict__.items() if k != "_fields"}
+        return (_rebuild_output, (type(self), self._fields, tuple(self), extra))
 
 
-def _renamed(error: Exception, ndim: int) -> Exception:
-    """The C++ library names some arguments after its own structures; use this API's names."""
-    message = str(error)
-    m = _STATE_FIELD.match(message)
-    if m:
-        field = m.group(2)
-        dims = _DIM_NAMES[3 - ndim:]
-        if field == "padded_shape":
-            name = "wavefield_0 (and every initial wavefield, shape [n_shots, *padded_shape])"
-        elif field == "wavefield":
-            name = "wavefield_0"
-        elif field == "previous_wavefield":
-            name = "wavefield_m1"
-        else:
-            d = int(m.group(3) or m.group(4))
-            name = f"{field[:field.index('[')]}{dims[d] if d < ndim else d}_m1"
-        if m.group(1) == "grad_final":
-            name = f"grad_final_state[{name.split()[0]!r}]"
-        return type(error)(name + message[m.end():])
-    for pattern, rename in _CXX_NAMES:
-        m = pattern.match(message)
-        if m:
-            return type(error)(rename(m) + message[m.end():])
-    return error
+def _rebuild_output(cls, fields, values, extra):
+    return cls(fields, values, **extra)
 
 
-def _output_tuple(out: dict) -> tuple:
-    return (out["wavefield_0"], out["wavefield_m1"], *out["psi"], *out["zeta"],
-            out["receiver_amplitudes"])
+# The name this class had before it was Deepwave's PropagatorOutput with names.
+ScalarRun = PropagatorOutput
 
 
-class ScalarRun(tuple):
-    """Deepwave's tuple, with what the run measured: ``step_ratio``, ``inner_dt``, ``work``
-    (points, flops, bytes of the work model), ``timers`` ({region: {calls, total}}), ``device``."""
-
-    step_ratio: int
-    inner_dt: float
-    work: dict
-    timers: dict
-    device: str
-    storage_bytes: float
+def born_names(ndim: int) -> list:
+    """Names of the entries ``scalar_born`` returns, in order (Deepwave's names)."""
+    dims = _DIM_NAMES[3 - ndim:]
+    background = state_names(ndim)
+    scattered = (["wavefield_sc_0", "wavefield_sc_m1"] + [f"psi{d}_sc_m1" for d in dims]
+                 + [f"zeta{d}_sc_m1" for d in dims])
+    return background + scattered + ["bg_receiver_amplitudes", "receiver_amplitudes"]
 
 
-def _run(out: dict) -> ScalarRun:
-    run = ScalarRun(_output_tuple(out))
-    run.step_ratio = int(out["step_ratio"])
-    run.inner_dt = float(out["inner_dt"])
-    run.work = dict(out["work"])
-    run.timers = dict(out.get("timers", {}))
-    run.device = out.get("device", "")
-    run.storage_bytes = float(out.get("storage_bytes", 0.0))
-    return run
+def _run(out: dict, ndim: int) -> PropagatorOutput:
+    return PropagatorOutput(
+        state_names(ndim) + ["receiver_amplitudes"],
+        (out["wavefield_0"], out["wavefield_m1"], *out["psi"], *out["zeta"],
+         out["receiver_amplitudes"]),
+        step_ratio=int(out["step_ratio"]), inner_dt=float(out["inner_dt"]), work=dict(out["work"]),
+        timers=dict(out.get("timers", {})), device=out.get("device", ""),
+        storage_bytes=float(out.get("storage_bytes", 0.0)))
 
 
 def scalar_run(v, grid_spacing, dt, source_amplitudes=None, source_locations=None,
@@ -457,7 +396,7 @@ def scalar_run(v, grid_spacing, dt, source_amplitudes=None, source_locations=Non
                model_gradient_sampling_interval=1, freq_taper_frac=0.0, time_pad_frac=0.0,
                time_taper=False, storage_mode="device", storage_path=".",
                storage_compression=False, device="auto", nparallel=None, _stacklevel=2):
-    """``scalar``, returning a ScalarRun: the same tuple plus step_ratio, work and timers."""
+    """``scalar`` (kept for callers that used it: ``scalar`` returns the same object now)."""
     state = dict(wavefield_0=wavefield_0, wavefield_m1=wavefield_m1, psiz_m1=psiz_m1,
                  psiy_m1=psiy_m1, psix_m1=psix_m1, zetaz_m1=zetaz_m1, zetay_m1=zetay_m1,
                  zetax_m1=zetax_m1)
@@ -466,7 +405,7 @@ def scalar_run(v, grid_spacing, dt, source_amplitudes=None, source_locations=Non
         pml_width, pml_freq, max_vel, survey_pad, state, origin, nt,
         model_gradient_sampling_interval, freq_taper_frac, time_pad_frac, time_taper,
         storage_mode, storage_path, storage_compression, device, nparallel, _stacklevel + 2)
-    return _run(_kernel("scalar", dtype, args[2])(*args, initial, dev))
+    return _run(_kernel("scalar", dtype, args[2])(*args, initial, dev), args[2])
 
 
 def scalar(v, grid_spacing, dt, source_amplitudes=None, source_locations=None,
@@ -508,16 +447,18 @@ def scalar(v, grid_spacing, dt, source_amplitudes=None, source_locations=None,
 
     Returns
     -------
-    (wavefield_0, wavefield_m1, *psi_m1, *zeta_m1, receiver_amplitudes): the final state, each
-    [n_shots, *padded_shape] (psi, zeta: one per dimension, slowest first), and the receiver
-    amplitudes [n_shots, n_receivers, nt].
+    PropagatorOutput (wavefield_0, wavefield_m1, *psi_m1, *zeta_m1, receiver_amplitudes): the
+    final state, each [n_shots, *padded_shape] (psi, zeta: one per dimension, slowest first), and
+    the receiver amplitudes [n_shots, n_receivers, nt]; the entries also by name
+    (``out.receiver_amplitudes``), and what the run measured (``out.step_ratio``, ``out.work``,
+    ``out.timers``, ``out.device``).
     """
-    return tuple(scalar_run(
+    return scalar_run(
         v, grid_spacing, dt, source_amplitudes, source_locations, receiver_locations, accuracy,
         pml_width, pml_freq, max_vel, survey_pad, wavefield_0, wavefield_m1, psiz_m1, psiy_m1,
         psix_m1, zetaz_m1, zetay_m1, zetax_m1, origin, nt, model_gradient_sampling_interval,
         freq_taper_frac, time_pad_frac, time_taper, storage_mode, storage_path,
-        storage_compression, device, nparallel, _stacklevel=3))
+        storage_compression, device, nparallel, _stacklevel=3)
 
 
 def scalar_gradient(v, grid_spacing, dt, source_amplitudes=None, source_locations=None,
@@ -586,14 +527,14 @@ def scalar_gradient(v, grid_spacing, dt, source_amplitudes=None, source_location
     grad_v = out["grad_v"].reshape(v_shape)
     grad_src = out["grad_source_amplitudes"] if source_amplitudes is not None else None
     if not return_details:
-        return grad_v, grad_src
+        return PropagatorOutput(("grad_v", "grad_source_amplitudes"), (grad_v, grad_src))
     gi = out["grad_initial"]
     grad_initial = None
     if gi is not None:
         grad_initial = dict(zip(names, (gi["wavefield_0"], gi["wavefield_m1"], *gi["psi"],
                                         *gi["zeta"])))
     return {"grad_v": grad_v, "grad_source_amplitudes": grad_src,
-            "grad_initial_state": grad_initial, "forward": _run(out["forward"]),
+            "grad_initial_state": grad_initial, "forward": _run(out["forward"], ndim),
             "timers": dict(out["timers"]), "device": out["device"]}
 
 
@@ -684,9 +625,10 @@ def scalar_born(v, scatter, grid_spacing, dt, source_amplitudes=None, source_loc
     out = _kernel("scalar_born", dtype, ndim)(*args, scatter, bg, int(bg.shape[1]), initial,
                                                initial_sc, dev)
     b, s = out["background"], out["scattered"]
-    return (b["wavefield_0"], b["wavefield_m1"], *b["psi"], *b["zeta"], s["wavefield_0"],
+    return PropagatorOutput(born_names(ndim), (
+            b["wavefield_0"], b["wavefield_m1"], *b["psi"], *b["zeta"], s["wavefield_0"],
             s["wavefield_m1"], *s["psi"], *s["zeta"], out["bg_receiver_amplitudes"],
-            out["receiver_amplitudes"])
+            out["receiver_amplitudes"]))
 
 
 def scalar_born_gradient(v, scatter, grid_spacing, dt, source_amplitudes=None,
@@ -731,15 +673,26 @@ def scalar_born_gradient(v, scatter, grid_spacing, dt, source_amplitudes=None,
     want_source = _bool("source_gradient", source_gradient) and source_amplitudes is not None
     out = _kernel("scalar_born_gradient", dtype, ndim)(
         *args, scatter, bg, int(bg.shape[1]), initial, grad_r, grad_bg, want_source, dev)
-    return out["grad_scatter"].reshape(np.shape(v)), out["grad_source_amplitudes"]
+    return PropagatorOutput(("grad_scatter", "grad_source_amplitudes"),
+                            (out["grad_scatter"].reshape(np.shape(v)), out["grad_source_amplitudes"]))
 
 
 __all__ += ["scalar_born", "scalar_born_gradient"]
 
 
-# The TTI propagator has its own module; sciproxy.wave is where users of the wave family look.
-from .tti import tti, tti_adjoint, tti_max_dt  # noqa: E402
-from .tti_demo import ricker, tti_demo, tti_demo_dt_limit, tti_demo_flops  # noqa: E402
+# The TTI propagators live in sciproxy.tti; they are reachable here too, where users of the
+# wave family have found them, without an import cycle: sciproxy.tti imports this module, so this
+# module imports it only when one of these names is asked for.
+_TTI_NAMES = ("tti", "tti_adjoint", "tti_max_dt", "tti_demo", "tti_demo_dt_limit", "tti_demo_flops",
+              "ricker")
 
-__all__ += ["tti", "tti_adjoint", "tti_max_dt", "tti_demo", "tti_demo_dt_limit", "tti_demo_flops",
-            "ricker"]
+
+def __getattr__(name):
+    if name in _TTI_NAMES:
+        from . import tti as _tti
+        return getattr(_tti, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_TTI_NAMES))

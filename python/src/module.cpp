@@ -1,5 +1,5 @@
 // sciproxy._sciproxy: thin nanobind bindings over the C++ API (include/sciproxy/stack.hpp and
-// core/device.hpp). The Python layer (python/sciproxy/__init__.py) normalises the arguments —
+// core/device.hpp). The Python layer (python/sciproxy/stack.py, with python/sciproxy/_args.py) normalises the arguments —
 // dtype casts, int32 indices, contiguity — so these functions accept exactly the C++ types and
 // never convert implicitly: an array that reaches them is used in place, and `result` is written
 // in place. Every check of values is done (once) by the C++ library; its exceptions become
@@ -142,16 +142,10 @@ nb::tuple parstack(nb::sequence arrays, Indices offsets, IndexMatrix shifts, Mat
   in.shifts = std::span<const std::int32_t>(shifts.data(), shifts.size());
   in.weights = std::span<const T>(weights.data(), weights.size());
   in.nshifts = static_cast<std::int64_t>(shifts.shape(0));
-  if (weights.shape(0) != shifts.shape(0) || weights.shape(1) != shifts.shape(1))
-    sciproxy::throw_invalid_argument(
-        "weights", "the shape of shifts (" + std::to_string(shifts.shape(0)) + ", " +
-                       std::to_string(shifts.shape(1)) + ")",
-        "shape (" + std::to_string(weights.shape(0)) + ", " + std::to_string(weights.shape(1)) + ")");
+  // The shapes are the Python layer's (it checks weights against shifts before flattening); the
+  // library checks the sizes, the values and the method.
 
   st::ParstackOptions opt;
-  if (method != 0 && method != 1)
-    sciproxy::throw_invalid_argument("method", "0 (stack) or 1 (maximum of the stack)",
-                                     std::to_string(method));
   opt.method = static_cast<st::Method>(method);
   opt.lengthout = lengthout;
   opt.offsetout = offsetout;
@@ -256,6 +250,7 @@ nb::dict info() {
 void register_wave(nb::module_& m);  // wave_bindings.cpp
 void register_tti_demo(nb::module_& m);  // tti_demo_bindings.cpp
 void register_tti(nb::module_& m);   // tti_bindings.cpp
+void register_recording(nb::module_& m);  // recording_bindings.cpp
 
 NB_MODULE(_sciproxy, m) {
   m.doc() = "sciproxy C++ kernels (use the sciproxy package, not this module, directly)";
@@ -291,4 +286,5 @@ NB_MODULE(_sciproxy, m) {
   register_wave(m);
   register_tti_demo(m);
   register_tti(m);
+  register_recording(m);
 }

@@ -46,7 +46,7 @@ nb::tuple tti_demo(std::array<std::int64_t, 3> shape, std::array<double, 3> spac
                    Flat<T> source_amplitudes, Flat<T> initial_u, Flat<T> initial_u_prev,
                    int space_order, const std::string& form, int nparallel,
                    const std::string& device_spec) {
-  namespace wv = sciproxy::wave;
+  namespace wv = sciproxy::tti;
   wv::TtiDemoInput<T> in;
   in.shape = shape;
   in.spacing = spacing;

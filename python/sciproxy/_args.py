@@ -1,0 +1,169 @@
+"""Argument checking shared by every family module (sciproxy.stack, sciproxy.wave, sciproxy.tti).
+
+Only what must be settled before crossing into C++ is checked here: Python types, dtypes,
+shapes that a flat buffer would lose, contiguity (by copying), and Python-only forms (None,
+torch tensors and devices, pyrocko's impl names). Values (finiteness, ranges that depend on the
+problem, stability limits) are checked once, by the library, whose messages name the
+arguments as these functions do: ``"<argument>: expected <what>, got <what came>"``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import operator
+import re
+
+import numpy as np
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+DEVICE_ACCEPTED = "one of 'auto', 'reference', 'cpu', 'cuda', 'cuda:N'"
+
+
+def describe(value) -> str:
+    """What came, for error messages: 'float64 array of shape (3, 4)' or the type and value."""
+    if isinstance(value, np.ndarray):
+        text = f"{value.dtype} array of shape {value.shape}"
+        if not value.flags.c_contiguous:
+            text += ", not C-contiguous"
+        if not value.flags.writeable:
+            text += ", read-only"
+        return text
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{type(value).__name__} {text}"
+
+
+def is_bool(value) -> bool:
+    return isinstance(value, (bool, np.bool_))
+
+
+def integer(name: str, value, lo: int, hi: int | None = None, expected: str | None = None) -> int:
+    """An integer (not a bool, not a float) in [lo, hi] (hi None: no upper bound)."""
+    if is_bool(value):
+        raise TypeError(f"{name}: expected an integer, got {describe(value)}")
+    try:
+        number = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name}: expected an integer, got {describe(value)}") from None
+    if number < lo or (hi is not None and number > hi):
+        if expected is None:
+            expected = f"an integer >= {lo}" if hi is None else f"an integer in [{lo}, {hi}]"
+        raise ValueError(f"{name}: expected {expected}, got {number}")
+    return number
+
+
+def real(name: str, value, *, positive: bool = False, nonnegative: bool = False) -> float:
+    """A finite real number (not a bool), optionally > 0 or >= 0."""
+    if is_bool(value) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name}: expected a real number, got {describe(value)}")
+    x = float(value)
+    if not math.isfinite(x):
+        raise ValueError(f"{name}: expected a finite number, got {x}")
+    if positive and not x > 0:
+        raise ValueError(f"{name}: expected a positive number, got {x}")
+    if nonnegative and x < 0:
+        raise ValueError(f"{name}: expected a number >= 0, got {x}")
+    return x
+
+
+def boolean(name: str, value) -> bool:
+    if not is_bool(value):
+        raise TypeError(f"{name}: expected True or False, got {describe(value)}")
+    return bool(value)
+
+
+def as_array(name: str, value) -> np.ndarray:
+    """numpy's view of `value` (a torch tensor is detached and brought to the host)."""
+    if hasattr(value, "detach") and hasattr(value, "cpu"):
+        value = value.detach().cpu().numpy()
+    try:
+        return np.asarray(value)
+    except (ValueError, TypeError) as error:
+        raise TypeError(f"{name}: expected an array, got {describe(value)} ({error})") from None
+
+
+def float_array(name: str, value) -> np.ndarray:
+    """A float32 or float64 array (its dtype is the dtype of the computation)."""
+    a = as_array(name, value)
+    if a.dtype not in FLOAT_DTYPES:
+        raise TypeError(f"{name}: expected a float32 or float64 array, got {describe(a)}")
+    return a
+
+
+def real_array(name: str, value, dtype: np.dtype | None = None) -> np.ndarray:
+    """Real numbers (bool, int or float), cast to `dtype` and C-contiguous when dtype is given.
+
+    Values that overflow float32 become inf, which the library reports by index."""
+    a = as_array(name, value)
+    if a.dtype.kind not in "biuf":
+        raise TypeError(f"{name}: expected real numbers, got {describe(a)}")
+    if dtype is None:
+        return a
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.ascontiguousarray(a.astype(dtype, copy=False))
+
+
+def index_array(name: str, value, dtype=np.int64) -> np.ndarray:
+    """Integer cell or sample indices, C-contiguous, of `dtype`."""
+    a = as_array(name, value)
+    if a.dtype.kind not in "iu":
+        hint = ""
+        if a.dtype.kind == "f":
+            hint = (f"; they are indices, so round them explicitly, "
+                    f"e.g. numpy.round({name}).astype(numpy.{np.dtype(dtype).name})")
+        raise TypeError(f"{name}: expected integers ({np.dtype(dtype).name}), got {describe(a)}{hint}")
+    return a
+
+
+def dtype(value, name: str = "dtype") -> np.dtype:
+    """numpy.float32 or numpy.float64 (anything numpy.dtype() turns into one of them)."""
+    try:
+        dt = np.dtype(value)
+    except TypeError:
+        dt = None
+    if dt is None or dt not in FLOAT_DTYPES:
+        raise TypeError(f"{name}: expected numpy.float32 or numpy.float64, got {value!r}")
+    return dt
+
+
+def nparallel(value) -> int:
+    """None: every thread OpenMP offers (0 for the library); otherwise a count >= 1."""
+    if value is None:
+        return 0
+    return integer("nparallel", value, 1, INT32_MAX, "a thread count >= 1 (or None for all)")
+
+
+def device(value, name: str = "device", aliases: dict | None = None,
+           accepted: str = DEVICE_ACCEPTED) -> str:
+    """A device string the library parses: 'auto', 'reference', 'cpu', 'cuda', 'cuda:N'.
+
+    A torch.device becomes its string; `aliases` maps other names (pyrocko's) to ours."""
+    if hasattr(value, "type") and hasattr(value, "index"):  # a torch.device
+        value = value.type if value.index is None else f"{value.type}:{value.index}"
+    if not isinstance(value, str):
+        raise TypeError(f"{name}: expected a string, {accepted}, got {describe(value)}")
+    spec = (aliases or {}).get(value, value)
+    if spec in ("auto", "reference", "cpu", "cuda") or re.fullmatch(r"cuda:[0-9]+", spec):
+        return spec
+    raise ValueError(f"{name}: expected {accepted}, got {value!r}")
+
+
+def per_dimension(name: str, value, ndim: int, *, positive: bool = True) -> list:
+    """One real number for every dimension, from a number or a sequence of 1 or ndim."""
+    if isinstance(value, numbers.Real) and not is_bool(value):
+        return [real(name, value, positive=positive)] * ndim
+    try:
+        items = list(value)
+    except TypeError:
+        raise TypeError(f"{name}: expected a number or one per dimension, "
+                        f"got {describe(value)}") from None
+    if len(items) == 1:
+        items = items * ndim
+    if len(items) != ndim:
+        raise ValueError(f"{name}: expected a number or {ndim} (one per dimension), "
+                         f"got {len(items)} values")
+    return [real(f"{name}[{i}]", x, positive=positive) for i, x in enumerate(items)]

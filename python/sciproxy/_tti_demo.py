@@ -1,0 +1,162 @@
+"""The one-field TTI operator of Devito's 2022 workshop demo (public as sciproxy.tti.tti_demo).
+
+The operator ``TTISelfAdjointForward`` of ``python run.py -d 412 423 476 -nt 200`` (a
+simplification of the self-adjoint TTI system of Bube et al. 2016; docs/kernels/tti.md)::
+
+    import numpy as np, sciproxy.tti as td
+    shape = (64, 64, 64)
+    dt = 0.9 * td.tti_demo_dt_limit(shape, 10.0, vp=1500, b=1, epsilon=0.2, eta=0.4, f=0.85)
+    amps = td.ricker(15.0, dt, 100)
+    run = td.tti_demo(shape, 10.0, dt, vp=1500, b=1, epsilon=0.2, eta=0.4, f=0.85, theta=0.5,
+                      phi=0.3, damping=0.001, source_position=(320.0, 321.0, 322.0),
+                      source_amplitudes=amps, device="cpu")
+    run.u, run.u_prev, run.gpts, run.sections
+
+Per step, g = (D+x u, D+y u, D+z u) (staggered first derivatives of ``space_order``):
+F = b(1+2eps)[e1(e1.g) + e2(e2.g)] + n[b(1-f eta^2)(n.g) + b f eta sqrt(1-eta^2)],
+u+ = (2-d) u + (d-1) u- + dt^2 vp^2/b (D-.F), then u+ += dt^2 vp^2/b s(t) at the 8 trilinear
+corners of the source. Arrays are (NX, NY, NZ), z vertical and fastest (Devito's layout).
+Materials are numbers (constant) or arrays of the grid's shape.
+
+Bad input raises ValueError (a value or shape), TypeError (a type or dtype) or RuntimeError (a
+backend not built, a device absent), naming the argument.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+
+import numpy as np
+
+from . import _args, _sciproxy
+
+__all__ = ["tti_demo", "tti_demo_dt_limit", "tti_demo_flops", "ricker", "TtiDemoRun"]
+
+_MATERIALS = ("vp", "b", "epsilon", "eta", "f", "theta", "phi", "damping")
+
+
+@dataclasses.dataclass
+class TtiDemoRun:
+    """What one call returns: the final fields and what the run measured."""
+
+    u: np.ndarray          # u^nt, (NX, NY, NZ)
+    u_prev: np.ndarray     # u^{nt-1}
+    seconds: float         # the time steps (flux, divergence, injection), without setup
+    points: float          # grid points x steps
+    flops: float           # of the implemented expressions
+    bytes: float           # compulsory
+    dt_limit: float
+    device: str
+    form: str
+    sections: list         # [{'name', 'seconds', 'work': {'points', 'flops', 'bytes'}}]
+
+    @property
+    def gpts(self) -> float:
+        return self.points / self.seconds * 1e-9 if self.seconds > 0 else 0.0
+
+    @property
+    def gflops(self) -> float:
+        return self.flops / self.seconds * 1e-9 if self.seconds > 0 else 0.0
+
+    @property
+    def intensity(self) -> float:
+        return self.flops / self.bytes if self.bytes > 0 else 0.0
+
+
+_describe = _args.describe
+
+
+def _shape(shape) -> tuple:
+    try:
+        values = tuple(int(n) for n in shape)
+    except TypeError:
+        raise TypeError(f"shape: expected three grid sizes (NX, NY, NZ), got {_describe(shape)}") from None
+    if len(values) != 3:
+        raise ValueError(f"shape: expected three grid sizes (NX, NY, NZ), got {len(values)}")
+    return values
+
+
+def _spacing(spacing) -> tuple:
+    if isinstance(spacing, numbers.Real):
+        return (float(spacing),) * 3
+    values = tuple(float(h) for h in spacing)
+    if len(values) != 3:
+        raise ValueError(f"spacing: expected one number or three (hx, hy, hz), got {len(values)}")
+    return values
+
+
+def _field(name: str, value, shape: tuple, dtype: np.dtype, allow_none: bool = False) -> np.ndarray:
+    """A flat C-contiguous array of `dtype`: one value (constant) or one per grid point."""
+    if value is None:
+        if allow_none:
+            return np.zeros(0, dtype)
+        raise TypeError(f"{name}: expected a number or an array of shape {shape}, got None")
+    a = _args.as_array(name, value)
+    if a.dtype.kind not in "biuf":
+        raise TypeError(f"{name}: expected real numbers, got {_describe(value)}")
+    if a.ndim == 0:
+        a = a.reshape(1)
+    elif a.shape != shape and not (allow_none and a.size == 0):
+        raise ValueError(f"{name}: expected a number or an array of shape {shape}, got {_describe(a)}")
+    return np.ascontiguousarray(a.astype(dtype, copy=False).reshape(-1))
+
+
+def ricker(f0: float, dt: float, nt: int, t0: float = 0.0, dtype=np.float32) -> np.ndarray:
+    """Ricker wavelet of peak frequency f0 at t = 0, dt, ..., (nt-1) dt, delayed by t0
+    (Devito's RickerSource: t0 = 1 / f0 when t0 <= 0)."""
+    if not f0 > 0 or not math.isfinite(f0):
+        raise ValueError(f"f0: expected a positive peak frequency in Hz, got {f0!r}")
+    t0 = t0 if t0 > 0 else 1.0 / f0
+    a = np.pi * f0 * (np.arange(int(nt)) * dt - t0)
+    return ((1 - 2 * a * a) * np.exp(-a * a)).astype(dtype)
+
+
+def tti_demo_dt_limit(shape, spacing, vp, b, epsilon, eta, f, damping=0.0, space_order=8,
+                      dtype=np.float32) -> float:
+    """The largest stable time step for these materials (see include/sciproxy/tti_demo.hpp)."""
+    dt = _args.dtype(dtype)
+    shape = _shape(shape)
+    fields = [_field(n, v, shape, dt) for n, v in
+              (("vp", vp), ("b", b), ("epsilon", epsilon), ("eta", eta), ("f", f), ("damping", damping))]
+    kernel = getattr(_sciproxy, f"tti_demo_dt_limit_{dt.name}")
+    return kernel(shape, _spacing(spacing), *fields, int(space_order))
+
+
+def tti_demo_flops(space_order: int = 8) -> dict:
+    """Flops per grid point per step of the implemented expressions: flux, divergence, total."""
+    return dict(_sciproxy.tti_demo_flops(int(space_order)))
+
+
+def tti_demo(shape, spacing, dt, *, vp, b, epsilon, eta, f, theta, phi, damping=0.0,
+             source_position, source_amplitudes, space_order=8, form="fused", initial_u=None,
+             initial_u_prev=None, device="auto", nparallel=None, dtype=np.float32) -> TtiDemoRun:
+    """Runs len(source_amplitudes) steps of the demo operator; returns a TtiDemoRun.
+
+    shape: (NX, NY, NZ) grid points; spacing: metres (one number or three); dt: seconds.
+    Materials: numbers or arrays of `shape`. source_position: metres, (x, y, z), inside the
+    grid's box. form: 'two-pass' or 'fused' (cpu and cuda; the reference runs two passes).
+    device: 'auto', 'reference', 'cpu', 'cuda', 'cuda:N'. nparallel: cpu threads (None: all).
+    """
+    dt_type = _args.dtype(dtype)
+    shape = _shape(shape)
+    if not isinstance(form, str):
+        raise TypeError(f"form: expected 'two-pass' or 'fused', got {_describe(form)}")
+    device = _args.device(device)
+    threads = _args.nparallel(nparallel)
+    materials = dict(vp=vp, b=b, epsilon=epsilon, eta=eta, f=f, theta=theta, phi=phi, damping=damping)
+    fields = [_field(name, materials[name], shape, dt_type) for name in _MATERIALS]
+    amps = np.ascontiguousarray(np.asarray(source_amplitudes, dtype=dt_type).reshape(-1))
+    position = tuple(float(p) for p in source_position)
+    if len(position) != 3:
+        raise ValueError(f"source_position: expected (x, y, z) in metres, got {len(position)} values")
+    u0 = _field("initial_u", initial_u, shape, dt_type, allow_none=True)
+    um = _field("initial_u_prev", initial_u_prev, shape, dt_type, allow_none=True)
+    kernel = getattr(_sciproxy, f"tti_demo_{dt_type.name}")
+    u, u_prev, info = kernel(shape, _spacing(spacing), float(dt), int(amps.size), *fields, position,
+                             amps, u0, um, int(space_order), form, threads, device)
+    work = info["work"]
+    return TtiDemoRun(u=u, u_prev=u_prev, seconds=info["seconds"], points=work["points"],
+                      flops=work["flops"], bytes=work["bytes"], dt_limit=info["dt_limit"],
+                      device=info["device"], form=info["form"], sections=list(info["sections"]))

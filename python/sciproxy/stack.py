@@ -1,0 +1,261 @@
+"""sciproxy.stack: delay-and-sum stacking of seismic traces, pyrocko's way.
+
+``parstack`` and ``argmax`` are drop-in replacements for ``pyrocko.parstack.parstack`` and
+``pyrocko.parstack.argmax`` (same arguments, same results), with the backend chosen at run time
+by ``impl``; ``sciproxy.parstack`` and ``sciproxy.argmax`` are these functions::
+
+    from sciproxy import parstack          # instead of: from pyrocko.parstack import parstack
+    result, offsetout = parstack(arrays, offsets, shifts, weights, method=0, impl="cpu")
+
+Bad input raises ValueError (a value or shape), TypeError (a type or dtype) or RuntimeError (a
+backend not built, a device absent); every message names the argument, what was expected and
+what came: ``"shifts: expected integers (int32), got float64 ..."``.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+
+import numpy as np
+
+from . import _args, _sciproxy
+
+__all__ = ["parstack", "argmax", "resolve_impl"]
+
+_IMPL_ALIASES = {"openmp": "cpu", "numpy": "reference"}  # pyrocko's names
+_IMPL_ACCEPTED = (
+    "one of 'auto', 'reference', 'cpu', 'cuda', 'cuda:N' "
+    "(or pyrocko's 'openmp' = 'cpu' and 'numpy' = 'reference')"
+)
+
+
+def _device_spec(impl) -> str:
+    return _args.device(impl, "impl", _IMPL_ALIASES, _IMPL_ACCEPTED)
+
+
+def resolve_impl(impl: str = "auto") -> str:
+    """The backend ``impl`` runs on here: 'reference', 'cpu' or 'cuda:N' ('auto' picks one).
+
+    Raises RuntimeError when the backend was not built or the device is absent.
+    """
+    return _sciproxy.select_device(_device_spec(impl))
+
+
+def _index_array(name: str, value, ndim: int, what: str) -> np.ndarray:
+    """An integer array of `ndim` dimensions whose values fit in int32, as C-contiguous int32."""
+    a = _args.as_array(name, value)
+    if a.dtype.kind not in "iu":
+        hint = ""
+        if a.dtype.kind == "f":
+            hint = (
+                "; they are sample indices, so round them explicitly, "
+                f"e.g. numpy.round({name}).astype(numpy.int32)"
+            )
+        raise TypeError(f"{name}: expected integers (int32), got {_args.describe(a)}{hint}")
+    if a.ndim != ndim:
+        raise ValueError(f"{name}: expected {what}, got {_args.describe(a)}")
+    if a.size:
+        lo, hi = int(a.min()), int(a.max())
+        if lo < _args.INT32_MIN or hi > _args.INT32_MAX:
+            raise ValueError(
+                f"{name}: expected values that fit in int32, got values in [{lo}, {hi}]"
+            )
+    return np.ascontiguousarray(a, dtype=np.int32)
+
+
+def _traces(arrays, dtype: np.dtype) -> list:
+    if isinstance(arrays, np.ndarray):
+        if arrays.ndim != 2:
+            raise ValueError(
+                "arrays: expected a list of 1-D arrays (one per trace) or a 2-D array, "
+                f"got {_args.describe(arrays)}"
+            )
+        items = list(arrays)
+    elif isinstance(arrays, (str, bytes)) or not isinstance(arrays, collections.abc.Sequence):
+        raise TypeError(
+            f"arrays: expected a list of 1-D numpy arrays (one per trace), got {_args.describe(arrays)}"
+        )
+    else:
+        items = list(arrays)
+    if not items:
+        raise ValueError("arrays: expected at least one trace, got an empty sequence")
+    traces = []
+    for i, item in enumerate(items):
+        name = f"arrays[{i}]"
+        a = _args.as_array(name, item)
+        if a.dtype.kind not in "biuf":
+            raise TypeError(f"{name}: expected a 1-D array of real numbers, got {_args.describe(item)}")
+        if a.ndim != 1:
+            raise ValueError(f"{name}: expected a 1-D array, got {_args.describe(a)}")
+        # Cast like pyrocko (a.astype(dtype, copy=False)); copy only what is not C-contiguous.
+        # Values that overflow float32 become inf, which the C++ layer reports by index.
+        with np.errstate(over="ignore", invalid="ignore"):
+            traces.append(np.ascontiguousarray(a.astype(dtype, copy=False)))
+    return traces
+
+
+def _rename_traces(error: Exception) -> Exception:
+    """The C++ layer calls the traces 'traces'; this function's argument is 'arrays'."""
+    message = str(error)
+    if message.startswith("traces"):
+        return type(error)("arrays" + message[len("traces"):])
+    return error
+
+
+def parstack(
+    arrays,
+    offsets,
+    shifts,
+    weights,
+    method=0,
+    lengthout=-1,
+    offsetout=0,
+    result=None,
+    nparallel=None,
+    dtype=np.float64,
+    impl="auto",
+    clamp_max_at_zero=False,
+):
+    """Weighted delay-and-sum of traces, like ``pyrocko.parstack.parstack``.
+
+    For every shift set s (a row of `shifts` and `weights`)::
+
+        R[s, k] = sum_i weights[s, i] * arrays[i][k + offsetout - offsets[i] - shifts[s, i]]
+
+    counting only samples inside trace i (traces whose weight is exactly 0 are skipped).
+
+    Parameters
+    ----------
+    arrays : list of N 1-D arrays (lengths may differ), cast to `dtype`.
+    offsets : (N,) integers: absolute start index of each trace.
+    shifts : (nshifts, N) integers: the shift of each trace in each shift set.
+    weights : (nshifts, N) finite real numbers, cast to `dtype`.
+    method : 0 returns the stacks, shape (nshifts, lengthout); 1 the maximum over time of
+        each stack, shape (nshifts,).
+    lengthout, offsetout : the output window. ``lengthout < 0`` (default): the window that holds
+        every shifted trace (offsetout = min(offsets + shifts)); otherwise the samples
+        [offsetout, offsetout + lengthout) of the stack.
+    result : optional output array of `dtype`, C-contiguous. Method 0 adds the stack into it
+        (shape (nshifts, lengthout) or flat (nshifts * lengthout,)), method 1 overwrites it
+        (shape (nshifts,)); it is returned (method 0: reshaped to 2-D).
+    nparallel : threads of the cpu backend; None: all.
+    dtype : numpy.float32 or numpy.float64 (default, like pyrocko).
+    impl : 'auto' (cuda when built and a GPU is present, else cpu), 'reference', 'cpu',
+        'cuda', 'cuda:N'; pyrocko's 'openmp' means 'cpu' and 'numpy' means 'reference'.
+    clamp_max_at_zero : method 1 only: return max(0, max_k R) as pyrocko's C code does.
+        By default the true maximum (what pyrocko's numpy code returns).
+
+    Returns
+    -------
+    (result, offsetout) : the output and the absolute index of its first sample.
+    """
+    device = _device_spec(impl)
+    dt = _args.dtype(dtype)
+    method = _args.integer("method", method, 0, 1, "0 (stack) or 1 (maximum of the stack)")
+    lengthout = _args.integer(
+        "lengthout", lengthout, _args.INT64_MIN, _args.INT64_MAX,
+        "a positive length, or a negative one for the default window",
+    )
+    if lengthout == 0:
+        raise ValueError("lengthout: expected a positive length, or -1 for the default window, got 0")
+    lengthout = max(lengthout, -1)
+    offsetout = _args.integer("offsetout", offsetout, _args.INT32_MIN, _args.INT32_MAX, "an integer that fits in int32")
+    threads = _args.nparallel(nparallel)
+    if not isinstance(clamp_max_at_zero, (bool, np.bool_)):
+        raise TypeError(f"clamp_max_at_zero: expected True or False, got {_args.describe(clamp_max_at_zero)}")
+
+    traces = _traces(arrays, dt)
+    ntraces = len(traces)
+    offsets = _index_array("offsets", offsets, 1, f"a 1-D array of {ntraces} offsets (one per trace)")
+    if offsets.shape != (ntraces,):
+        raise ValueError(
+            f"offsets: expected one offset per trace, shape ({ntraces},), got shape {offsets.shape}"
+        )
+    shifts = _index_array("shifts", shifts, 2, f"a 2-D array of shape (nshifts, {ntraces})")
+    if shifts.shape[1] != ntraces:
+        raise ValueError(
+            f"shifts: expected shape (nshifts, {ntraces}) (one column per trace), "
+            f"got shape {shifts.shape}"
+        )
+    nshifts = shifts.shape[0]
+    if nshifts == 0:
+        raise ValueError(f"shifts: expected at least one shift set, got shape {shifts.shape}")
+
+    w = _args.as_array("weights", weights)
+    if w.dtype.kind not in "biuf":
+        raise TypeError(f"weights: expected real numbers, got {_args.describe(weights)}")
+    if w.shape != shifts.shape:
+        raise ValueError(f"weights: expected the shape of shifts {shifts.shape}, got {_args.describe(w)}")
+    with np.errstate(over="ignore", invalid="ignore"):  # inf is reported by the C++ layer
+        w = np.ascontiguousarray(w.astype(dt, copy=False))
+
+    accumulate = False
+    if result is not None:
+        _check_result(result, dt, method, nshifts, lengthout)
+        accumulate = method == 0
+
+    kernel = _sciproxy.parstack_float32 if dt == np.float32 else _sciproxy.parstack_float64
+    try:
+        out, offset = kernel(
+            traces, offsets, shifts, w, method, lengthout, offsetout, result, accumulate,
+            bool(clamp_max_at_zero), threads, device,
+        )
+    except (ValueError, TypeError) as error:
+        raise _rename_traces(error) from None
+    if method == 0 and out.ndim == 1:
+        out = out.reshape((nshifts, out.size // nshifts))
+    return out, int(offset)
+
+
+def _check_result(result, dt: np.dtype, method: int, nshifts: int, lengthout: int) -> None:
+    if not isinstance(result, np.ndarray):
+        raise TypeError(f"result: expected a numpy array of dtype {dt} or None, got {_args.describe(result)}")
+    if result.dtype != dt:
+        raise TypeError(
+            f"result: expected dtype {dt} (the dtype argument, float64 by default like pyrocko), "
+            f"got {_args.describe(result)}"
+        )
+    if not result.flags.c_contiguous:
+        raise ValueError(
+            f"result: expected a C-contiguous array (it is written in place), got {_args.describe(result)}"
+        )
+    if not result.flags.writeable:
+        raise ValueError(f"result: expected a writable array, got {_args.describe(result)}")
+    if method == 1:
+        if result.shape != (nshifts,):
+            raise ValueError(
+                f"result: expected shape ({nshifts},) for method 1 (one maximum per shift set), "
+                f"got {_args.describe(result)}"
+            )
+        return
+    window = str(lengthout) if lengthout > 0 else "lengthout"
+    expected = f"shape ({nshifts}, {window}) or ({nshifts} * {window},) for method 0"
+    if result.ndim == 2:
+        if result.shape[0] != nshifts or (lengthout > 0 and result.shape[1] != lengthout):
+            raise ValueError(f"result: expected {expected}, got {_args.describe(result)}")
+    elif result.ndim == 1:
+        if lengthout > 0 and result.size != nshifts * lengthout:
+            raise ValueError(f"result: expected {expected}, got {_args.describe(result)}")
+    else:
+        raise ValueError(f"result: expected {expected}, got {_args.describe(result)}")
+    # With the default window the C++ layer checks the size against the window it computes.
+
+
+def argmax(a, nparallel=None, pyrocko_compat=False):
+    """Index of the maximum along axis 0 of a 2-D float32/float64 array, as uint32.
+
+    Same as ``numpy.argmax(a, axis=0)`` (the first maximum wins). ``pyrocko_compat=True``
+    reproduces ``pyrocko.parstack.argmax``, whose running maximum starts at DBL_MIN, so that a
+    column whose values are all <= 0 gives 0.
+    """
+    x = _args.as_array("a", a)
+    if x.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+        raise TypeError(f"a: expected a float32 or float64 array, got {_args.describe(x)}")
+    if x.ndim != 2:
+        raise ValueError(f"a: expected a 2-D array, got {_args.describe(x)}")
+    if not isinstance(pyrocko_compat, (bool, np.bool_)):
+        raise TypeError(f"pyrocko_compat: expected True or False, got {_args.describe(pyrocko_compat)}")
+    threads = _args.nparallel(nparallel)
+    x = np.ascontiguousarray(x)
+    kernel = _sciproxy.argmax_float32 if x.dtype == np.float32 else _sciproxy.argmax_float64
+    return kernel(x, threads, bool(pyrocko_compat))
