@@ -7,11 +7,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <ostream>
+#include <regex>
+#include <sstream>
 
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/roofline.hpp"
@@ -143,6 +146,77 @@ int run_program(const std::vector<std::string>& argv, bool quiet) {
     if (errno != EINTR) return 127;
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+std::string OptionNames::rewrite(const std::string& message) const {
+  auto option_of = [&](const std::string& name) -> const std::string* {
+    for (const auto& [setting, option] : options)
+      if (setting == name) return &option;
+    return nullptr;
+  };
+  auto is_flag = [&](const std::string& name) {
+    return std::find(flags.begin(), flags.end(), name) != flags.end();
+  };
+  std::string text = message;
+  // The argument(s) the message is about: "a, b: expected ..."
+  if (const auto colon = text.find(": "); colon != std::string::npos) {
+    std::string head, item;
+    std::stringstream in(text.substr(0, colon));
+    bool all_known = true;
+    while (std::getline(in, item, ',')) {
+      const auto first = item.find_first_not_of(' ');
+      const std::string name = first == std::string::npos ? "" : item.substr(first);
+      const std::string* option = option_of(name);
+      all_known = all_known && option != nullptr;
+      if (option && head.find(*option) == std::string::npos)
+        head += (head.empty() ? "" : ", ") + *option;
+    }
+    if (all_known && !head.empty()) text = head + text.substr(colon);
+  }
+  // "name=value" and names with an underscore in the rest (hints such as "use storage=disk").
+  for (const auto& [setting, option] : options) {
+    const std::regex assign("\\b" + setting + "=([^ ,;)]+)");
+    text = std::regex_replace(text, assign, is_flag(setting) ? option : option + " $1");
+    if (setting.find('_') != std::string::npos)
+      text = std::regex_replace(text, std::regex("(^|[^-\\w])" + setting + "\\b"), "$1" + option);
+  }
+  return text;
+}
+
+int with_option_names(const OptionNames& names, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const InvalidArgument& e) {
+    throw UsageError(names.rewrite(e.what()));
+  } catch (const TypeError& e) {
+    throw UsageError(names.rewrite(e.what()));
+  }
+}
+
+std::string parse_dtype(const std::string& text, std::string_view option) {
+  if (text == "float32" || text == "f32") return "float32";
+  if (text == "float64" || text == "f64") return "float64";
+  throw UsageError(fmt::format("{}: expected float32 or float64, got \"{}\"", option, text));
+}
+
+int finish_case_run(const CaseResult& result, const std::string& json_path, int threads) {
+  if (!json_path.empty()) {
+    nlohmann::json j = nlohmann::json::parse(case_result_json(result));
+    j["environment"] = environment_record(threads);
+    write_file_atomically(json_path, j.dump(2) + "\n");
+    fmt::print("Wrote {}\n", json_path);
+  }
+  std::cout.flush();
+  if (!result.report.passed())
+    throw RuntimeError(fmt::format("verification against the reference failed: {}",
+                                   result.report.verification->summary()));
+  return 0;
+}
+
+nlohmann::json details_of(const CaseResult& result) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [name, value] : result.details.entries()) j[name] = nlohmann::json::parse(value);
+  return j;
 }
 
 std::string executable_dir() {

@@ -17,6 +17,7 @@
 #include "sciproxy/core/bench.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
+#include "sciproxy/core/harness.hpp"
 #include "sciproxy/core/metrics.hpp"
 
 namespace sciproxy::app {
@@ -36,9 +37,35 @@ struct Command {
 Command add_info_command(CLI::App& root);
 Command add_roofline_command(CLI::App& root);
 Command add_parstack_command(CLI::App& root);
-Command add_bench_command(CLI::App& root);  // `bench parstack`
+Command add_scalar_command(CLI::App& root);
+Command add_tti_command(CLI::App& root);
+Command add_bench_command(CLI::App& root);  // `bench` (every case), `bench parstack`, `bench scalar`
 Command add_demo_command(CLI::App& root);
 Command add_run_command(CLI::App& root);  // any case of the registry
+
+// The options of a command that set a case's settings: the library's errors name settings
+// ("ntraces: expected at least 1, got 0"), the command's user knows options ("--ntraces").
+// rewrite() names the options instead: the names before the first ": ", every "name=value" (a
+// flag's value dropped), and every other setting name with an underscore wherever it stands.
+struct OptionNames {
+  std::vector<std::pair<std::string, std::string>> options;  // setting, option
+  std::vector<std::string> flags;                            // settings set by a flag option
+  std::string rewrite(const std::string& message) const;
+};
+
+// Runs a command's body; a bad value the library finds (InvalidArgument, TypeError) becomes a
+// UsageError (exit 2) naming the option.
+int with_option_names(const OptionNames& names, const std::function<int()>& body);
+
+// "float32" and "float64", also as "f32" and "f64" (UsageError naming `option` otherwise).
+std::string parse_dtype(const std::string& text, std::string_view option = "--dtype");
+
+// The end of a kernel command run through the harness: writes the run's JSON record (with the
+// environment) when asked, then fails the command (exit 1) when the verification failed.
+int finish_case_run(const sciproxy::CaseResult& result, const std::string& json_path, int threads);
+
+// The case's details of a result (Case::details) as one JSON object.
+nlohmann::json details_of(const sciproxy::CaseResult& result);
 
 // --threads: 0 means "all" (the OpenMP default); negative is refused.
 void check_threads(int threads);
@@ -79,22 +106,5 @@ int run_program(const std::vector<std::string>& argv, bool quiet = false);
 
 // Folder holding the running executable ("" when unknown).
 std::string executable_dir();
-
-// The end of a kernel command: writes the run's JSON with the environment when asked, then
-// fails the command (exit 1) when the verification against the reference failed.
-template <class Run>
-int finish_run(const Run& out, const std::string& json_path, int threads) {
-  if (!json_path.empty()) {
-    nlohmann::json j = out.to_json();
-    j["environment"] = environment_record(threads);
-    write_file_atomically(json_path, j.dump(2) + "\n");
-    fmt::print("Wrote {}\n", json_path);
-  }
-  std::cout.flush();
-  if (!out.passed())
-    throw RuntimeError(fmt::format("verification against the reference failed: {}",
-                                   out.report.verification->summary()));
-  return 0;
-}
 
 }  // namespace sciproxy::app

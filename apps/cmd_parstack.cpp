@@ -1,13 +1,13 @@
-// `sciproxy parstack`: one synthetic parstack problem, timed, verified and reported.
+// `sciproxy parstack`: the library's parstack case (src/stack/case.cpp) with the options as its
+// settings, run through the harness: timed, verified against the reference backend, reported.
 #include <fmt/format.h>
 
 #include <iostream>
 #include <memory>
 
 #include "cli_common.hpp"
-#include "parstack_runner.hpp"
-#include "sciproxy/core/bench.hpp"
 #include "sciproxy/core/error.hpp"
+#include "sciproxy/core/harness.hpp"
 
 namespace sciproxy::app {
 
@@ -31,79 +31,101 @@ struct ParstackCliOptions {
   std::string json_path;
 };
 
-// Prints the CUDA split (time with and without transfers) when the backend recorded one.
-void print_cuda_split(const RunOutcome& out) {
-  if (!out.kernel_seconds) return;
+const OptionNames kNames{{{"ntraces", "--ntraces"},
+                          {"nshifts", "--nshifts"},
+                          {"nsamples", "--nsamples"},
+                          {"method", "--method"},
+                          {"dtype", "--dtype"},
+                          {"shift_min", "--shift-min"},
+                          {"shift_max", "--shift-max"},
+                          {"seed", "--seed"},
+                          {"clamp", "--clamp"},
+                          {"verify_macs", "--verify-macs"}},
+                         {"clamp"}};
+
+// The CUDA split (time with and without transfers) when the backend recorded one.
+void print_cuda_split(const CaseResult& result, const nlohmann::json& details) {
+  if (!details.contains("cuda")) return;
+  const auto& c = details["cuda"];
   fmt::print(
       "CUDA: upload {:.4f} s, kernel {:.4f} s, download {:.4f} s (medians); "
       "{:.2f} GMAC/s including transfers, {:.2f} GMAC/s kernel only\n",
-      out.upload_seconds.value_or(0), *out.kernel_seconds, out.download_seconds.value_or(0),
-      out.gmacs(out.stats.median), out.gmacs(*out.kernel_seconds));
-  if (out.plan_counters)
+      c["upload_seconds_median"].get<double>(), c["kernel_seconds_median"].get<double>(),
+      c["download_seconds_median"].get<double>(), c["gmacs_including_transfers"].get<double>(),
+      c["gmacs_kernel_only"].get<double>());
+  if (details.contains("plan"))
     fmt::print("CUDA plan: {} device allocations over {} calls, {} held on the device\n",
-               out.plan_counters->device_allocations, out.stats.warmup + out.stats.seconds.size(),
-               format_bytes(out.plan_counters->device_bytes_held));
+               details["plan"]["device_allocations"].get<long>(),
+               result.stats.warmup + result.stats.seconds.size(),
+               format_bytes(details["plan"]["device_bytes_held"].get<double>()));
 }
 
 int run_parstack_command(const ParstackCliOptions& opt) {
-  ParstackSpec spec;
-  spec.ntraces = opt.ntraces;
-  spec.nshifts = opt.nshifts;
-  spec.nsamples = opt.nsamples;
-  if (opt.shift_min_option->count()) spec.shift_min = opt.shift_min;
-  if (opt.shift_max_option->count()) spec.shift_max = opt.shift_max;
-  if (opt.seed < 0)
-    throw UsageError(fmt::format("--seed: expected 0 or a positive integer, got {}", opt.seed));
-  spec.seed = static_cast<std::uint64_t>(opt.seed);
-  spec.method = parse_method(opt.method);
-  spec.clamp = opt.clamp;
-  spec.dtype = parse_dtype(opt.dtype);
+  CaseSettings settings{{{"ntraces", std::to_string(opt.ntraces)},
+                         {"nshifts", std::to_string(opt.nshifts)},
+                         {"nsamples", std::to_string(opt.nsamples)},
+                         {"method", std::to_string(opt.method)},
+                         {"dtype", parse_dtype(opt.dtype)},
+                         {"seed", std::to_string(opt.seed)},
+                         {"clamp", opt.clamp ? "1" : "0"},
+                         {"verify_macs", fmt::format("{}", opt.verify_macs)}}};
+  if (opt.shift_min_option->count()) settings.values["shift_min"] = std::to_string(opt.shift_min);
+  if (opt.shift_max_option->count()) settings.values["shift_max"] = std::to_string(opt.shift_max);
   check_threads(opt.threads);
   check_repetitions(opt.reps);
   if (!opt.json_path.empty()) check_output_path(opt.json_path, "--json");
-
-  RunOptions run;
-  run.threads = opt.threads;
-  run.reps = opt.reps;
-  run.verify = !opt.no_verify;
-  if (!(opt.verify_macs > 0))
-    throw UsageError(
-        fmt::format("--verify-macs: expected a positive count, got {}", opt.verify_macs));
-  run.verify_max_macs = opt.verify_macs;
-  // Validate sizes before touching the hardware, so a bad size is reported as such.
-  check_spec(spec, {}, run.verify_max_macs);
+  // The case checks the sizes (memory included) before the hardware is touched, so a bad size
+  // is reported as such.
+  const CaseEntry& entry = find_case("parstack");
+  const nlohmann::json p = nlohmann::json::parse(entry.make(settings)->parameters().json());
   const Device device = select_device_option(opt.device);
-  check_spec(spec, {device}, run.verify_max_macs);
 
+  const bool verify = !opt.no_verify && device.backend != Backend::reference;
   const int threads = device.backend == Backend::reference ? 1 : effective_threads(opt.threads);
-  fmt::print("sciproxy parstack: {}, method {}, {}, shifts in [{}, {}], device {}{}{}\n",
-             spec.label(), static_cast<int>(spec.method), dtype_name(spec.dtype), spec.lo(),
-             spec.hi(), device.name(), device.automatic ? " (chosen by auto)" : "",
+  fmt::print("sciproxy parstack: {} traces x {} shift sets x {} samples, method {}, {}, shifts in "
+             "[{}, {}], device {}{}{}\n",
+             opt.ntraces, opt.nshifts, opt.nsamples, opt.method, p["dtype"].get<std::string>(),
+             p["shift_min"].get<long long>(), p["shift_max"].get<long long>(), device.name(),
+             device.automatic ? " (chosen by auto)" : "",
              device.backend == Backend::cuda
                  ? ""
                  : fmt::format(", {} thread{}", threads, threads == 1 ? "" : "s"));
   if (device.automatic && device.backend != Backend::cuda)
     fmt::print("auto: running on cpu; no CUDA device: {}\n", cuda_unavailable_reason());
-  if (!run.verify) fmt::print("Verification: skipped (--no-verify)\n");
-  if (device.backend == Backend::reference && run.verify)
+  if (opt.no_verify) fmt::print("Verification: skipped (--no-verify)\n");
+  if (device.backend == Backend::reference && !opt.no_verify)
     fmt::print("Verification: skipped, the reference backend is the definition of correct\n");
+  const auto verified = p["verified_shift_sets"].get<long long>();
+  if (verify && verified < opt.nshifts)
+    fmt::print("Verification: the reference (a serial loop) would take long for {} multiply-adds; "
+               "verifying {} of {} shift sets, spread over all of them\n",
+               format_count(double(opt.ntraces) * double(opt.nshifts) * double(opt.nsamples)),
+               verified, opt.nshifts);
   std::fflush(stdout);
 
-  const auto outcomes = run_parstack(spec, {device}, run, std::cout);
-  const RunOutcome& out = outcomes.back();
+  HarnessOptions harness;
+  harness.repetitions = opt.reps;
+  harness.threads = opt.threads;
+  harness.verify = verify;
+  harness.log = &std::cout;
+  harness.progress = true;
+  const auto results = run_case(entry, settings, {device}, harness);
+  const CaseResult& result = results.front();
+  const nlohmann::json details = details_of(result);
   std::cout << "\n";
-  out.report.print(std::cout);
+  result.report.print(std::cout);
+  const double macs = result.report.work.points;
   fmt::print(
       "Repetitions: {} after {} warm-up: median {:.5f} s, min {:.5f} s, max {:.5f} s; "
       "{:.2f} GMAC/s (median)\n",
-      out.stats.seconds.size(), out.stats.warmup, out.stats.median, out.stats.min, out.stats.max,
-      out.gmacs(out.stats.median));
-  if (out.report.verification)
-    fmt::print("Verified on {} (tolerance rel L2 {:.0e})\n", out.verification_scope(),
-               parstack_tolerance(spec.dtype).rel_l2);
-  print_cuda_split(out);
-
-  return finish_run(out, opt.json_path, threads);
+      result.stats.seconds.size(), result.stats.warmup, result.stats.median, result.stats.min,
+      result.stats.max, result.stats.median > 0 ? macs / result.stats.median * 1e-9 : 0.0);
+  if (result.report.verification)
+    fmt::print("Verified on {}/{} shift sets (tolerance rel L2 {:.0e}): {}\n", verified,
+               opt.nshifts, details["verification_scope"]["tolerance_rel_l2"].get<double>(),
+               result.report.passed() ? "PASS" : "FAIL");
+  print_cuda_split(result, details);
+  return finish_case_run(result, opt.json_path, threads);
 }
 
 }  // namespace
@@ -157,7 +179,9 @@ Command add_parstack_command(CLI::App& root) {
   sub->add_option("--json", opt->json_path,
                   "Write the report, bench statistics and environment to FILE")
       ->type_name("FILE");
-  return {sub, [opt] { return run_parstack_command(*opt); }};
+  sub->footer("The library's case `parstack` (`sciproxy run parstack --set name=value` takes the "
+              "same settings).");
+  return {sub, [opt] { return with_option_names(kNames, [&] { return run_parstack_command(*opt); }); }};
 }
 
 }  // namespace sciproxy::app

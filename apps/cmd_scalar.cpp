@@ -1,6 +1,6 @@
-// `sciproxy scalar`: scalar wave propagation (Deepwave's scalar) on a synthetic layered model,
-// timed, optionally verified against the reference backend, and reported; with --born, Born
-// modelling (Deepwave's scalar_born) of a velocity perturbation box in that model.
+// `sciproxy scalar`: the library's scalar-wave cases (src/wave/case.cpp: scalar, scalar_gradient,
+// scalar_born, scalar_born_gradient) with the options as their settings, run through the
+// harness: timed, optionally verified against the reference backend on a window, reported.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -8,9 +8,9 @@
 #include <memory>
 
 #include "cli_common.hpp"
-#include "scalar_runner.hpp"
-#include "sciproxy/core/bench.hpp"
+#include "scalar_options.hpp"
 #include "sciproxy/core/error.hpp"
+#include "sciproxy/core/harness.hpp"
 
 namespace sciproxy::app {
 
@@ -43,115 +43,131 @@ struct ScalarCliOptions {
 };
 
 int run_scalar_command(const ScalarCliOptions& opt) {
-  ScalarSpec spec;
-  spec.ndim = opt.ndim;
-  spec.shape = opt.shape;
-  if (spec.shape.empty()) {  // default: the SEAM-like size, or a cube in 1-D / 3-D
-    if (opt.ndim == 2) spec.shape = {251, 500};
-    else if (opt.ndim == 1) spec.shape = {500};
-    else spec.shape = {100, 100, 100};
+  std::vector<std::int64_t> shape = opt.shape;
+  if (shape.empty()) {  // default: the SEAM-like size, or a cube in 1-D / 3-D
+    if (opt.ndim == 2) shape = {251, 500};
+    else if (opt.ndim == 1) shape = {500};
+    else shape = {100, 100, 100};
   }
-  spec.spacing = opt.spacing;
-  spec.dt = opt.dt;
-  spec.nt = opt.nt;
-  spec.nshots = opt.shots;
-  spec.nreceivers = opt.receivers;
-  spec.accuracy = opt.accuracy;
-  spec.pml_width = opt.pml_width;
-  spec.freq = opt.freq;
-  spec.source_depth = opt.source_depth;
-  spec.dtype = parse_dtype(opt.dtype);
-  spec.gradient = opt.gradient;
-  spec.born = opt.born;
-  spec.scatter = opt.scatter;
-  opt.storage.apply(spec, opt.gradient);
+  if (opt.ndim < 1 || opt.ndim > 3)
+    throw UsageError(fmt::format("--ndim: expected 1, 2 or 3, got {}", opt.ndim));
+  if (static_cast<int>(shape.size()) != opt.ndim)
+    throw UsageError(fmt::format("--shape: expected {} cell counts (one per dimension of --ndim "
+                                 "{}), got {}",
+                                 opt.ndim, opt.ndim, shape.size()));
+  CaseSettings settings{{{"ndim", std::to_string(opt.ndim)},
+                         {"spacing", fmt::format("{}", opt.spacing)},
+                         {"dt", fmt::format("{}", opt.dt)},
+                         {"nt", std::to_string(opt.nt)},
+                         {"shots", std::to_string(opt.shots)},
+                         {"receivers", std::to_string(opt.receivers)},
+                         {"accuracy", std::to_string(opt.accuracy)},
+                         {"pml_width", std::to_string(opt.pml_width)},
+                         {"freq", fmt::format("{}", opt.freq)},
+                         {"source_depth", std::to_string(opt.source_depth)},
+                         {"dtype", parse_dtype(opt.dtype)},
+                         {"verify_nt", std::to_string(opt.verify_nt)},
+                         {"verify_shots", std::to_string(opt.verify_shots)}}};
+  for (std::size_t d = 0; d < shape.size(); ++d)
+    settings.values[fmt::format("shape{}", d)] = std::to_string(shape[d]);
+  if (opt.born) settings.values["scatter"] = fmt::format("{}", opt.scatter);
+  opt.storage.apply(settings, opt.gradient);
   check_threads(opt.threads);
   check_repetitions(opt.reps);
-  if (opt.verify_nt < 1)
-    throw UsageError(fmt::format("--verify-nt: expected at least 1, got {}", opt.verify_nt));
-  if (opt.verify_shots < 1)
-    throw UsageError(fmt::format("--verify-shots: expected at least 1, got {}", opt.verify_shots));
   if (!opt.json_path.empty()) check_output_path(opt.json_path, "--json");
-  check_scalar_spec(spec, {});
+  const std::string name = opt.born ? (opt.gradient ? "scalar_born_gradient" : "scalar_born")
+                                    : (opt.gradient ? "scalar_gradient" : "scalar");
+  const CaseEntry& entry = find_case(name);
+  // The case checks the problem (memory included) before the hardware is touched.
+  const auto problem = entry.make(settings);
+  const nlohmann::json p = nlohmann::json::parse(problem->parameters().json());
   const Device device = select_device_option(opt.device);
-  check_scalar_spec(spec, {device});
-
-  ScalarRunOptions run;
-  run.threads = opt.threads;
-  run.reps = opt.reps;
-  run.verify = opt.verify;
-  run.verify_nt = opt.verify_nt;
-  run.verify_shots = opt.verify_shots;
 
   const int threads = device.backend == Backend::reference ? 1 : effective_threads(opt.threads);
-  const char* mode = spec.born ? (spec.gradient ? " --born (Born forward + adjoint: migration image "
-                                                 "and source gradient)"
-                                               : " --born (Born modelling)")
-                               : (spec.gradient ? " (forward + gradient)" : "");
-  fmt::print("sciproxy scalar{}: {}, {}, layered model {}..{} m/s, {} Hz Ricker, PML {} cells, "
+  const char* mode = opt.born ? (opt.gradient ? " --born (Born forward + adjoint: migration image "
+                                                "and source gradient)"
+                                              : " --born (Born modelling)")
+                              : (opt.gradient ? " (forward + gradient)" : "");
+  fmt::print("sciproxy scalar{}: {}, layered model 1500..4000 m/s, {} Hz Ricker, PML {} cells, "
              "device {}{}{}\n",
-             mode, spec.label(), dtype_name(spec.dtype),
-             spec.vmin, spec.vmax, spec.freq, spec.pml_width, device.name(),
+             mode, problem->label(), opt.freq, opt.pml_width, device.name(),
              device.automatic ? " (chosen by auto)" : "",
              device.backend == Backend::cuda
                  ? ""
                  : fmt::format(", {} thread{}", threads, threads == 1 ? "" : "s"));
-  if (spec.born)
-    fmt::print("Scatter (velocity perturbation): {}; scattered and background data recorded at "
-               "the receivers\n",
-               spec.scatter_label());
-  if (spec.gradient)
-    fmt::print("Gradient sampling: {}\n", gradient_storage_label(spec));
+  if (opt.born) {
+    const auto& sc = p["scatter"];
+    std::vector<std::string> parts;
+    for (int d = 0; d < opt.ndim; ++d)
+      parts.push_back(fmt::format("[{}, {})", sc["box_begin"][d].get<long long>(),
+                                  sc["box_end"][d].get<long long>()));
+    fmt::print("Scatter (velocity perturbation): {:+} m/s in cells {}; scattered and background "
+               "data recorded at the receivers\n",
+               sc["value"].get<double>(), fmt::join(parts, " x "));
+  }
+  if (opt.gradient) fmt::print("Gradient sampling: {}\n", gradient_storage_label(p, opt.born));
   if (device.automatic && device.backend != Backend::cuda)
     fmt::print("auto: running on cpu; no CUDA device: {}\n", cuda_unavailable_reason());
   if (opt.verify && device.backend == Backend::reference)
     fmt::print("Verification: skipped, the reference backend is the definition of correct\n");
   std::fflush(stdout);
 
-  const auto outcomes = run_scalar(spec, {device}, run, std::cout);
-  const ScalarOutcome& out = outcomes.back();
+  HarnessOptions harness;
+  harness.repetitions = opt.reps;
+  harness.threads = opt.threads;
+  harness.verify = opt.verify && device.backend != Backend::reference;
+  harness.log = &std::cout;
+  harness.progress = true;
+  const auto results = run_case(entry, settings, {device}, harness);
+  const CaseResult& result = results.front();
+  const nlohmann::json details = details_of(result);
+  const KernelReport& report = result.report;
   std::cout << "\n";
-  out.report.print(std::cout);
+  report.print(std::cout);
+  const auto ratio = details["step_ratio"].get<long long>();
   const char* passes =
-      spec.born ? (spec.gradient ? " x 3 (image: background forward and adjoint; source gradient: "
-                                   "adjoint of the coupled background and scattered fields)"
-                                 : " (per step both fields are updated: flops and bytes count "
-                                   "both)")
-                : (spec.gradient ? " x 2 (forward and adjoint)" : "");
+      opt.born ? (opt.gradient ? " x 3 (image: background forward and adjoint; source gradient: "
+                                 "adjoint of the coupled background and scattered fields)"
+                               : " (per step both fields are updated: flops and bytes count "
+                                 "both)")
+               : (opt.gradient ? " x 2 (forward and adjoint)" : "");
   fmt::print("Time stepping: step ratio {} (inner dt {:.3e} s), {} inner steps; points = "
              "cells of model + PML x inner steps x shots{} = {}\n",
-             out.step_ratio, out.inner_dt, out.step_ratio * spec.nt, passes,
-             format_count(out.points()));
+             ratio, details["inner_dt"].get<double>(), ratio * opt.nt, passes,
+             format_count(report.work.points));
   fmt::print("Repetitions: {} after {} warm-up: median {:.5f} s, min {:.5f} s, max {:.5f} s; "
              "{:.3f} GPts/s (median)\n",
-             out.stats.seconds.size(), out.stats.warmup, out.stats.median, out.stats.min,
-             out.stats.max, out.gpts(out.stats.median));
-  if (spec.gradient && out.storage_bytes > 0)
-    fmt::print("Gradient storage: {} stored ({} of {} inner steps{})\n",
-               format_bytes(out.storage_bytes),
-               (out.step_ratio * spec.nt + spec.store_interval() - 1) / spec.store_interval(),
-               out.step_ratio * spec.nt,
-               spec.storage == wave::StorageMode::disk ? ", on disk" : "");
-  if (out.report.verification) {
-    const bool compressed = spec.gradient && spec.storage_compression &&
-                            spec.storage != wave::StorageMode::none &&
-                            scalar_compressed_tolerance(spec.dtype, spec.born).rel_l2 !=
-                                scalar_tolerance(spec.dtype, spec.born).rel_l2;
-    fmt::print("Verification against the reference on {}: {} (tolerance rel L2 {:.0e}{})\n",
-               out.verification_scope(), out.passed() ? "PASS" : "FAIL",
-               scalar_tolerance(spec.dtype, spec.born).rel_l2,
-               !spec.gradient
-                   ? fmt::format(", final {}wavefield {:.0e}", spec.born ? "scattered " : "",
-                                 scalar_state_tolerance(spec.dtype, spec.born).rel_l2)
-               : compressed
-                   ? fmt::format(", {} from compressed storage {:.0e}",
-                                 spec.born ? "image" : "velocity gradient",
-                                 scalar_compressed_tolerance(spec.dtype, spec.born).rel_l2)
-                   : std::string());
-    for (const auto& [name, c] : out.checks) fmt::print("  {}: {}\n", name, c.summary());
+             result.stats.seconds.size(), result.stats.warmup, result.stats.median,
+             result.stats.min, result.stats.max, report.rates.gpoints_per_s);
+  const double stored = details["storage_bytes"].get<double>();
+  if (opt.gradient && stored > 0) {
+    const auto interval = p["gradient_storage"]["sampling_interval"].get<long long>();
+    fmt::print("Gradient storage: {} stored ({} of {} inner steps{})\n", format_bytes(stored),
+               (ratio * opt.nt + interval - 1) / interval, ratio * opt.nt,
+               p["gradient_storage"]["storage"] == "disk" ? ", on disk" : "");
   }
-
-  return finish_run(out, opt.json_path, threads);
+  if (report.verification) {
+    const auto& scope = details["verification_scope"];
+    const auto shots = scope["shots"].get<long long>();
+    const auto samples = scope["samples"].get<long long>();
+    const double tol = scope["tolerance_rel_l2"].get<double>();
+    std::string also;
+    if (!opt.gradient) {
+      const auto state = problem->tolerance(opt.born ? "scattered_wavefield" : "wavefield");
+      also = fmt::format(", final {}wavefield {:.0e}", opt.born ? "scattered " : "", state.rel_l2);
+    } else if (scope.contains("tolerance_rel_l2_stored") &&
+               scope["tolerance_rel_l2_stored"].get<double>() != tol) {
+      also = fmt::format(", {} from compressed storage {:.0e}",
+                         opt.born ? "image" : "velocity gradient",
+                         scope["tolerance_rel_l2_stored"].get<double>());
+    }
+    fmt::print("Verification against the reference on shot{} 0{}, samples 0-{} ({} inner steps): "
+               "{} (tolerance rel L2 {:.0e}{})\n",
+               shots == 1 ? "" : "s", shots == 1 ? "" : fmt::format("-{}", shots - 1), samples - 1,
+               scope["inner_steps"].get<long long>(), report.passed() ? "PASS" : "FAIL", tol, also);
+    for (const auto& c : report.checks) fmt::print("  {}: {}\n", c.output, c.summary());
+  }
+  return finish_case_run(result, opt.json_path, threads);
 }
 
 }  // namespace
@@ -250,11 +266,14 @@ Command add_scalar_command(CLI::App& root) {
       "that direction) and the background field are both recorded at the receivers, and "
       "--verify compares both data and the final scattered wavefield. --born --gradient: the "
       "gradient of 0.5 ||Born data||^2 + 0.5 ||background data||^2 with respect to the scatter "
-      "(the migration image) and the source amplitudes; points x 3.");
+      "(the migration image) and the source amplitudes; points x 3.\n"
+      "The library's cases scalar, scalar_gradient, scalar_born and scalar_born_gradient "
+      "(`sciproxy run CASE --set name=value` takes the same settings).");
   return {sub, [opt, scatter] {
             if (scatter->count() > 0 && !opt->born)
               throw UsageError("--scatter: only used with --born (Born modelling)");
-            return run_scalar_command(*opt);
+            return with_option_names(scalar_option_names(),
+                                     [&] { return run_scalar_command(*opt); });
           }};
 }
 

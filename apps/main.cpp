@@ -8,13 +8,8 @@
 #include <vector>
 
 #include "cli_common.hpp"
-#include "scalar_runner.hpp"
-#include "sciproxy/core/version.hpp"
 #include "sciproxy/core/error.hpp"
-
-namespace sciproxy::app {
-Command add_tti_command(CLI::App& root);  // cmd_tti.cpp
-}  // namespace sciproxy::app
+#include "sciproxy/core/version.hpp"
 
 namespace {
 
@@ -64,7 +59,6 @@ int main(int argc, char** argv) {
     commands.push_back(app::add_scalar_command(root));
     commands.push_back(app::add_tti_command(root));
     commands.push_back(app::add_bench_command(root));
-    commands.push_back(app::add_bench_scalar_command(root));  // under `bench`: after it exists
     commands.push_back(app::add_demo_command(root));
     commands.push_back(app::add_run_command(root));
   } catch (const std::exception& e) {

@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cmath>
@@ -48,6 +49,16 @@ double CaseSettings::get_real(const std::string& name, double fallback) const {
   require(used == it->second.size() && used > 0 && std::isfinite(v), name, "a finite number",
           fmt::format("\"{}\"", it->second));
   return v;
+}
+
+void CaseSettings::check_known(const std::vector<std::string>& known) const {
+  for (const auto& [name, value] : values)
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      throw_invalid_argument(name, fmt::format("a setting of this case: one of {}", list),
+                             fmt::format("an unknown setting (= \"{}\")", value));
+    }
 }
 
 const CaseEntry& find_case(const std::string& name) {
@@ -142,7 +153,7 @@ std::vector<CaseResult> run_case(const CaseEntry& entry, const CaseSettings& set
       options.log->flush();
     }
     const auto t0 = Clock::now();
-    reference->run(Device{Backend::reference, 0, false}, nullptr);
+    reference->run_reference_window();
     expected = copy_outputs(*reference);
     if (options.log) *options.log << fmt::format("{}: reference done in {:.2f} s\n", entry.name, seconds_since(t0));
   }
@@ -160,7 +171,10 @@ std::vector<CaseResult> run_case(const CaseEntry& entry, const CaseSettings& set
     report.roofline = roofline_of(device, threads, options);
     int call = 0;
     auto once = [&]() -> double {
-      if (call++ == options.warmup) report.timers.clear();  // the table shows timed calls only
+      if (call++ == options.warmup) {  // the table shows timed calls only
+        report.timers.clear();
+        problem->start_timing();
+      }
       if (show_progress)
         std::fprintf(stderr, "\r%s%s on %s: %s %d/%d\033[K", options.progress_prefix.c_str(), entry.name.c_str(),
                      device.name().c_str(), call <= options.warmup ? "warm-up" : "repetition",
@@ -177,7 +191,11 @@ std::vector<CaseResult> run_case(const CaseEntry& entry, const CaseSettings& set
     report.rates = derive_rates(report.work, report.seconds, report.roofline);
     report.parameters.set("warmup", options.warmup);
     report.parameters.set("repetitions", options.repetitions);
-    if (options.verify) verify_outputs(*problem, expected, report);
+    if (options.verify) {
+      problem->run_device_window(device);
+      verify_outputs(*problem, expected, report);
+    }
+    result.details = problem->details(report);
     results.push_back(std::move(result));
   }
   return results;
@@ -186,6 +204,7 @@ std::vector<CaseResult> run_case(const CaseEntry& entry, const CaseSettings& set
 std::string case_result_json(const CaseResult& result) {
   nlohmann::json j = to_json(result.report);
   j["bench"] = to_json(result.stats);
+  for (const auto& [name, value] : result.details.entries()) j[name] = nlohmann::json::parse(value);
   return j.dump(2);
 }
 

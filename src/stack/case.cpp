@@ -1,17 +1,21 @@
 // The stack family's cases for the harness (core/harness.hpp): a synthetic problem the way a
 // detector sees one, N traces of nsamples samples starting at 0, each shift set a row of random
 // integer delays in [shift_min, shift_max] (default +-nsamples/10) with positive weights.
-// Settings: ntraces, nshifts, nsamples, shift_min, shift_max, seed, method (0 or 1), dtype, and
-// verify_macs: above this many multiply-adds the reference (a serial loop) would take long, so
-// it runs an even spread of the shift sets only and the outputs compared are those rows.
+// Settings: ntraces, nshifts, nsamples, shift_min, shift_max, seed, method (0 or 1), clamp (1:
+// method 1 with pyrocko's max(0, ...) quirk), dtype, and verify_macs: above this many
+// multiply-adds the reference (a serial loop) would take long, so it runs an even spread of the
+// shift sets only and the outputs compared are those rows.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <vector>
 
 #include "case.hpp"
+#include "core/json.hpp"
+#include "sciproxy/core/bench.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/harness.hpp"
 #include "sciproxy/stack.hpp"
@@ -19,6 +23,17 @@
 namespace sciproxy::stack {
 
 namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+constexpr double kMaxProblemBytes = 64 * kGiB;
+// Sample indices are int32 (pyrocko's offsets and shifts are); keep every shifted trace inside.
+constexpr std::int64_t kIndexLimit = std::numeric_limits<std::int32_t>::max() / 2;
+
+std::string format_bytes(double bytes) {
+  if (bytes >= kGiB) return fmt::format("{:.1f} GiB", bytes / kGiB);
+  if (bytes >= 1024.0 * 1024) return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024));
+  return fmt::format("{:.1f} KiB", bytes / 1024.0);
+}
 
 // Uniform doubles from the raw 64-bit stream, so the problem for a seed is the same with any
 // standard library (std::uniform_*_distribution is implementation-defined).
@@ -31,111 +46,224 @@ struct Random {
   }
 };
 
+// The sizes, read and checked before anything is allocated.
+struct Sizes {
+  std::int64_t ntraces, nshifts, nsamples, lo, hi, seed, rows;
+  int method;
+  bool clamp;
+  double elem, inputs, result;  // bytes
+
+  Sizes(const CaseSettings& s, std::size_t elem_size) {
+    s.check_known({"ntraces", "nshifts", "nsamples", "shift_min", "shift_max", "seed", "method",
+                   "clamp", "dtype", "verify_macs"});
+    ntraces = s.get_int("ntraces", 30);
+    nshifts = s.get_int("nshifts", 1000);
+    nsamples = s.get_int("nsamples", 6000);
+    require(ntraces >= 1, "ntraces", "at least 1", std::to_string(ntraces));
+    require(nshifts >= 1, "nshifts", "at least 1", std::to_string(nshifts));
+    require(nsamples >= 1, "nsamples", "at least 1", std::to_string(nsamples));
+    require(nsamples <= kIndexLimit, "nsamples", fmt::format("at most {}", kIndexLimit),
+            std::to_string(nsamples));
+    lo = s.get_int("shift_min", -(nsamples / 10));
+    hi = s.get_int("shift_max", nsamples / 10);
+    require(lo <= hi, "shift_min", fmt::format("at most shift_max ({})", hi), std::to_string(lo));
+    require(lo >= -kIndexLimit && hi <= kIndexLimit, "shift_min, shift_max",
+            fmt::format("shifts within +-{}", kIndexLimit), fmt::format("[{}, {}]", lo, hi));
+    seed = s.get_int("seed", 1);
+    require(seed >= 0, "seed", "0 or a positive integer", std::to_string(seed));
+    const auto m = s.get_int("method", 0);
+    require(m == 0 || m == 1, "method", "0 (stack) or 1 (maximum of the stack)", std::to_string(m));
+    method = static_cast<int>(m);
+    const auto c = s.get_int("clamp", 0);
+    require(c == 0 || c == 1, "clamp", "0 or 1", std::to_string(c));
+    clamp = c == 1;
+    const double max_macs = s.get_real("verify_macs", 2e9);
+    require(max_macs > 0, "verify_macs", "a positive count", fmt::format("{}", max_macs));
+    const double macs = double(ntraces) * double(nshifts) * double(nsamples);
+    rows = macs <= max_macs ? nshifts
+                            : std::clamp<std::int64_t>(
+                                  static_cast<std::int64_t>(double(nshifts) * (max_macs / macs)), 1,
+                                  nshifts);
+    // Memory: traces, shifts and weights, the result, and the reference's rows with their copy.
+    elem = static_cast<double>(elem_size);
+    const double per_set = method == 0 ? double(nsamples) + double(hi - lo) : 1.0;
+    const double terms = double(ntraces) * double(nshifts);
+    inputs = elem * double(ntraces) * double(nsamples) + (4 + elem) * terms;
+    result = elem * double(nshifts) * per_set;
+    const double host =
+        inputs + result + 2 * elem * double(rows) * per_set + (4 + elem) * double(ntraces * rows);
+    const double physical = physical_memory_bytes();
+    const double limit = physical > 0 ? std::min(kMaxProblemBytes, 0.8 * physical) : kMaxProblemBytes;
+    if (host > limit)
+      throw InvalidArgument(fmt::format(
+          "ntraces, nshifts, nsamples: {} traces x {} shift sets x {} samples ({}) needs about {} "
+          "of host memory (the result alone is {}); the limit is {} ({})",
+          ntraces, nshifts, nsamples, elem == 4 ? "float32" : "float64", format_bytes(host),
+          format_bytes(result), format_bytes(limit),
+          limit < kMaxProblemBytes ? "80% of this machine's memory" : "64 GiB"));
+  }
+};
+
+double region_total(const Timers* timers, const char* leaf) {
+  if (!timers) return 0;
+  const Timers::Stat* s = timers->find(fmt::format("parstack/{}", leaf));
+  return s ? s->total : 0.0;
+}
+
 template <class T>
 class ParstackCase final : public Case {
  public:
-  explicit ParstackCase(const CaseSettings& s)
-      : ntraces_(s.get_int("ntraces", 30)),
-        nshifts_(s.get_int("nshifts", 1000)),
-        nsamples_(s.get_int("nsamples", 6000)),
-        lo_(s.get_int("shift_min", -(nsamples_ / 10))),
-        hi_(s.get_int("shift_max", nsamples_ / 10)) {
-    const auto method = s.get_int("method", 0);
-    require(method == 0 || method == 1, "method", "0 (stack) or 1 (maximum of the stack)",
-            std::to_string(method));
-    options_.method = method == 0 ? Method::stack : Method::max;
-    require(ntraces_ >= 1, "ntraces", "at least 1", std::to_string(ntraces_));
-    require(nshifts_ >= 1, "nshifts", "at least 1", std::to_string(nshifts_));
-    require(nsamples_ >= 1, "nsamples", "at least 1", std::to_string(nsamples_));
-    require(lo_ <= hi_, "shift_min", fmt::format("at most shift_max ({})", hi_), std::to_string(lo_));
-    Random rng{std::mt19937_64(static_cast<std::uint64_t>(s.get_int("seed", 1)))};
+  explicit ParstackCase(const CaseSettings& s) : n_(s, sizeof(T)) {
+    options_.method = n_.method == 0 ? Method::stack : Method::max;
+    options_.clamp_max_at_zero = n_.clamp;
+    Random rng{std::mt19937_64(static_cast<std::uint64_t>(n_.seed))};
     // Zero-mean noise in [-1, 1): seismograms are signed, so the stack is not trivially monotone.
-    data_.resize(ntraces_);
+    data_.resize(n_.ntraces);
     for (auto& trace : data_) {
-      trace.resize(nsamples_);
+      trace.resize(n_.nsamples);
       for (auto& x : trace) x = static_cast<T>(2 * rng.uniform() - 1);
     }
     for (const auto& trace : data_) traces_.emplace_back(trace);
-    offsets_.assign(ntraces_, 0);
-    shifts_.resize(ntraces_ * nshifts_);
-    weights_.resize(ntraces_ * nshifts_);
-    for (auto& v : shifts_) v = static_cast<std::int32_t>(rng.integer(lo_, hi_));
+    offsets_.assign(n_.ntraces, 0);
+    shifts_.resize(n_.ntraces * n_.nshifts);
+    weights_.resize(n_.ntraces * n_.nshifts);
+    for (auto& v : shifts_) v = static_cast<std::int32_t>(rng.integer(n_.lo, n_.hi));
     for (auto& w : weights_) w = static_cast<T>(0.1 + 0.9 * rng.uniform());  // positive, never 0
     extent_ = parstack_extent(input(), options_);
-    const double macs = double(ntraces_) * double(nshifts_) * double(nsamples_);
-    const double max_macs = s.get_real("verify_macs", 2e9);
-    const auto count = macs <= max_macs ? nshifts_
-                                        : std::clamp<std::int64_t>(
-                                              static_cast<std::int64_t>(nshifts_ * (max_macs / macs)),
-                                              1, nshifts_);
-    for (std::int64_t j = 0; j < count; ++j) rows_.push_back(j * nshifts_ / count);
-    // The reference's problem: those rows only, in the same output window.
-    for (const std::int64_t r : rows_) {
-      sub_shifts_.insert(sub_shifts_.end(), shifts_.begin() + r * ntraces_, shifts_.begin() + (r + 1) * ntraces_);
-      sub_weights_.insert(sub_weights_.end(), weights_.begin() + r * ntraces_,
-                          weights_.begin() + (r + 1) * ntraces_);
-    }
-    options_.lengthout = extent_.lengthout;
-    options_.offsetout = extent_.offsetout;
-    result_.resize(parstack_result_size(nshifts_, extent_, options_.method));
+    for (std::int64_t j = 0; j < n_.rows; ++j) rows_.push_back(j * n_.nshifts / n_.rows);
+    // The result keeps pyrocko's default window; the reference's rows are computed in that same
+    // window, so they line up.
+    window_options_ = options_;
+    window_options_.lengthout = extent_.lengthout;
+    window_options_.offsetout = extent_.offsetout;
+    result_.resize(parstack_result_size(n_.nshifts, extent_, options_.method));
   }
 
   std::string kernel() const override { return "parstack"; }
   std::string label() const override {
-    return fmt::format("{} traces x {} shift sets x {} samples, method {}, {}", ntraces_, nshifts_,
-                       nsamples_, static_cast<int>(options_.method), sizeof(T) == 4 ? "float32" : "float64");
+    return fmt::format("{} traces x {} shift sets x {} samples, method {}, {}", n_.ntraces,
+                       n_.nshifts, n_.nsamples, n_.method, sizeof(T) == 4 ? "float32" : "float64");
   }
   Parameters parameters() const override {
     Parameters p;
-    p.set("ntraces", static_cast<long long>(ntraces_));
-    p.set("nshifts", static_cast<long long>(nshifts_));
-    p.set("nsamples", static_cast<long long>(nsamples_));
-    p.set("shift_min", static_cast<long long>(lo_));
-    p.set("shift_max", static_cast<long long>(hi_));
-    p.set("method", static_cast<int>(options_.method));
-    p.set("lengthout", static_cast<long long>(extent_.lengthout));
+    p.set("ntraces", static_cast<long long>(n_.ntraces));
+    p.set("nshifts", static_cast<long long>(n_.nshifts));
+    p.set("nsamples", static_cast<long long>(n_.nsamples));
+    p.set("method", n_.method);
     p.set("dtype", sizeof(T) == 4 ? "float32" : "float64");
+    p.set("shift_min", static_cast<long long>(n_.lo));
+    p.set("shift_max", static_cast<long long>(n_.hi));
+    p.set("seed", static_cast<long long>(n_.seed));
+    p.set("clamp_max_at_zero", n_.clamp);
+    p.set("offsetout", static_cast<long long>(extent_.offsetout));
+    p.set("lengthout", static_cast<long long>(extent_.lengthout));
     p.set("verified_shift_sets", static_cast<long long>(rows_.size()));
     return p;
   }
   WorkModel work() const override { return parstack_work(input(), extent_, options_.method); }
+
   double run(const Device& device, Timers* timers) override {
-    const std::int64_t per_set = options_.method == Method::stack ? extent_.lengthout : 1;
-    checked_.resize(rows_.size() * per_set);
-    if (device.backend == Backend::reference && rows_.size() < std::size_t(nshifts_)) {
-      const ParstackInput<T> sub{std::span<const std::span<const T>>(traces_), offsets_, sub_shifts_,
-                                 sub_weights_, static_cast<std::int64_t>(rows_.size())};
-      parstack<T>(device, sub, std::span<T>(checked_), options_, timers, &plan_);
-      return 0;
-    }
+    if (device.backend == Backend::cuda) check_gpu_memory(device);
+    const double u0 = region_total(timers, "upload"), k0 = region_total(timers, "kernel"),
+                 d0 = region_total(timers, "download");
     // One plan for every repetition: device buffers are allocated once, as a detector would.
     parstack<T>(device, input(), std::span<T>(result_), options_, timers, &plan_);
+    if (device.backend == Backend::cuda && timers && timers->find("parstack/kernel")) {
+      upload_.push_back(region_total(timers, "upload") - u0);
+      kernel_.push_back(region_total(timers, "kernel") - k0);
+      download_.push_back(region_total(timers, "download") - d0);
+    }
+    // The rows the reference verifies (all of them below verify_macs).
+    const std::int64_t per_set = per_set_length();
+    checked_.resize(rows_.size() * per_set);
     for (std::size_t j = 0; j < rows_.size(); ++j)
       std::copy_n(result_.begin() + rows_[j] * per_set, per_set, checked_.begin() + j * per_set);
     return 0;
   }
-  // The rows the reference verifies (all of them below verify_macs).
+
+  // The reference computes those rows only, in the same output window.
+  void run_reference_window() override {
+    std::vector<std::int32_t> shifts;
+    std::vector<T> weights;
+    const std::int64_t n = n_.ntraces;
+    for (const std::int64_t r : rows_) {
+      shifts.insert(shifts.end(), shifts_.begin() + r * n, shifts_.begin() + (r + 1) * n);
+      weights.insert(weights.end(), weights_.begin() + r * n, weights_.begin() + (r + 1) * n);
+    }
+    const ParstackInput<T> sub{std::span<const std::span<const T>>(traces_), offsets_, shifts,
+                               weights, static_cast<std::int64_t>(rows_.size())};
+    checked_.resize(rows_.size() * per_set_length());
+    parstack<T>(Device{Backend::reference, 0, false}, sub, std::span<T>(checked_), window_options_);
+  }
+
   std::vector<CaseOutput> outputs() const override {
     return {{"result", std::span<const T>(checked_)}};
   }
   Tolerance tolerance(const std::string&) const override { return parstack_tolerance<T>(); }
 
- private:
-  ParstackInput<T> input() const {
-    return {std::span<const std::span<const T>>(traces_), offsets_, shifts_, weights_, nshifts_};
+  void start_timing() override {
+    upload_.clear();
+    kernel_.clear();
+    download_.clear();
   }
 
-  std::int64_t ntraces_, nshifts_, nsamples_, lo_, hi_;
-  ParstackOptions options_;
+  // The verification's scope, and on cuda the split of the time into transfers and kernel.
+  Parameters details(const KernelReport& report) const override {
+    Parameters d;
+    const nlohmann::json scope = {{"shift_sets_verified", report.verification ? rows_.size() : 0},
+                                  {"shift_sets_total", n_.nshifts},
+                                  {"tolerance_rel_l2", parstack_tolerance<T>().rel_l2}};
+    d.set_json("verification_scope", scope.dump());
+    if (!kernel_.empty()) {
+      const double macs = report.work.points;
+      const double kernel = median_of(kernel_);
+      const nlohmann::json cuda = {
+          {"upload_seconds_median", median_of(upload_)},
+          {"kernel_seconds_median", kernel},
+          {"download_seconds_median", median_of(download_)},
+          {"gmacs_including_transfers", report.seconds > 0 ? macs / report.seconds * 1e-9 : 0},
+          {"gmacs_kernel_only", kernel > 0 ? macs / kernel * 1e-9 : 0}};
+      d.set_json("cuda", cuda.dump());
+      const auto c = plan_.counters();
+      const nlohmann::json plan = {{"device_allocations", c.device_allocations},
+                                   {"bytes_host_to_device", c.bytes_host_to_device},
+                                   {"bytes_device_to_host", c.bytes_device_to_host},
+                                   {"device_bytes_held", c.device_bytes_held}};
+      d.set_json("plan", plan.dump());
+    }
+    return d;
+  }
+
+ private:
+  ParstackInput<T> input() const {
+    return {std::span<const std::span<const T>>(traces_), offsets_, shifts_, weights_, n_.nshifts};
+  }
+  std::int64_t per_set_length() const {
+    return options_.method == Method::stack ? extent_.lengthout : 1;
+  }
+
+  void check_gpu_memory(const Device& device) const {
+    const auto gpus = cuda_devices();
+    if (device.index >= static_cast<int>(gpus.size()) || gpus[device.index].memory_gib <= 0) return;
+    const double need = n_.inputs + n_.result;
+    if (need > 0.9 * gpus[device.index].memory_gib * kGiB)
+      throw InvalidArgument(fmt::format(
+          "ntraces, nshifts, nsamples: {} ({}) needs about {} of memory on {} ({}), which has "
+          "{:.1f} GiB",
+          label(), sizeof(T) == 4 ? "float32" : "float64", format_bytes(need), device.name(),
+          gpus[device.index].name, gpus[device.index].memory_gib));
+  }
+
+  Sizes n_;
+  ParstackOptions options_, window_options_;
   std::vector<std::vector<T>> data_;
   std::vector<std::span<const T>> traces_;
   std::vector<std::int32_t> offsets_, shifts_;
   std::vector<T> weights_, result_, checked_;
   std::vector<std::int64_t> rows_;
-  std::vector<std::int32_t> sub_shifts_;
-  std::vector<T> sub_weights_;
   Extent extent_;
   ParstackPlan plan_;
+  std::vector<double> upload_, kernel_, download_;  // per timed cuda call
 };
 
 std::unique_ptr<Case> make_parstack(const CaseSettings& s) {
@@ -149,6 +277,21 @@ CaseSettings variant(const char* method, const char* dtype) {
   return CaseSettings{{{"method", method}, {"dtype", dtype}}};
 }
 
+// What detectors stack: 30 traces x 1000 shift sets (pyrocko's benchmark geometry) of 6000
+// samples (a minute at 100 Hz), with moveouts from a few samples (a dense local array) through
+// hundreds (the default +-nsamples/10) to thousands (a regional aperture), both methods.
+std::vector<CaseSettings> parstack_sweep() {
+  std::vector<CaseSettings> sweep;
+  for (const char* method : {"0", "1"})
+    for (const int spread : {10, 600, 3000})
+      sweep.push_back(CaseSettings{{{"method", method},
+                                    {"dtype", "float32"},
+                                    {"shift_min", std::to_string(-spread)},
+                                    {"shift_max", std::to_string(spread)}}});
+  sweep.push_back(CaseSettings{{{"method", "0"}, {"dtype", "float64"}}});
+  return sweep;
+}
+
 }  // namespace
 
 void register_cases(std::vector<CaseEntry>& registry) {
@@ -156,7 +299,8 @@ void register_cases(std::vector<CaseEntry>& registry) {
                       "delay-and-sum stack of random traces with random shifts (pyrocko's parstack)",
                       make_parstack,
                       {variant("0", "float32"), variant("0", "float64"), variant("1", "float32"),
-                       variant("1", "float64")}});
+                       variant("1", "float64")},
+                      parstack_sweep()});
 }
 
 }  // namespace sciproxy::stack

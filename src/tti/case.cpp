@@ -6,7 +6,10 @@
 //                Ricker source of 15 Hz near the centre, off the grid points so that all 8
 //                trilinear weights differ, dt 0.9 of the stability limit. Outputs u and u_prev
 //                after nt steps. Settings: nx, ny, nz (48 each), nt (20), space_order (8), form
-//                (fused or two_pass), dtype (float32). The demo runs both forms.
+//                (fused or two_pass), dtype (float32), spacing (10 m), dt (0: 0.9 of the limit),
+//                freq (15 Hz), verify_nt (nt: the reference runs the first verify_nt steps, and
+//                so does a device after its timed calls when they are fewer). The demo runs both
+//                forms. Its report is Devito's operator's, TTISelfAdjointForward.
 //   tti_forward  the coupled P/M self-adjoint system (sciproxy/tti.hpp), what RTM and FWI run:
 //                n^3 cells of 10 m in two tilted anisotropic layers with variable density (the
 //                lower half faster, denser, more anisotropic and more tilted), a Q sponge of
@@ -29,11 +32,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <set>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "core/json.hpp"
+#include "sciproxy/core/bench.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/harness.hpp"
 #include "sciproxy/tti.hpp"
@@ -45,14 +50,6 @@ namespace {
 
 const Device kReference{Backend::reference, 0, false};
 
-// A case reads the names it knows and refuses the others (a misspelt size would otherwise run
-// the default problem silently).
-void check_names(const CaseSettings& s, const std::set<std::string>& known) {
-  for (const auto& [name, value] : s.values)
-    require(known.count(name) > 0, name, fmt::format("one of {}", fmt::join(known, ", ")),
-            "an unknown setting");
-}
-
 const char* dtype_name(Precision p) {
   return p == Precision::fp32 ? "float32" : "float64";
 }
@@ -61,66 +58,165 @@ template <class T>
 class TtiDemoCase final : public Case {
  public:
   explicit TtiDemoCase(const CaseSettings& s) {
-    check_names(s, {"nx", "ny", "nz", "nt", "space_order", "form", "dtype"});
+    s.check_known({"nx", "ny", "nz", "nt", "space_order", "form", "dtype", "spacing", "dt", "freq",
+                   "verify_nt"});
+    spacing_ = s.get_real("spacing", 10);
+    require(spacing_ > 0, "spacing", "a positive grid spacing in metres", fmt::format("{}", spacing_));
     for (int d = 0; d < 3; ++d) {
       const std::string name = std::string("n") + "xyz"[d];
       in_.shape[d] = s.get_int(name, 48);
       require(in_.shape[d] >= 1, name, "at least 1 grid point", std::to_string(in_.shape[d]));
-      in_.spacing[d] = 10;
-      // Off the grid points, so that all 8 trilinear weights differ.
-      in_.source_position[d] = (static_cast<double>(in_.shape[d] / 2) + 0.37 + 0.11 * d) * 10;
+      in_.spacing[d] = spacing_;
+      // Near the centre, off the grid points, so that all 8 trilinear weights differ.
+      in_.source_position[d] =
+          std::min((static_cast<double>(in_.shape[d] / 2) + 0.37 + 0.11 * d) * spacing_,
+                   static_cast<double>(in_.shape[d] - 1) * spacing_);
     }
     in_.nt = s.get_int("nt", 20);
     require(in_.nt >= 1, "nt", "at least 1", std::to_string(in_.nt));
+    verify_nt_ = s.get_int("verify_nt", in_.nt);
+    require(verify_nt_ >= 1, "verify_nt", "at least 1", std::to_string(verify_nt_));
+    verify_nt_ = std::min(verify_nt_, in_.nt);
     options_.space_order = static_cast<int>(s.get_int("space_order", 8));
+    require(options_.space_order == 4 || options_.space_order == 8 || options_.space_order == 12 ||
+                options_.space_order == 16,
+            "space_order", "4, 8, 12 or 16", std::to_string(options_.space_order));
     options_.form = parse_tti_demo_form(s.get("form", "fused"));
+    freq_ = s.get_real("freq", 15);
+    require(freq_ > 0, "freq", "a positive frequency in Hz", fmt::format("{}", freq_));
+    const double dt = s.get_real("dt", 0);
+    require(dt >= 0, "dt",
+            "a positive time step in seconds (or 0 for 0.9 of the stability limit)",
+            fmt::format("{}", dt));
     in_.material = {vp_, b_, eps_, eta_, f_, theta_, phi_, damping_};
-    in_.dt = 0.9 * tti_demo_dt_limit(in_, options_.space_order);
-    amplitudes_ = ricker_wavelet<T>(15, in_.dt, in_.nt);
+    dt_limit_ = tti_demo_dt_limit(in_, options_.space_order);
+    in_.dt = dt > 0 ? dt : 0.9 * dt_limit_;
+    amplitudes_ = ricker_wavelet<T>(freq_, in_.dt, in_.nt);
     in_.source_amplitudes = amplitudes_;
   }
 
-  std::string kernel() const override { return "tti_demo"; }
+  std::string kernel() const override { return "TTISelfAdjointForward"; }  // Devito's name
   std::string label() const override {
-    return fmt::format("{} x {} x {} points (10 m), {} steps, space order {}, {} form, {}",
-                       in_.shape[0], in_.shape[1], in_.shape[2], in_.nt, options_.space_order,
-                       tti_demo_form_name(options_.form), dtype_name(precision_of<T>()));
+    return fmt::format("{} x {} x {} points ({} m), {} steps, space order {}, {} form, {}",
+                       in_.shape[0], in_.shape[1], in_.shape[2], spacing_, in_.nt,
+                       options_.space_order, tti_demo_form_name(options_.form),
+                       dtype_name(precision_of<T>()));
   }
   Parameters parameters() const override {
     Parameters p;
     p.set("shape", std::vector<long long>(in_.shape.begin(), in_.shape.end()));
     p.set("nt", static_cast<long long>(in_.nt));
-    p.set("spacing", 10.0);
+    p.set("spacing", spacing_);
     p.set("dt", in_.dt);
     p.set("space_order", options_.space_order);
-    p.set("form", tti_demo_form_name(options_.form));
     p.set("dtype", dtype_name(precision_of<T>()));
+    p.set("form", tti_demo_form_name(options_.form));
+    p.set("source_frequency", freq_);
+    const nlohmann::json materials = {{"vp", vp_[0]},       {"b", b_[0]},     {"epsilon", eps_[0]},
+                                      {"eta", eta_[0]},     {"f", f_[0]},     {"theta", theta_[0]},
+                                      {"phi", phi_[0]},     {"damping", damping_[0]}};
+    p.set_json("materials", materials.dump());
     return p;
   }
   WorkModel work() const override { return out_.work; }
   double run(const Device& device, Timers* timers) override {
+    const double setup_before = setup_total(timers);
     out_ = tti_demo<T>(device, in_, options_, timers);
     // The sections' own time when the backend measured it (CUDA events), else the harness's
     // wall clock around the call.
     double seconds = 0;
-    for (const auto& section : out_.sections) seconds += section.seconds;
+    std::vector<double> per_section;
+    for (const auto& section : out_.sections) {
+      seconds += section.seconds;
+      per_section.push_back(section.seconds);
+    }
+    section_seconds_.push_back(std::move(per_section));
+    setup_seconds_.push_back(setup_total(timers) - setup_before);
     return seconds;
   }
+  // The first verify_nt steps (all of them by default) on the reference, and on a device after
+  // its timed calls when they are fewer than nt.
+  void run_reference_window() override {
+    window_ = tti_demo<T>(Device{Backend::reference, 0, false}, window_input(), options_);
+  }
+  void run_device_window(const Device& device) override {
+    if (verify_nt_ < in_.nt) window_ = tti_demo<T>(device, window_input(), options_);
+  }
   std::vector<CaseOutput> outputs() const override {
-    return {{"u", std::span<const T>(out_.u)}, {"u_prev", std::span<const T>(out_.u_prev)}};
+    const TtiDemoOutput<T>& o = window_ ? *window_ : out_;
+    return {{"u", std::span<const T>(o.u)}, {"u_prev", std::span<const T>(o.u_prev)}};
   }
   Tolerance tolerance(const std::string&) const override {
     return tti_demo_tolerance(precision_of<T>());
   }
+  void start_timing() override {
+    section_seconds_.clear();
+    setup_seconds_.clear();
+  }
+
+  // Devito's report: per section its median time over the timed calls and its rates, the setup
+  // (coefficients, padding) apart, the work per point, dt and its limit, the verified steps.
+  Parameters details(const KernelReport& report) const override {
+    Parameters d;
+    d.set("operator", "TTISelfAdjointForward");
+    d.set("gpts", report.rates.gpoints_per_s);
+    d.set("dt", in_.dt);
+    d.set("dt_limit", dt_limit_);
+    d.set("setup_seconds", setup_seconds_.empty() ? 0.0 : median_of(setup_seconds_));
+    const double points = report.work.points;
+    d.set("flops_per_point", points > 0 ? report.work.flops / points : 0.0);
+    const TtiDemoFlops flops = tti_demo_flops(options_.space_order);
+    d.set("stencil_flops_per_point", flops.total());
+    d.set("flux_flops_per_point", flops.flux);
+    d.set("divergence_flops_per_point", flops.divergence);
+    d.set("bytes_per_point", points > 0 ? report.work.bytes / points : 0.0);
+    nlohmann::json sections = nlohmann::json::array();
+    for (std::size_t i = 0; i < out_.sections.size(); ++i) {
+      std::vector<double> v;
+      for (const auto& call : section_seconds_)
+        if (i < call.size()) v.push_back(call[i]);
+      const double seconds = v.empty() ? 0.0 : median_of(v);
+      const WorkModel& work = out_.sections[i].work;
+      sections.push_back({{"name", out_.sections[i].name},
+                          {"seconds", seconds},
+                          {"performance", to_json(derive_rates(work, seconds, report.roofline), work)}});
+    }
+    d.set_json("sections", sections.dump());
+    if (report.verification) {
+      const nlohmann::json scope = {{"steps", verify_nt_},
+                                    {"tolerance_rel_l2", tti_demo_tolerance(precision_of<T>()).rel_l2}};
+      d.set_json("verification_scope", scope.dump());
+    }
+    return d;
+  }
 
  private:
+  static double setup_total(const Timers* timers) {
+    if (!timers) return 0;
+    double total = 0;
+    for (const auto& stat : timers->stats())
+      if (stat.path.ends_with("TTISelfAdjointForward/setup")) total += stat.total;
+    return total;
+  }
+  TtiDemoInput<T> window_input() const {
+    TtiDemoInput<T> in = in_;
+    in.nt = verify_nt_;
+    in.source_amplitudes = std::span<const T>(amplitudes_).first(static_cast<std::size_t>(verify_nt_));
+    return in;
+  }
+
   // Devito's dummy constants, one value each (constant materials).
   const std::vector<T> vp_ = {1500}, b_ = {1}, eps_ = {T(0.2)}, eta_ = {T(0.4)}, f_ = {T(0.85)},
                        theta_ = {T(0.5)}, phi_ = {T(0.3)}, damping_ = {T(0.001)};
   TtiDemoInput<T> in_;
   TtiDemoOptions options_;
+  double spacing_ = 10, freq_ = 15, dt_limit_ = 0;
+  std::int64_t verify_nt_ = 0;
   std::vector<T> amplitudes_;
   TtiDemoOutput<T> out_;
+  std::optional<TtiDemoOutput<T>> window_;
+  std::vector<std::vector<double>> section_seconds_;  // [timed call][section]
+  std::vector<double> setup_seconds_;
 };
 
 // The coupled system's problem, shared by the forward and the adjoint case.
@@ -133,7 +229,7 @@ struct TtiProblem {
   TtiOptions options;
 
   explicit TtiProblem(const CaseSettings& s) {
-    check_names(s, {"n", "sponge", "receivers", "space_order", "nt", "free_surface", "dtype"});
+    s.check_known({"n", "sponge", "receivers", "space_order", "nt", "free_surface", "dtype"});
     n = s.get_int("n", 40);
     sponge = s.get_int("sponge", 10);
     nreceivers = s.get_int("receivers", 32);
@@ -283,6 +379,16 @@ std::unique_ptr<Case> make(const CaseSettings& s) {
   return std::make_unique<C<double>>(s);
 }
 
+// Cubes from cache-sized to a few times the last-level cache, both forms at the middle size.
+std::vector<CaseSettings> demo_sweep() {
+  std::vector<CaseSettings> sweep;
+  for (const char* n : {"32", "48", "72"})
+    sweep.push_back(CaseSettings{{{"nx", n}, {"ny", n}, {"nz", n}, {"nt", "20"}, {"form", "fused"}}});
+  sweep.push_back(
+      CaseSettings{{{"nx", "48"}, {"ny", "48"}, {"nz", "48"}, {"nt", "20"}, {"form", "two_pass"}}});
+  return sweep;
+}
+
 }  // namespace
 
 void register_cases(std::vector<CaseEntry>& registry) {
@@ -290,7 +396,8 @@ void register_cases(std::vector<CaseEntry>& registry) {
                       "tti",
                       "Devito's TTI workshop operator (TTISelfAdjointForward), constant materials",
                       make<TtiDemoCase>,
-                      {CaseSettings{{{"form", "fused"}}}, CaseSettings{{{"form", "two_pass"}}}}});
+                      {CaseSettings{{{"form", "fused"}}}, CaseSettings{{{"form", "two_pass"}}}},
+                      demo_sweep()});
   registry.push_back({"tti_forward",
                       "tti",
                       "coupled P/M TTI system, forward: tilted layers, sponge, free surface",

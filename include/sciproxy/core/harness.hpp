@@ -31,6 +31,9 @@ struct CaseSettings {
   std::string get(const std::string& name, const std::string& fallback) const;
   long long get_int(const std::string& name, long long fallback) const;   // InvalidArgument if not an integer
   double get_real(const std::string& name, double fallback) const;        // InvalidArgument if not a number
+  // Refuses a name the case does not know (InvalidArgument listing the known ones): a misspelt
+  // size would otherwise run the default problem silently.
+  void check_known(const std::vector<std::string>& known) const;
 };
 
 // One named output of the last run, viewed in the case's own storage.
@@ -51,6 +54,22 @@ class Case {
   virtual double run(const Device& device, Timers* timers) = 0;
   virtual std::vector<CaseOutput> outputs() const = 0;  // of the last run
   virtual Tolerance tolerance(const std::string& output) const = 0;
+
+  // Verification compares the outputs() of two instances of the same settings: the reference
+  // backend's after run_reference_window(), and each device's after its timed calls and
+  // run_device_window(device). By default the window is the whole problem: the reference runs
+  // it, and a device keeps the outputs of its last timed call. A case whose reference would take
+  // long checks a part of the problem instead (some shift sets, the first samples of a few
+  // shots, the first steps) and overrides both, so that outputs() returns that part for both.
+  virtual void run_reference_window() { run(Device{Backend::reference, 0, false}, nullptr); }
+  virtual void run_device_window(const Device& /*device*/) {}
+  // Called when the warm-up calls are done: a case that keeps measurements of its own per call
+  // (section times, a transfer split) starts them afresh, so they cover the timed calls only.
+  virtual void start_timing() {}
+  // What the timed calls measured beyond the report (the step ratio, the bytes a gradient
+  // stored, section times, the verification window), as extra fields of the JSON record. Called
+  // last, with the report complete (rates, roofline, checks).
+  virtual Parameters details(const KernelReport& /*report*/) const { return {}; }
 };
 
 using CaseFactory = std::function<std::unique_ptr<Case>(const CaseSettings&)>;
@@ -87,6 +106,7 @@ struct HarnessOptions {
 struct CaseResult {
   KernelReport report;
   BenchStats stats;
+  Parameters details;  // Case::details
 };
 
 // Runs the case on each device with the harness options; the reference backend's run of the
@@ -94,7 +114,8 @@ struct CaseResult {
 std::vector<CaseResult> run_case(const CaseEntry& entry, const CaseSettings& settings,
                                  const std::vector<Device>& devices, const HarnessOptions& options);
 
-// The JSON record of a result (the report, the repetition statistics), as text.
+// The JSON record of a result (the report, the repetition statistics "bench", and the case's
+// details as fields of their own), as text.
 std::string case_result_json(const CaseResult& result);
 
 }  // namespace sciproxy
