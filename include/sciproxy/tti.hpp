@@ -59,22 +59,22 @@ struct TtiOptions {
   // Sponge cells added outside the model per side: {axis0 low, axis0 high, axis1 low, ...}.
   // With free_surface the axis-0 low side has none (that entry is ignored).
   std::array<std::int64_t, 6> sponge_width = {60, 60, 60, 60, 60, 60};
-  double q_min = 0.1;        // Q at the outer edge of the sponge
-  double q_interior = 100;   // Q in the model (+infinity: no attenuation)
-  double freq_q = 5;         // Hz, w = 2 pi freq_q
-  double default_f = 0.85;   // f where TtiModel::f is empty
+  double q_min = 0.1;       // Q at the outer edge of the sponge
+  double q_interior = 100;  // Q in the model (+infinity: no attenuation)
+  double freq_q = 5;        // Hz, w = 2 pi freq_q
+  double default_f = 0.85;  // f where TtiModel::f is empty
   bool free_surface = false;
-  int nparallel = 0;         // OpenMP threads for the cpu backend; 0: all
+  int nparallel = 0;  // OpenMP threads for the cpu backend; 0: all
 };
 
 template <class T>
 struct TtiInput {
   TtiModel<T> model;
-  double dt = 0;                // seconds; beyond the stability limit is an error
-  std::int64_t nt = 0;          // time samples (0: from the source or receiver amplitudes)
+  double dt = 0;        // seconds; beyond the stability limit is an error
+  std::int64_t nt = 0;  // time samples (0: from the source or receiver amplitudes)
   std::int64_t nshots = 1;
-  std::int64_t nsources = 0;    // per shot
-  std::int64_t nreceivers = 0;  // per shot
+  std::int64_t nsources = 0;                         // per shot
+  std::int64_t nreceivers = 0;                       // per shot
   std::span<const T> source_amplitudes;              // [nshots, nsources, nt] (forward)
   std::span<const std::int64_t> source_locations;    // [nshots, nsources, 3]
   std::span<const std::int64_t> receiver_locations;  // [nshots, nreceivers, 3]

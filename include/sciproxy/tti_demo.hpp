@@ -6,11 +6,13 @@
 // One field u on an NX x NY x NZ grid (x, y, z; z vertical and contiguous in memory, Devito's
 // layout). Per step, with D+ / D- the staggered first derivatives of space order A (4, 8, 12, 16;
 // src/tti/math.hpp) and g = (D+x u, D+y u, D+z u):
-//   flux pass:       F = b(1+2eps) [e1 (e1.g) + e2 (e2.g)] + n [b(1 - f eta^2) (n.g) + b f eta sqrt(1-eta^2)]
+//   flux pass:       F = b(1+2eps) [e1 (e1.g) + e2 (e2.g)]
+//                        + n [b(1 - f eta^2) (n.g) + b f eta sqrt(1-eta^2)]
 //                    e1 = (cos th sin ph, cos th cos ph, -sin th), e2 = (cos ph, -sin ph, 0),
 //                    n  = (sin th sin ph, sin th cos ph, cos th)
 //   divergence pass: u+ = (2 - d) u + (d - 1) u- + dt^2 (vp^2 / b) (D-x Fx + D-y Fy + D-z Fz)
-//   injection:       u+ += dt^2 (vp^2 / b) s(t) at the 8 corners around the source, trilinear weights
+//   injection:       u+ += dt^2 (vp^2 / b) s(t) at the 8 corners around the source
+//                    (trilinear weights)
 // The fields are zero outside the grid (a halo of A/2 cells) and the fluxes are kept on the grid
 // only (zero outside), Devito's convention: no boundary condition, the spatial operator is
 // symmetric (e1, e2, n are orthonormal, so its linear part is D- . C D+ with C symmetric), and
@@ -39,7 +41,7 @@ namespace sciproxy::tti {
 // fused: one pass per step that keeps the fluxes of a block on chip (cache on cpu, registers and
 // shared memory on cuda). Same arithmetic per point; the reference always runs two passes.
 enum class TtiDemoForm { two_pass, fused };
-const char* tti_demo_form_name(TtiDemoForm form);  // "two-pass", "fused"
+const char* tti_demo_form_name(TtiDemoForm form);          // "two-pass", "fused"
 TtiDemoForm parse_tti_demo_form(const std::string& name);  // throws InvalidArgument
 
 template <class T>
@@ -71,15 +73,16 @@ struct TtiDemoInput {
 };
 
 struct TtiDemoOptions {
-  int space_order = 8;  // 4, 8, 12 or 16
+  int space_order = 8;                    // 4, 8, 12 or 16
   TtiDemoForm form = TtiDemoForm::fused;  // cpu and cuda; the reference runs two passes
-  int nparallel = 0;    // OpenMP threads of the cpu backend; 0: all
+  int nparallel = 0;                      // OpenMP threads of the cpu backend; 0: all
 };
 
 // Work of one section over the whole run: flops are those its expressions do per point (see
 // tti_demo_flops), bytes the compulsory traffic of its arrays.
 struct TtiDemoSection {
-  std::string name;  // "flux pass", "divergence pass", "fused flux + divergence", "source injection"
+  std::string
+      name;  // "flux pass", "divergence pass", "fused flux + divergence", "source injection"
   WorkModel work;
   double seconds = 0;  // filled when the backend timed the section (0 otherwise)
 };
@@ -89,7 +92,7 @@ struct TtiDemoOutput {
   std::vector<T> u, u_prev;  // u^nt and u^{nt-1}, [NX, NY, NZ]
   WorkModel work;            // the whole operator: points = NX NY NZ nt
   std::vector<TtiDemoSection> sections;
-  double dt_limit = 0;       // the stability limit dt was checked against
+  double dt_limit = 0;  // the stability limit dt was checked against
 };
 
 // Flops per grid point per step of the implemented expressions of the cpu and cuda backends,

@@ -20,8 +20,6 @@
 // receivers (data reversed in time, injected into P only), receivers at the sources (recording
 // P + M, the transpose of injecting into both), output reversed in time. Exact in exact
 // arithmetic, so the dot-product test holds to rounding.
-#include "sciproxy/tti.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -36,6 +34,7 @@
 #include "core/dispatch.hpp"
 #include "core/recorded_call.hpp"
 #include "sciproxy/core/error.hpp"
+#include "sciproxy/tti.hpp"
 #include "seismic/checks.hpp"
 #include "tti/case.hpp"
 #include "tti/kernels.hpp"
@@ -66,8 +65,8 @@ void check_options(const TtiOptions& opt) {
             std::to_string(opt.sponge_width[i]));
   require(std::isfinite(opt.q_min) && opt.q_min > 0, "q_min", "a positive, finite Q",
           fmt::format("{}", opt.q_min));
-  require(std::isfinite(opt.q_interior) && opt.q_interior > 0, "q_interior",
-          "a positive, finite Q", fmt::format("{}", opt.q_interior));
+  require(std::isfinite(opt.q_interior) && opt.q_interior > 0, "q_interior", "a positive, finite Q",
+          fmt::format("{}", opt.q_interior));
   require(std::isfinite(opt.freq_q) && opt.freq_q >= 0, "freq_q",
           "a finite frequency >= 0 in Hz (0: no attenuation)", fmt::format("{}", opt.freq_q));
   require(std::isfinite(opt.default_f) && opt.default_f > 0 && opt.default_f <= 1, "default_f",
@@ -86,7 +85,7 @@ Cell cell_of(const TtiModel<T>& m, const TtiOptions& opt, std::int64_t i) {
   auto at = [&](std::span<const T> a, double fallback) {
     return a.empty() ? fallback : static_cast<double>(a[i]);
   };
-  return {at(m.vp, 0),    at(m.buoyancy, 1), at(m.epsilon, 0), at(m.delta, 0),
+  return {at(m.vp, 0),    at(m.buoyancy, 1), at(m.epsilon, 0),      at(m.delta, 0),
           at(m.theta, 0), at(m.phi, 0),      at(m.f, opt.default_f)};
 }
 
@@ -163,9 +162,10 @@ double tti_max_dt(const TtiModel<T>& model, const TtiOptions& opt) {
   const double s = coefficient_sum(opt.space_order);
   const double k = 4 * s * s * inv_h2 * speed2;
   bool sponge = false;
-  for (int i = 0; i < 6; ++i) sponge = sponge || (opt.sponge_width[i] > 0 && !(opt.free_surface && i == 0));
-  const double beta =
-      2 * std::numbers::pi * opt.freq_q / std::min(opt.q_interior, sponge ? opt.q_min : opt.q_interior);
+  for (int i = 0; i < 6; ++i)
+    sponge = sponge || (opt.sponge_width[i] > 0 && !(opt.free_surface && i == 0));
+  const double beta = 2 * std::numbers::pi * opt.freq_q /
+                      std::min(opt.q_interior, sponge ? opt.q_min : opt.q_interior);
   return (-beta + std::sqrt(beta * beta + 4 * k)) / k;  // root of k dt^2 + 2 beta dt = 4
 }
 
@@ -222,11 +222,12 @@ void make_setup(Setup<T>& s, const TtiInput<T>& in, const TtiOptions& opt,
   check_locations(in.receiver_locations, in.nshots, in.nreceivers, in.model.grid,
                   "receiver_locations", "receiver", false);
   const double max_dt = tti_max_dt(in.model, opt);
-  require(in.dt <= max_dt, "dt",
-          fmt::format("at most the stability limit {:.6g} s (space order {}, max vp sqrt(1+2eps), "
-                      "spacing{})", max_dt, opt.space_order,
-                      opt.freq_q > 0 ? " and the damping of the sponge" : ""),
-          fmt::format("{} s", in.dt));
+  require(
+      in.dt <= max_dt, "dt",
+      fmt::format("at most the stability limit {:.6g} s (space order {}, max vp sqrt(1+2eps), "
+                  "spacing{})",
+                  max_dt, opt.space_order, opt.freq_q > 0 ? " and the damping of the sponge" : ""),
+      fmt::format("{} s", in.dt));
 
   const Grid& grid = in.model.grid;
   s.order = opt.space_order;
@@ -255,8 +256,9 @@ void make_setup(Setup<T>& s, const TtiInput<T>& in, const TtiOptions& opt,
       for (int side = 0; side < 2; ++side) {
         const std::int64_t w = width[2 * d + side], k = side == 0 ? into_lo : into_hi;
         if (w > 0 && k < w)
-          q = std::min(q, std::exp(std::log(opt.q_min) +
-                                   (double(k) / w) * (std::log(opt.q_interior) - std::log(opt.q_min))));
+          q = std::min(
+              q, std::exp(std::log(opt.q_min) +
+                          (double(k) / w) * (std::log(opt.q_interior) - std::log(opt.q_min))));
       }
     }
     return q;
@@ -272,7 +274,8 @@ void make_setup(Setup<T>& s, const TtiInput<T>& in, const TtiOptions& opt,
         const std::int64_t k = (i0 * s.n[1] + i1) * s.n[2] + i2;
         std::int64_t model = 0;  // replicate padding
         for (int d = 0; d < 3; ++d)
-          model = model * grid.shape[d] + std::clamp<std::int64_t>(p[d] - s.offset[d], 0, grid.shape[d] - 1);
+          model = model * grid.shape[d] +
+                  std::clamp<std::int64_t>(p[d] - s.offset[d], 0, grid.shape[d] - 1);
         const Cell c = cell_of(in.model, opt, model);
         const double eta2 = std::max(0.0, 2 * (c.eps - c.delta) / (c.f + 2 * c.eps));
         const double eta = std::sqrt(eta2);
@@ -308,8 +311,9 @@ void make_setup(Setup<T>& s, const TtiInput<T>& in, const TtiOptions& opt,
   pr.n = s.n;
   for (int d = 0; d < 3; ++d) pr.rh[d] = static_cast<T>(1 / grid.spacing[d]);
   pr.free_surface = opt.free_surface;
-  pr.coef = {s.e.data(), s.g.data(), s.a.data(), s.c.data(), s.mm.data(),
-             {s.n0.data(), s.n1.data(), s.n2.data()}, s.scale.data(), s.damping.data()};
+  pr.coef = {s.e.data(),     s.g.data(),      s.a.data(),
+             s.c.data(),     s.mm.data(),     {s.n0.data(), s.n1.data(), s.n2.data()},
+             s.scale.data(), s.damping.data()};
   pr.nt = s.nt;
 }
 
@@ -350,7 +354,8 @@ TtiState<T> make_state(const Setup<T>& s, bool free_surface, const TtiState<T>* 
               fmt::format("{} values", src->size()));
       for (std::size_t i = 0; i < size; ++i)
         if (!std::isfinite((*src)[i]))
-          throw_invalid_argument(name, "finite values", fmt::format("{} at flat index {}", (*src)[i], i));
+          throw_invalid_argument(name, "finite values",
+                                 fmt::format("{} at flat index {}", (*src)[i], i));
       dst = *src;
     } else {
       dst.assign(size, T(0));
@@ -511,20 +516,19 @@ TtiAdjointOutput<T> tti_adjoint(const Device& device, const TtiInput<T>& in,
             s.source_scale[tr] == T(0) ? T(0) : sources_tm[(nt - 1 - t) * ns + tr];
   }
   if (call.verifying()) {
-    const TtiAdjointOutput<T> expected = call.on_reference([&] {
-      return tti_adjoint<T>(RecordedCall::reference_device(), in, receiver_data, opt);
-    });
+    const TtiAdjointOutput<T> expected = call.on_reference(
+        [&] { return tti_adjoint<T>(RecordedCall::reference_device(), in, receiver_data, opt); });
     call.compare<T>("source_amplitudes", out.source_amplitudes, expected.source_amplitudes,
                     tti_tolerance(precision_of<T>()));
   }
   return out;
 }
 
-#define SCIPROXY_INSTANTIATE(T)                                                                 \
-  template double tti_max_dt<T>(const TtiModel<T>&, const TtiOptions&);                        \
-  template TtiOutput<T> tti_forward<T>(const Device&, const TtiInput<T>&, const TtiOptions&,    \
-                               const TtiState<T>*, Timers*);                                    \
-  template TtiAdjointOutput<T> tti_adjoint<T>(const Device&, const TtiInput<T>&,               \
+#define SCIPROXY_INSTANTIATE(T)                                                              \
+  template double tti_max_dt<T>(const TtiModel<T>&, const TtiOptions&);                      \
+  template TtiOutput<T> tti_forward<T>(const Device&, const TtiInput<T>&, const TtiOptions&, \
+                                       const TtiState<T>*, Timers*);                         \
+  template TtiAdjointOutput<T> tti_adjoint<T>(const Device&, const TtiInput<T>&,             \
                                               std::span<const T>, const TtiOptions&, Timers*);
 SCIPROXY_INSTANTIATE(float)
 SCIPROXY_INSTANTIATE(double)

@@ -25,7 +25,9 @@ inline Tolerance rel_l2_tolerance(Precision p, double fp32, double fp64) {
 
 // The coupled P/M system (tti_forward, tti_adjoint), a backend against the reference (and cuda
 // against cpu): the traces (receiver amplitudes, the adjoint's source amplitudes).
-inline Tolerance tti_tolerance(Precision p) { return detail::rel_l2_tolerance(p, 1e-5, 1e-12); }
+inline Tolerance tti_tolerance(Precision p) {
+  return detail::rel_l2_tolerance(p, 1e-5, 1e-12);
+}
 
 // The same for the final state P, P_prev, M, M_prev, and for the traces of a run continued from
 // a state (rounding accumulated over the first run's steps too).
@@ -35,7 +37,9 @@ inline Tolerance tti_state_tolerance(Precision p) {
 
 // The adjoint identity <F s, d> = <s, F* d> of one backend, relative to |<F s, d>| (float64:
 // rounding only).
-inline double tti_adjoint_identity_tolerance() { return 1e-10; }
+inline double tti_adjoint_identity_tolerance() {
+  return 1e-10;
+}
 
 // The workshop operator (tti_demo), u and u_prev of a backend (either form) against the
 // reference.

@@ -21,8 +21,8 @@ namespace sciproxy::tti::kernels::cpu {
 
 namespace {
 
-constexpr std::int64_t kBlockSlow = 8;     // cells per block along axes 0 and 1
-constexpr std::int64_t kBlockFast = 512;   // cells per block along axis 2
+constexpr std::int64_t kBlockSlow = 8;    // cells per block along axes 0 and 1
+constexpr std::int64_t kBlockFast = 512;  // cells per block along axis 2
 
 using Index = std::array<std::int64_t, 3>;
 
@@ -104,48 +104,51 @@ void forward_order(const TtiProblem<T>& p, TtiFields<T> fields, const T* sources
           mirror(P, 2 * surface, T(-1));
           mirror(M, 2 * surface, T(-1));
         }
-        for_blocks(j_lo, j_hi, [&](std::int64_t i0, std::int64_t i1, std::int64_t b, std::int64_t e) {
-          const std::int64_t row = i0 * s0 + i1 * s1;
+        for_blocks(j_lo, j_hi,
+                   [&](std::int64_t i0, std::int64_t i1, std::int64_t b, std::int64_t e) {
+                     const std::int64_t row = i0 * s0 + i1 * s1;
 #pragma omp simd
-          for (std::int64_t i2 = b; i2 < e; ++i2) {
-            const std::int64_t k = row + i2;
-            const T gp[3] = {tti::staggered_forward<A>(P + k, s0, r0),
-                             tti::staggered_forward<A>(P + k, s1, r1),
-                             tti::staggered_forward<A>(P + k, 1, r2)};
-            const T gm[3] = {tti::staggered_forward<A>(M + k, s0, r0),
-                             tti::staggered_forward<A>(M + k, s1, r1),
-                             tti::staggered_forward<A>(M + k, 1, r2)};
-            const T n[3] = {co.n[0][k], co.n[1][k], co.n[2][k]};
-            T fp[3], fm[3];
-            tti::coupled_fluxes(gp, gm, co.e[k], co.g[k], co.a[k], co.c[k], co.mm[k], n, fp, fm);
-            fp0[k] = fp[0];
-            fp1[k] = fp[1];
-            fp2[k] = fp[2];
-            fm0[k] = fm[0];
-            fm1[k] = fm[1];
-            fm2[k] = fm[2];
-          }
-        });
+                     for (std::int64_t i2 = b; i2 < e; ++i2) {
+                       const std::int64_t k = row + i2;
+                       const T gp[3] = {tti::staggered_forward<A>(P + k, s0, r0),
+                                        tti::staggered_forward<A>(P + k, s1, r1),
+                                        tti::staggered_forward<A>(P + k, 1, r2)};
+                       const T gm[3] = {tti::staggered_forward<A>(M + k, s0, r0),
+                                        tti::staggered_forward<A>(M + k, s1, r1),
+                                        tti::staggered_forward<A>(M + k, 1, r2)};
+                       const T n[3] = {co.n[0][k], co.n[1][k], co.n[2][k]};
+                       T fp[3], fm[3];
+                       tti::coupled_fluxes(gp, gm, co.e[k], co.g[k], co.a[k], co.c[k], co.mm[k], n,
+                                           fp, fm);
+                       fp0[k] = fp[0];
+                       fp1[k] = fp[1];
+                       fp2[k] = fp[2];
+                       fm0[k] = fm[0];
+                       fm1[k] = fm[1];
+                       fm2[k] = fm[2];
+                     }
+                   });
         if (p.free_surface) {
           mirror(fp0, 2 * surface - 1, T(1));
           mirror(fm0, 2 * surface - 1, T(1));
         }
-        for_blocks(u_lo, u_hi, [&](std::int64_t i0, std::int64_t i1, std::int64_t b, std::int64_t e) {
-          const std::int64_t row = i0 * s0 + i1 * s1;
+        for_blocks(u_lo, u_hi,
+                   [&](std::int64_t i0, std::int64_t i1, std::int64_t b, std::int64_t e) {
+                     const std::int64_t row = i0 * s0 + i1 * s1;
 #pragma omp simd
-          for (std::int64_t i2 = b; i2 < e; ++i2) {
-            const std::int64_t k = row + i2;
-            const T div_p = tti::staggered_backward<A>(fp0 + k, s0, r0) +
-                            tti::staggered_backward<A>(fp1 + k, s1, r1) +
-                            tti::staggered_backward<A>(fp2 + k, 1, r2);
-            const T div_m = tti::staggered_backward<A>(fm0 + k, s0, r0) +
-                            tti::staggered_backward<A>(fm1 + k, s1, r1) +
-                            tti::staggered_backward<A>(fm2 + k, 1, r2);
-            const T d = co.damping[k], s = co.scale[k];
-            P_prev[k] = (2 - d) * P[k] + (d - 1) * P_prev[k] + s * div_p;
-            M_prev[k] = (2 - d) * M[k] + (d - 1) * M_prev[k] + s * div_m;
-          }
-        });
+                     for (std::int64_t i2 = b; i2 < e; ++i2) {
+                       const std::int64_t k = row + i2;
+                       const T div_p = tti::staggered_backward<A>(fp0 + k, s0, r0) +
+                                       tti::staggered_backward<A>(fp1 + k, s1, r1) +
+                                       tti::staggered_backward<A>(fp2 + k, 1, r2);
+                       const T div_m = tti::staggered_backward<A>(fm0 + k, s0, r0) +
+                                       tti::staggered_backward<A>(fm1 + k, s1, r1) +
+                                       tti::staggered_backward<A>(fm2 + k, 1, r2);
+                       const T d = co.damping[k], s = co.scale[k];
+                       P_prev[k] = (2 - d) * P[k] + (d - 1) * P_prev[k] + s * div_p;
+                       M_prev[k] = (2 - d) * M[k] + (d - 1) * M_prev[k] + s * div_m;
+                     }
+                   });
       }
       std::swap(P, P_prev);
       std::swap(M, M_prev);

@@ -51,8 +51,8 @@ template <int A, class T>
 __global__ void __launch_bounds__(kBlockX* kBlockY)
     flux_kernel(Box box, std::int64_t n1, std::int64_t n2, std::int64_t points, T r0, T r1, T r2,
                 const T* __restrict__ P, const T* __restrict__ M, DeviceCoefficients<T> co,
-                T* __restrict__ fp0, T* __restrict__ fp1, T* __restrict__ fp2,
-                T* __restrict__ fm0, T* __restrict__ fm1, T* __restrict__ fm2) {
+                T* __restrict__ fp0, T* __restrict__ fp1, T* __restrict__ fp2, T* __restrict__ fm0,
+                T* __restrict__ fm1, T* __restrict__ fm2) {
   const std::int64_t i2 = box.lo2 + std::int64_t(blockIdx.x) * kBlockX + threadIdx.x;
   const std::int64_t i1 = box.lo1 + std::int64_t(blockIdx.y) * kBlockY + threadIdx.y;
   const std::int64_t rows = box.hi0 - box.lo0;
@@ -103,7 +103,8 @@ __global__ void __launch_bounds__(kBlockX* kBlockY)
 // Rows 0 .. rows-1 of axis 0 (every shot) set to sign * f[twice_centre - row].
 template <class T>
 __global__ void mirror_kernel(T* f, std::int64_t rows, std::int64_t twice_centre,
-                              std::int64_t plane, std::int64_t points, std::int64_t nshots, T sign) {
+                              std::int64_t plane, std::int64_t points, std::int64_t nshots,
+                              T sign) {
   const std::int64_t total = nshots * rows * plane;
   for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += std::int64_t(gridDim.x) * blockDim.x) {
@@ -123,9 +124,9 @@ __global__ void record_kernel(const T* P, const T* M, bool record_m, const std::
 }
 
 template <class T>
-__global__ void inject_kernel(T* P, T* M, bool inject_m, const std::int64_t* cells,
-                              const T* scale, const T* samples, std::int64_t nsources,
-                              std::int64_t points, std::int64_t nshots) {
+__global__ void inject_kernel(T* P, T* M, bool inject_m, const std::int64_t* cells, const T* scale,
+                              const T* samples, std::int64_t nsources, std::int64_t points,
+                              std::int64_t nshots) {
   const std::int64_t shot = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (shot >= nshots) return;
   for (std::int64_t q = 0; q < nsources; ++q) {
@@ -147,7 +148,9 @@ using cuda_detail::Stream;
 template <class U>
 void upload(DeviceArray<U>& to, const U* from, std::size_t count, cudaStream_t s) {
   to.allocate(count);
-  if (count > 0) SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(to.get(), from, count * sizeof(U), cudaMemcpyHostToDevice, s));
+  if (count > 0)
+    SCIPROXY_CUDA_CHECK(
+        cudaMemcpyAsync(to.get(), from, count * sizeof(U), cudaMemcpyHostToDevice, s));
 }
 
 template <int A, class T>
@@ -207,7 +210,8 @@ void run_order(const TtiProblem<T>& p, TtiFields<T> fields, const T* sources, T*
   const bool j_empty = j.hi0 <= j.lo0 || j.hi1 <= j.lo1 || j.hi2 <= j.lo2;
   const bool u_empty = u.hi0 <= u.lo0 || u.hi1 <= u.lo1 || u.hi2 <= u.lo2;
   const std::int64_t mirror_total = nshots * halo * plane;
-  const unsigned mirror_blocks = static_cast<unsigned>(std::min<std::int64_t>((mirror_total + 255) / 256, 65535));
+  const unsigned mirror_blocks =
+      static_cast<unsigned>(std::min<std::int64_t>((mirror_total + 255) / 256, 65535));
   for (std::int64_t t = 0; t < p.nt; ++t) {
     if (p.nreceivers > 0) {
       record_kernel<<<static_cast<unsigned>(nshots), 128, 0, s>>>(
@@ -223,16 +227,16 @@ void run_order(const TtiProblem<T>& p, TtiFields<T> fields, const T* sources, T*
     for (std::int64_t first = 0; first < nshots && !j_empty; first += chunk) {
       const std::int64_t o = first * points;
       flux_kernel<A, T><<<grid_of(j, std::min(chunk, nshots - first)), block, 0, s>>>(
-          j, p.n[1], p.n[2], points, p.rh[0], p.rh[1], p.rh[2], P + o, M + o, co,
-          flux[0].get() + o, flux[1].get() + o, flux[2].get() + o, flux[3].get() + o,
-          flux[4].get() + o, flux[5].get() + o);
+          j, p.n[1], p.n[2], points, p.rh[0], p.rh[1], p.rh[2], P + o, M + o, co, flux[0].get() + o,
+          flux[1].get() + o, flux[2].get() + o, flux[3].get() + o, flux[4].get() + o,
+          flux[5].get() + o);
       SCIPROXY_CUDA_CHECK_LAUNCH("tti flux_kernel");
     }
     if (p.free_surface) {
-      mirror_kernel<<<mirror_blocks, 256, 0, s>>>(flux[0].get(), halo, 2 * halo - 1, plane,
-                                                  points, nshots, T(1));
-      mirror_kernel<<<mirror_blocks, 256, 0, s>>>(flux[3].get(), halo, 2 * halo - 1, plane,
-                                                  points, nshots, T(1));
+      mirror_kernel<<<mirror_blocks, 256, 0, s>>>(flux[0].get(), halo, 2 * halo - 1, plane, points,
+                                                  nshots, T(1));
+      mirror_kernel<<<mirror_blocks, 256, 0, s>>>(flux[3].get(), halo, 2 * halo - 1, plane, points,
+                                                  nshots, T(1));
       SCIPROXY_CUDA_CHECK_LAUNCH("tti mirror_kernel");
     }
     for (std::int64_t first = 0; first < nshots && !u_empty; first += chunk) {
@@ -260,9 +264,11 @@ void run_order(const TtiProblem<T>& p, TtiFields<T> fields, const T* sources, T*
   stepped.record(s);
   // The device pointers swapped with the steps: P is u^nt whatever the parity of nt.
   SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(fields.p, P, all * sizeof(T), cudaMemcpyDeviceToHost, s));
-  SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(fields.p_prev, P_prev, all * sizeof(T), cudaMemcpyDeviceToHost, s));
+  SCIPROXY_CUDA_CHECK(
+      cudaMemcpyAsync(fields.p_prev, P_prev, all * sizeof(T), cudaMemcpyDeviceToHost, s));
   SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(fields.m, M, all * sizeof(T), cudaMemcpyDeviceToHost, s));
-  SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(fields.m_prev, M_prev, all * sizeof(T), cudaMemcpyDeviceToHost, s));
+  SCIPROXY_CUDA_CHECK(
+      cudaMemcpyAsync(fields.m_prev, M_prev, all * sizeof(T), cudaMemcpyDeviceToHost, s));
   if (nr > 0 && p.nt > 0)
     SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(receivers, d_receivers.get(),
                                         nr * static_cast<std::size_t>(p.nt) * sizeof(T),

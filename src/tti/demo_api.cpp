@@ -22,9 +22,9 @@ namespace sciproxy::tti {
 
 namespace {
 
-using std::int64_t;
 using kernels::DemoGrid;
 using kernels::SpaceOrders;
+using std::int64_t;
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
@@ -38,7 +38,9 @@ double sum_abs_coefficients(int order) {
   });
 }
 
-void check_space_order(int order) { with_value<SpaceOrders>(order, "space_order", [](auto) {}); }
+void check_space_order(int order) {
+  with_value<SpaceOrders>(order, "space_order", [](auto) {});
+}
 
 template <class T>
 void check_field(std::string_view name, std::span<const T> values, int64_t points) {
@@ -75,12 +77,13 @@ double max_of(std::span<const T> values, auto&& f) {
 }
 
 DemoGrid make_grid(const std::array<int64_t, 3>& shape, const std::array<double, 3>& spacing,
-               int order) {
+                   int order) {
   DemoGrid g;
   g.order = order;
   g.halo = order / 2;
   g.n = shape;
-  g.nz_vector = (shape[2] + DemoGrid::kVectorLength - 1) / DemoGrid::kVectorLength * DemoGrid::kVectorLength;
+  g.nz_vector =
+      (shape[2] + DemoGrid::kVectorLength - 1) / DemoGrid::kVectorLength * DemoGrid::kVectorLength;
   for (int d = 0; d < 3; ++d) g.np[d] = (d == 2 ? g.nz_vector : shape[d]) + 2 * g.halo;
   g.spacing = spacing;
   return g;
@@ -122,8 +125,10 @@ void check_input(const TtiDemoInput<T>& in, const TtiDemoOptions& opt, Backend b
   const double inf = std::numeric_limits<double>::infinity();
   check_range("vp", m.vp, 0, inf, true, "finite velocities > 0 m/s");
   check_range("b", m.b, 0, inf, true, "finite buoyancies (1 / density) > 0");
-  check_range("epsilon", m.epsilon, -0.5, inf, true, "finite values > -0.5 (so that 1 + 2 eps > 0)");
-  check_range("eta", m.eta, 0, 1, false, "values in [0, 1] (eta-hat; sqrt(1 - eta^2) must be real)");
+  check_range("epsilon", m.epsilon, -0.5, inf, true,
+              "finite values > -0.5 (so that 1 + 2 eps > 0)");
+  check_range("eta", m.eta, 0, 1, false,
+              "values in [0, 1] (eta-hat; sqrt(1 - eta^2) must be real)");
   check_range("f", m.f, 0, 1, false, "values in [0, 1] (f = 1 - vs^2 / vp^2)");
   check_range("theta", m.theta, -inf, inf, false, "finite angles in radians");
   check_range("phi", m.phi, -inf, inf, false, "finite angles in radians");
@@ -141,8 +146,8 @@ void check_input(const TtiDemoInput<T>& in, const TtiDemoOptions& opt, Backend b
     throw_invalid_argument("source_amplitudes", fmt::format("nt = {} values", in.nt),
                            fmt::format("{} values", in.source_amplitudes.size()));
   check_range("source_amplitudes", in.source_amplitudes, -inf, inf, false, "finite values");
-  for (auto [name, field] : {std::pair{"initial_u", in.initial_u},
-                             std::pair{"initial_u_prev", in.initial_u_prev}}) {
+  for (auto [name, field] :
+       {std::pair{"initial_u", in.initial_u}, std::pair{"initial_u_prev", in.initial_u_prev}}) {
     if (field.empty()) continue;
     if (static_cast<int64_t>(field.size()) != points)
       throw_invalid_argument(name, fmt::format("empty or one value per grid point ({})", points),
@@ -153,9 +158,10 @@ void check_input(const TtiDemoInput<T>& in, const TtiDemoOptions& opt, Backend b
   const double limit = tti_demo_dt_limit(in, opt.space_order);
   if (in.dt > limit)
     throw_invalid_argument(
-        "dt", fmt::format("at most {:.6g} s, the stability limit of these materials at space "
-                          "order {} and this spacing",
-                          limit, opt.space_order),
+        "dt",
+        fmt::format("at most {:.6g} s, the stability limit of these materials at space "
+                    "order {} and this spacing",
+                    limit, opt.space_order),
         fmt::format("{:.6g} s", in.dt));
 
   // Memory, before anything is allocated: two padded fields, eight coefficient arrays, three
@@ -163,8 +169,7 @@ void check_input(const TtiDemoInput<T>& in, const TtiDemoOptions& opt, Backend b
   // fields and coefficients (ten more arrays).
   const DemoGrid g = make_grid(in.shape, in.spacing, opt.space_order);
   const double arrays = backend == Backend::cpu ? 23.0 : 13.0;
-  const double bytes =
-      sizeof(T) * (arrays * static_cast<double>(g.padded_points()) + 2.0 * points);
+  const double bytes = sizeof(T) * (arrays * static_cast<double>(g.padded_points()) + 2.0 * points);
   const double physical = physical_memory_bytes();
   if (physical > 0 && bytes > 0.8 * physical)
     throw_invalid_argument("shape",
@@ -224,9 +229,9 @@ CoefficientArrays<T> make_coefficients(const DemoGrid& g, const TtiDemoInput<T>&
   for (auto* v : {&c.nx, &c.ny, &c.nz, &c.a, &c.bma, &c.s, &c.m, &c.d})
     v->assign(static_cast<std::size_t>(padded), T(0));
   const double dt2 = in.dt * in.dt;
-  const kernels::DemoRawMaterial<T> raw{field_of(mat.vp),    field_of(mat.b),     field_of(mat.epsilon),
-                                      field_of(mat.eta),   field_of(mat.f),     field_of(mat.theta),
-                                      field_of(mat.phi),   field_of(mat.damping)};
+  const kernels::DemoRawMaterial<T> raw{
+      field_of(mat.vp), field_of(mat.b),     field_of(mat.epsilon), field_of(mat.eta),
+      field_of(mat.f),  field_of(mat.theta), field_of(mat.phi),     field_of(mat.damping)};
   // Evaluated in double, rounded once to T.
   auto set = [&](int64_t p, int64_t q) {
     const double th = raw.theta.at(p), ph = raw.phi.at(p);
@@ -322,7 +327,8 @@ double tti_demo_dt_limit(const TtiDemoInput<T>& in, int space_order) {
   };
   const bool vp_b_const = m.vp.size() == 1 && m.b.size() == 1;
   const int64_t n1 = vp_b_const ? 1 : points;
-  const bool c_const = m.b.size() == 1 && m.epsilon.size() == 1 && m.eta.size() == 1 && m.f.size() == 1;
+  const bool c_const =
+      m.b.size() == 1 && m.epsilon.size() == 1 && m.eta.size() == 1 && m.f.size() == 1;
   const int64_t n2 = c_const ? 1 : points;
   double max_m = -1, max_c = -1, max_d = 0;
 #pragma omp parallel for reduction(max : max_m)
@@ -330,7 +336,8 @@ double tti_demo_dt_limit(const TtiDemoInput<T>& in, int space_order) {
 #pragma omp parallel for reduction(max : max_c)
   for (int64_t p = 0; p < n2; ++p) {
     const double eta = at(m.eta, p);
-    max_c = std::max(max_c, at(m.b, p) * std::max(1 + 2 * at(m.epsilon, p), 1 - at(m.f, p) * eta * eta));
+    max_c = std::max(max_c,
+                     at(m.b, p) * std::max(1 + 2 * at(m.epsilon, p), 1 - at(m.f, p) * eta * eta));
   }
   for (const T d : m.damping) max_d = std::max(max_d, static_cast<double>(d));
   const double c = sum_abs_coefficients(space_order);
@@ -349,7 +356,8 @@ TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& in,
     auto top = Timers::region(call.timers(), kTopRegion);  // closed before the reference rerun
     check_input(in, options, device.backend);
     const DemoGrid g = make_grid(in.shape, in.spacing, options.space_order);
-    const TtiDemoForm form = device.backend == Backend::reference ? TtiDemoForm::two_pass : options.form;
+    const TtiDemoForm form =
+        device.backend == Backend::reference ? TtiDemoForm::two_pass : options.form;
 
     out.dt_limit = tti_demo_dt_limit(in, options.space_order);
     ThreadCount threads(device.backend == Backend::reference ? 0 : options.nparallel);
@@ -365,12 +373,13 @@ TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& in,
       if (device.backend != Backend::reference) {
         coefficients = make_coefficients(g, in);
         for (int c = 0; c < 8; ++c)
-          src.scaled[c] = static_cast<T>(src.weights[c] * static_cast<double>(coefficients.m[src.cells[c]]));
+          src.scaled[c] =
+              static_cast<T>(src.weights[c] * static_cast<double>(coefficients.m[src.cells[c]]));
       }
     }
     const kernels::DemoFields<T> fields{u.data(), u_prev.data()};
-    static const char* const kSections[] = {"flux pass", "divergence pass", "fused flux + divergence",
-                                            "source injection"};
+    static const char* const kSections[] = {"flux pass", "divergence pass",
+                                            "fused flux + divergence", "source injection"};
     std::array<double, 4> before{};
     for (int i = 0; i < 4; ++i) before[i] = region_total(call.timers(), kSections[i]);
     kernels::DemoProblem<T> problem;
@@ -381,8 +390,8 @@ TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& in,
     problem.form = form;
     if (device.backend == Backend::reference) {
       const auto& mat = in.material;
-      problem.raw = {field_of(mat.vp),  field_of(mat.b),     field_of(mat.epsilon),
-                     field_of(mat.eta), field_of(mat.f),     field_of(mat.theta),
+      problem.raw = {field_of(mat.vp),  field_of(mat.b),      field_of(mat.epsilon),
+                     field_of(mat.eta), field_of(mat.f),      field_of(mat.theta),
                      field_of(mat.phi), field_of(mat.damping)};
     } else {
       problem.coef = coefficients.view();
@@ -403,7 +412,8 @@ TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& in,
     if (form == TtiDemoForm::two_pass) {
       // flux: reads u, nx, ny, nz, a, bma, s; writes Fx, Fy, Fz.
       // divergence: reads Fx, Fy, Fz, u, u-, m, d; writes u+.
-      out.sections.push_back({"flux pass", section_work(points, flops.flux, 10 * es, precision), 0});
+      out.sections.push_back(
+          {"flux pass", section_work(points, flops.flux, 10 * es, precision), 0});
       out.sections.push_back(
           {"divergence pass", section_work(points, flops.divergence, 8 * es, precision), 0});
     } else {
@@ -442,9 +452,9 @@ TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& in,
   return out;
 }
 
-#define SCIPROXY_INSTANTIATE(T)                                                                  \
-  template double tti_demo_dt_limit<T>(const TtiDemoInput<T>&, int);                            \
-  template TtiDemoOutput<T> tti_demo<T>(const Device&, const TtiDemoInput<T>&,                  \
+#define SCIPROXY_INSTANTIATE(T)                                                \
+  template double tti_demo_dt_limit<T>(const TtiDemoInput<T>&, int);           \
+  template TtiDemoOutput<T> tti_demo<T>(const Device&, const TtiDemoInput<T>&, \
                                         const TtiDemoOptions&, Timers*);
 SCIPROXY_INSTANTIATE(float)
 SCIPROXY_INSTANTIATE(double)

@@ -1,5 +1,5 @@
 // cpu backend of the TTI workshop demo operator (OpenMP + SIMD). Per step (kernels.hpp):
-//   F = a g + (bma (n.g) + s) n,  g = D+ u          (flux; coefficients computed once in demo_api.cpp)
+//   F = a g + (bma (n.g) + s) n,  g = D+ u          (flux; coefficients from demo_api.cpp)
 //   u+ = (2 - d) u + (d - 1) u- + m (D- . F)        (divergence and update)
 //   u+ += scaled_c s(t) at the 8 source corners     (injection)
 // with the per-point arithmetic of math.hpp (shared with demo_cuda.cu); docs/kernels/tti.md.
@@ -72,8 +72,8 @@ struct AlignedArray {
   int64_t size = 0;
   AlignedArray() = default;
   explicit AlignedArray(int64_t n) : size(n) {
-    const std::size_t bytes =
-        static_cast<std::size_t>((n * static_cast<int64_t>(sizeof(T)) + kAlign - 1) / kAlign * kAlign);
+    const std::size_t bytes = static_cast<std::size_t>(
+        (n * static_cast<int64_t>(sizeof(T)) + kAlign - 1) / kAlign * kAlign);
     void* p = std::aligned_alloc(kAlign, bytes ? bytes : kAlign);
     if (!p) throw std::bad_alloc();
     ptr.reset(static_cast<T*>(p));
@@ -83,19 +83,22 @@ struct AlignedArray {
     const int64_t nchunks = (static_cast<int64_t>(bytes) + chunk - 1) / chunk;
 #pragma omp parallel for schedule(static)
     for (int64_t b = 0; b < nchunks; ++b)
-      std::memset(c + b * chunk, 0, static_cast<std::size_t>(std::min<int64_t>(chunk, bytes - b * chunk)));
+      std::memset(c + b * chunk, 0,
+                  static_cast<std::size_t>(std::min<int64_t>(chunk, bytes - b * chunk)));
   }
-  T* data() const { return ptr.get(); }
+  T* data() const {
+    return ptr.get();
+  }
 };
 
 // The backend's own layout (see the header comment).
 struct Layout {
-  int halo = 4;                    // M
-  std::array<int64_t, 3> n{};      // grid points
-  int64_t nzv = 0;                 // z points computed per row (DemoGrid::nz_vector)
-  int64_t row = 0;                 // u row stride: kZPad + nzv + kZPad
-  int64_t plane = 0;               // u plane stride: (n[1] + 2M) row
-  int64_t points = 0;              // u array size: (n[0] + 2M) plane
+  int halo = 4;                // M
+  std::array<int64_t, 3> n{};  // grid points
+  int64_t nzv = 0;             // z points computed per row (DemoGrid::nz_vector)
+  int64_t row = 0;             // u row stride: kZPad + nzv + kZPad
+  int64_t plane = 0;           // u plane stride: (n[1] + 2M) row
+  int64_t points = 0;          // u array size: (n[0] + 2M) plane
   explicit Layout(const DemoGrid& g) : halo(g.halo), n(g.n), nzv(g.nz_vector) {
     row = kZPad + nzv + kZPad;
     plane = (n[1] + 2 * halo) * row;
@@ -118,14 +121,16 @@ template <int A, class T>
 inline T dplus(const T* u, int64_t s) {
   T sum = 0;
 #pragma GCC unroll 8
-  for (int k = 1; k <= A / 2; ++k) sum += T(staggered_coefficient<A>(k)) * (u[k * s] - u[(1 - k) * s]);
+  for (int k = 1; k <= A / 2; ++k)
+    sum += T(staggered_coefficient<A>(k)) * (u[k * s] - u[(1 - k) * s]);
   return sum;
 }
 template <int A, class T>
 inline T dminus(const T* f, int64_t s) {
   T sum = 0;
 #pragma GCC unroll 8
-  for (int k = 1; k <= A / 2; ++k) sum += T(staggered_coefficient<A>(k)) * (f[(k - 1) * s] - f[-k * s]);
+  for (int k = 1; k <= A / 2; ++k)
+    sum += T(staggered_coefficient<A>(k)) * (f[(k - 1) * s] - f[-k * s]);
   return sum;
 }
 
@@ -155,8 +160,8 @@ inline __m512 dz_sum(__m512 v0, __m512 v1, __m512 v2, std::integer_sequence<int,
   __m512 sum = _mm512_setzero_ps();
   // term k = K + 1: D+ pairs f[k] - f[1 - k], D- pairs f[k - 1] - f[-k]
   ((sum = _mm512_fmadd_ps(_mm512_set1_ps(static_cast<float>(staggered_coefficient<A>(K + 1))),
-                          _mm512_sub_ps(shifted<kPlus ? K + 1 : K>(v0, v1, v2),
-                                        shifted<kPlus ? -K : -K - 1>(v0, v1, v2)),
+                          _mm512_sub_ps(shifted < kPlus ? K + 1 : K > (v0, v1, v2),
+                                        shifted < kPlus ? -K : -K - 1 > (v0, v1, v2)),
                           sum)),
    ...);
   return sum;
@@ -193,9 +198,8 @@ constexpr int64_t kChunk = 256;
 template <int A, class T, bool kFx, bool kFz, bool kC = false>
 inline void flux_row(const T* __restrict u, int64_t sx, int64_t sy, T rhx, T rhy, T rhz,
                      const T* __restrict nx, const T* __restrict ny, const T* __restrict nz,
-                     const T* __restrict a, const T* __restrict bma, const T* __restrict s,
-                     T* fx, T* fy, T* fz, int64_t nzv,
-                     int64_t nvalid = 0) {
+                     const T* __restrict a, const T* __restrict bma, const T* __restrict s, T* fx,
+                     T* fy, T* fz, int64_t nzv, int64_t nvalid = 0) {
   alignas(64) T gxs[kChunk];
   alignas(64) T gys[kChunk];
   alignas(64) T gzs[kChunk];
@@ -221,8 +225,8 @@ inline void flux_row(const T* __restrict u, int64_t sx, int64_t sy, T rhx, T rhy
     for (int64_t k = 0; k < len; ++k) {
       T f0, f1, f2;
       const int64_t kc = kC ? 0 : k;  // constant materials: one value each
-      demo_flux(gxs[k], gys[k], gzs[k], nxk[kc], nyk[kc], nzk[kc], ak[kc], bk[kc], sk[kc], f0,
-                         f1, f2);
+      demo_flux(gxs[k], gys[k], gzs[k], nxk[kc], nyk[kc], nzk[kc], ak[kc], bk[kc], sk[kc], f0, f1,
+                f2);
       if constexpr (kFx) fxk[k] = f0;
       fyk[k] = f1;
       if constexpr (kFz) fzk[k] = f2;
@@ -240,7 +244,8 @@ inline void flux_row(const T* __restrict u, int64_t sx, int64_t sy, T rhx, T rhy
 }
 
 template <int A, class T>
-void flux_pass(const Layout& L, const DemoGrid& g, const Coef<T>& c, const T* u, T* fx, T* fy, T* fz) {
+void flux_pass(const Layout& L, const DemoGrid& g, const Coef<T>& c, const T* u, T* fx, T* fy,
+               T* fz) {
   const int64_t sx = L.plane, sy = L.row;
   const T rhx = T(1 / g.spacing[0]), rhy = T(1 / g.spacing[1]), rhz = T(1 / g.spacing[2]);
   const int64_t nblocks = (L.n[1] + kRowsPerBlock - 1) / kRowsPerBlock;
@@ -250,8 +255,8 @@ void flux_pass(const Layout& L, const DemoGrid& g, const Coef<T>& c, const T* u,
     for (int64_t i = 0; i < L.n[0]; ++i)
       for (int64_t j = j0; j < j1; ++j) {
         const int64_t q = L.u_index(i, j, 0), p = L.c_index(i, j, 0);
-        flux_row<A, T, true, true>(u + q, sx, sy, rhx, rhy, rhz, c.nx + p, c.ny + p, c.nz + p, c.a + p,
-                                   c.bma + p, c.s + p, fx + q, fy + q, fz + q, L.nzv);
+        flux_row<A, T, true, true>(u + q, sx, sy, rhx, rhy, rhz, c.nx + p, c.ny + p, c.nz + p,
+                                   c.a + p, c.bma + p, c.s + p, fx + q, fy + q, fz + q, L.nzv);
       }
   }
 }
@@ -262,7 +267,8 @@ inline void update_row(const T* __restrict u, T* __restrict un, const T* __restr
                        const T* __restrict d, const T* __restrict dx, T rhx,
                        const T* __restrict pyz, int64_t nzv) {
 #pragma omp simd aligned(u, un, m, d, dx, pyz : 64)
-  for (int64_t k = 0; k < nzv; ++k) un[k] = leapfrog_update(u[k], un[k], m[k], d[k], dx[k] * rhx + pyz[k]);
+  for (int64_t k = 0; k < nzv; ++k)
+    un[k] = leapfrog_update(u[k], un[k], m[k], d[k], dx[k] * rhx + pyz[k]);
 }
 
 template <int A, class T>
@@ -309,8 +315,13 @@ struct FusedBuffers {
   AlignedArray<T> fz;      // [ty][row]: Fz, this plane
   AlignedArray<T> pyz;     // [M][ty][row]: D-y Fy rhy + D-z Fz rhz
   FusedBuffers(int M, int64_t ty_, int64_t nzv)
-      : ty(ty_), ext(ty_ + 2 * M - 1), row(kZPad + nzv + kZPad),
-        ring_x(2 * M * ty_ * row), fy(ext * row), fz(ty_ * row), pyz(M * ty_ * row) {}
+      : ty(ty_),
+        ext(ty_ + 2 * M - 1),
+        row(kZPad + nzv + kZPad),
+        ring_x(2 * M * ty_ * row),
+        fy(ext * row),
+        fz(ty_ * row),
+        pyz(M * ty_ * row) {}
 };
 
 template <int A, class T, bool kC>
@@ -340,7 +351,8 @@ void fused_tile(const Layout& L, const DemoGrid& g, const Coef<T>& c, const T* u
                                          c.a + p, c.bma + p, c.s + p, fxr, fyr, fzr, nzv, L.n[2]);
         } else {
           flux_row<A, T, false, false, kC>(u + q, sx, sy, rhx, rhy, rhz, c.nx + p, c.ny + p,
-                                           c.nz + p, c.a + p, c.bma + p, c.s + p, fyr, fyr, fyr, nzv,
+                                           c.nz + p, c.a + p, c.bma + p, c.s + p, fyr, fyr, fyr,
+                                           nzv,
                                            L.n[2]);  // only fy written
         }
       }
@@ -425,7 +437,7 @@ int64_t fused_tile_rows(int M, int64_t nzv, int64_t ny, std::size_t elem, int th
   const double row_bytes = static_cast<double>(nzv + 2 * kZPad) * static_cast<double>(elem);
   for (int64_t k = 1;; ++k) {
     const int64_t ty = (ny + k * threads - 1) / (k * threads);
-    const double rows = 2.0 * M * static_cast<double>(ty + 2 * M)  // u planes of the stencil
+    const double rows = 2.0 * M * static_cast<double>(ty + 2 * M)       // u planes of the stencil
                         + 2.0 * M * ty + (ty + 2.0 * M) + ty + M * ty;  // Fx ring, Fy, Fz, pyz
     if (rows * row_bytes <= kTileBytes || ty <= 8) return std::max<int64_t>(ty, 1);
   }
@@ -479,8 +491,8 @@ class FlushDenormals {
   std::vector<unsigned> saved_;
 };
 
-// Copies between demo_api.cpp's padded layout (DemoGrid) and the backend's (Layout): the nz_vector points
-// of every grid row; halos stay zero.
+// Copies between demo_api.cpp's padded layout (DemoGrid) and the backend's (Layout): the nz_vector
+// points of every grid row; halos stay zero.
 template <class T>
 void to_layout(const DemoGrid& g, const Layout& L, const T* src, T* dst, bool field) {
 #pragma omp parallel for collapse(2) schedule(static)
@@ -494,12 +506,13 @@ void from_layout(const DemoGrid& g, const Layout& L, const T* src, T* dst) {
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t i = 0; i < L.n[0]; ++i)
     for (int64_t j = 0; j < L.n[1]; ++j)
-      std::memcpy(dst + g.index(i, j, 0), src + L.u_index(i, j, 0), sizeof(T) * static_cast<std::size_t>(L.nzv));
+      std::memcpy(dst + g.index(i, j, 0), src + L.u_index(i, j, 0),
+                  sizeof(T) * static_cast<std::size_t>(L.nzv));
 }
 
 template <int A, class T>
-void run_order(const DemoGrid& g, const DemoCoefficients<T>& cin, const DemoSource<T>& src, int64_t nt,
-               DemoFields<T> fields, TtiDemoForm form, Timers* timers) {
+void run_order(const DemoGrid& g, const DemoCoefficients<T>& cin, const DemoSource<T>& src,
+               int64_t nt, DemoFields<T> fields, TtiDemoForm form, Timers* timers) {
   const FlushDenormals flush;  // on the OpenMP threads; the injection runs on this one
   const Layout L(g);
   AlignedArray<T> ua, ub;
@@ -534,7 +547,8 @@ void run_order(const DemoGrid& g, const DemoCoefficients<T>& cin, const DemoSour
           for (int64_t k = 0; k < L.n[2]; ++k) same = same && v[L.c_index(i, j, k)] == v[0];
       constant = same;
     }
-    for (int k = 0; k < 8; ++k) cells[k] = L.u_index(src.points[k][0], src.points[k][1], src.points[k][2]);
+    for (int k = 0; k < 8; ++k)
+      cells[k] = L.u_index(src.points[k][0], src.points[k][1], src.points[k][2]);
     if (form == TtiDemoForm::two_pass) {
       fx = AlignedArray<T>(L.points);  // zero in the halo, which the passes never write
       fy = AlignedArray<T>(L.points);

@@ -43,7 +43,7 @@ namespace {
 
 using std::int64_t;
 
-constexpr int kPassX = 32, kPassY = 8;  // two-pass blocks (z, y)
+constexpr int kPassX = 32, kPassY = 8;   // two-pass blocks (z, y)
 constexpr int kTileZ = 32, kTileY = 16;  // fused blocks (z, y)
 constexpr int64_t kMaxGridZ = 65535;
 
@@ -105,7 +105,8 @@ template <int A, class T>
 __global__ void __launch_bounds__(kTileZ* kTileY)
     fused_kernel(Args<T> p, const T* __restrict__ u, T* __restrict__ u_next, int planes_per_chunk) {
   constexpr int M = A / 2;
-  __shared__ T s_fy[kTileY + 2 * M - 1][kTileZ];  // Fy of plane i, rows y0 - M .. y0 + kTileY + M - 2
+  __shared__ T
+      s_fy[kTileY + 2 * M - 1][kTileZ];  // Fy of plane i, rows y0 - M .. y0 + kTileY + M - 2
   __shared__ T s_fz[kTileY][kTileZ + 2 * M - 1];  // Fz of plane i, columns z0 - M ..
   const int tz = threadIdx.x, ty = threadIdx.y;
   const int z0 = blockIdx.x * kTileZ, y0 = blockIdx.y * kTileY;
@@ -145,7 +146,8 @@ __global__ void __launch_bounds__(kTileZ* kTileY)
       const int yy = r < M ? y0 - M + r : y0 + kTileY + (r - M);
       const int zz = z0 + c;
       T gx_unused, gy_flux = T(0), gz_unused;
-      if (yy >= 0 && yy < p.n1 && zz < p.n2) flux_at<A>(p, u, padded_index(p, i, yy, zz), gx_unused, gy_flux, gz_unused);
+      if (yy >= 0 && yy < p.n1 && zz < p.n2)
+        flux_at<A>(p, u, padded_index(p, i, yy, zz), gx_unused, gy_flux, gz_unused);
       s_fy[yy - y0 + M][c] = gy_flux;
     }
     for (int h = thread; h < (2 * M - 1) * kTileY; h += kTileZ * kTileY) {
@@ -153,15 +155,18 @@ __global__ void __launch_bounds__(kTileZ* kTileY)
       const int zz = c < M ? z0 - M + c : z0 + kTileZ + (c - M);
       const int yy = y0 + r;
       T gx_unused, gy_unused, gz_flux = T(0);
-      if (zz >= 0 && zz < p.n2 && yy < p.n1) flux_at<A>(p, u, padded_index(p, i, yy, zz), gx_unused, gy_unused, gz_flux);
+      if (zz >= 0 && zz < p.n2 && yy < p.n1)
+        flux_at<A>(p, u, padded_index(p, i, yy, zz), gx_unused, gy_unused, gz_flux);
       s_fz[r][zz - z0 + M] = gz_flux;
     }
     __syncthreads();
     if (inside) {
       T dx = T(0);
 #pragma unroll
-      for (int k = 1; k <= M; ++k) dx += T(staggered_coefficient<A>(k)) * (qx[M + k - 1] - qx[M - k]);
-      const T div = dx * p.rhx + staggered_backward<A>(&s_fy[ty + M][tz], static_cast<long>(kTileZ), p.rhy) +
+      for (int k = 1; k <= M; ++k)
+        dx += T(staggered_coefficient<A>(k)) * (qx[M + k - 1] - qx[M - k]);
+      const T div = dx * p.rhx +
+                    staggered_backward<A>(&s_fy[ty + M][tz], static_cast<long>(kTileZ), p.rhy) +
                     staggered_backward<A>(&s_fz[ty][tz + M], 1L, p.rhz);
       const int64_t q = padded_index(p, i, y, z);
       u_next[q] = leapfrog_update(u[q], u_next[q], p.m[q], p.d[q], div);
@@ -200,8 +205,9 @@ DeviceArray<T> upload(const T* host, int64_t count, cudaStream_t s) {
 }
 
 template <int A, class T>
-void run_order(const DemoGrid& g, const DemoCoefficients<T>& c, const DemoSource<T>& src, int64_t nt,
-               DemoFields<T> fields, TtiDemoForm form, int device_index, Timers* timers) {
+void run_order(const DemoGrid& g, const DemoCoefficients<T>& c, const DemoSource<T>& src,
+               int64_t nt, DemoFields<T> fields, TtiDemoForm form, int device_index,
+               Timers* timers) {
   cuda_detail::DeviceGuard guard;
   SCIPROXY_CUDA_CHECK(cudaSetDevice(device_index));
   cudaDeviceProp prop{};
@@ -214,8 +220,10 @@ void run_order(const DemoGrid& g, const DemoCoefficients<T>& c, const DemoSource
   upload_begin.record(s);
   DeviceArray<T> u = upload(fields.u, points, s);
   DeviceArray<T> u_prev = upload(fields.u_prev, points, s);
-  DeviceArray<T> nx = upload(c.nx, points, s), ny = upload(c.ny, points, s), nz = upload(c.nz, points, s);
-  DeviceArray<T> a = upload(c.a, points, s), bma = upload(c.bma, points, s), sc = upload(c.s, points, s);
+  DeviceArray<T> nx = upload(c.nx, points, s), ny = upload(c.ny, points, s),
+                 nz = upload(c.nz, points, s);
+  DeviceArray<T> a = upload(c.a, points, s), bma = upload(c.bma, points, s),
+                 sc = upload(c.s, points, s);
   DeviceArray<T> m = upload(c.m, points, s), d = upload(c.d, points, s);
   DeviceArray<T> amplitudes = upload(src.amplitudes, nt, s);
   DeviceArray<T> fx, fy, fz;
@@ -224,13 +232,27 @@ void run_order(const DemoGrid& g, const DemoCoefficients<T>& c, const DemoSource
     fx = DeviceArray<T>(points);
     fy = DeviceArray<T>(points);
     fz = DeviceArray<T>(points);
-    for (auto* f : {&fx, &fy, &fz}) SCIPROXY_CUDA_CHECK(cudaMemsetAsync(f->get(), 0, f->bytes(), s));
+    for (auto* f : {&fx, &fy, &fz})
+      SCIPROXY_CUDA_CHECK(cudaMemsetAsync(f->get(), 0, f->bytes(), s));
   }
   upload_end.record(s);
 
-  Args<T> args{nx.get(), ny.get(), nz.get(), a.get(), bma.get(), sc.get(), m.get(), d.get(),
-               g.stride_x(), g.stride_y(), static_cast<int>(g.n[0]), static_cast<int>(g.n[1]),
-               static_cast<int>(g.n[2]), g.halo, T(1 / g.spacing[0]), T(1 / g.spacing[1]),
+  Args<T> args{nx.get(),
+               ny.get(),
+               nz.get(),
+               a.get(),
+               bma.get(),
+               sc.get(),
+               m.get(),
+               d.get(),
+               g.stride_x(),
+               g.stride_y(),
+               static_cast<int>(g.n[0]),
+               static_cast<int>(g.n[1]),
+               static_cast<int>(g.n[2]),
+               g.halo,
+               T(1 / g.spacing[0]),
+               T(1 / g.spacing[1]),
                T(1 / g.spacing[2])};
   Injection<T> injection{};
   for (int k = 0; k < 8; ++k) {
@@ -269,7 +291,8 @@ void run_order(const DemoGrid& g, const DemoCoefficients<T>& c, const DemoSource
         flux_kernel<A, T><<<pass_grid, pass_block, 0, s>>>(args, cur, fx.get(), fy.get(), fz.get());
         SCIPROXY_CUDA_CHECK_LAUNCH("tti demo flux_kernel");
         e[1].record(s);
-        divergence_kernel<A, T><<<pass_grid, pass_block, 0, s>>>(args, fx.get(), fy.get(), fz.get(), cur, nxt);
+        divergence_kernel<A, T>
+            <<<pass_grid, pass_block, 0, s>>>(args, fx.get(), fy.get(), fz.get(), cur, nxt);
         SCIPROXY_CUDA_CHECK_LAUNCH("tti demo divergence_kernel");
       } else {
         e[1].record(s);

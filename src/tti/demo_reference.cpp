@@ -26,7 +26,8 @@ template <int A, class T>
 double forward_difference(const T* f, int64_t s, double rh) {
   double sum = 0;
   for (int k = 1; k <= A / 2; ++k)
-    sum += staggered_coefficient<A>(k) * (static_cast<double>(f[k * s]) - static_cast<double>(f[(1 - k) * s]));
+    sum += staggered_coefficient<A>(k) *
+           (static_cast<double>(f[k * s]) - static_cast<double>(f[(1 - k) * s]));
   return sum * rh;
 }
 
@@ -34,7 +35,8 @@ double forward_difference(const T* f, int64_t s, double rh) {
 template <int A>
 double backward_difference(const double* g, int64_t s, double rh) {
   double sum = 0;
-  for (int k = 1; k <= A / 2; ++k) sum += staggered_coefficient<A>(k) * (g[(k - 1) * s] - g[-k * s]);
+  for (int k = 1; k <= A / 2; ++k)
+    sum += staggered_coefficient<A>(k) * (g[(k - 1) * s] - g[-k * s]);
   return sum * rh;
 }
 
@@ -44,7 +46,8 @@ void run_order(const DemoGrid& g, const DemoRawMaterial<T>& mat, double dt,
   const int64_t sx = g.stride_x(), sy = g.stride_y();
   const double rhx = 1 / g.spacing[0], rhy = 1 / g.spacing[1], rhz = 1 / g.spacing[2];
   const double dt2 = dt * dt;
-  std::vector<double> fx(g.padded_points(), 0.0), fy(g.padded_points(), 0.0), fz(g.padded_points(), 0.0);
+  std::vector<double> fx(g.padded_points(), 0.0), fy(g.padded_points(), 0.0),
+      fz(g.padded_points(), 0.0);
   T* u = fields.u;
   T* u_prev = fields.u_prev;  // u^{t-1} on entry of a step, u^{t+1} after it
 
@@ -55,20 +58,24 @@ void run_order(const DemoGrid& g, const DemoRawMaterial<T>& mat, double dt,
         for (int64_t j = 0; j < g.n[1]; ++j)
           for (int64_t k = 0; k < g.n[2]; ++k) {
             const int64_t p = (i * g.n[1] + j) * g.n[2] + k;  // material index
-            const int64_t q = g.index(i, j, k);                // padded index
+            const int64_t q = g.index(i, j, k);               // padded index
             const double gx = forward_difference<A>(u + q, sx, rhx);
             const double gy = forward_difference<A>(u + q, sy, rhy);
             const double gz = forward_difference<A>(u + q, 1, rhz);
             const double th = mat.theta.at(p), ph = mat.phi.at(p);
-            const double b = mat.b.at(p), eps = mat.epsilon.at(p), eta = mat.eta.at(p), f = mat.f.at(p);
-            const double e1[3] = {std::cos(th) * std::sin(ph), std::cos(th) * std::cos(ph), -std::sin(th)};
+            const double b = mat.b.at(p), eps = mat.epsilon.at(p), eta = mat.eta.at(p),
+                         f = mat.f.at(p);
+            const double e1[3] = {std::cos(th) * std::sin(ph), std::cos(th) * std::cos(ph),
+                                  -std::sin(th)};
             const double e2[3] = {std::cos(ph), -std::sin(ph), 0.0};
-            const double n[3] = {std::sin(th) * std::sin(ph), std::sin(th) * std::cos(ph), std::cos(th)};
+            const double n[3] = {std::sin(th) * std::sin(ph), std::sin(th) * std::cos(ph),
+                                 std::cos(th)};
             const double e1g = e1[0] * gx + e1[1] * gy + e1[2] * gz;
             const double e2g = e2[0] * gx + e2[1] * gy + e2[2] * gz;
             const double ng = n[0] * gx + n[1] * gy + n[2] * gz;
             const double across = b * (1 + 2 * eps);
-            const double along = b * (1 - f * eta * eta) * ng + b * f * eta * std::sqrt(1 - eta * eta);
+            const double along =
+                b * (1 - f * eta * eta) * ng + b * f * eta * std::sqrt(1 - eta * eta);
             fx[q] = across * (e1[0] * e1g + e2[0] * e2g) + n[0] * along;
             fy[q] = across * (e1[1] * e1g + e2[1] * e2g) + n[1] * along;
             fz[q] = across * (e1[2] * e1g + e2[2] * e2g) + n[2] * along;
@@ -85,8 +92,9 @@ void run_order(const DemoGrid& g, const DemoRawMaterial<T>& mat, double dt,
                                backward_difference<A>(fy.data() + q, sy, rhy) +
                                backward_difference<A>(fz.data() + q, 1, rhz);
             const double d = mat.damping.at(p), vp = mat.vp.at(p), b = mat.b.at(p);
-            u_prev[q] = static_cast<T>((2 - d) * static_cast<double>(u[q]) +
-                                       (d - 1) * static_cast<double>(u_prev[q]) + dt2 * vp * vp / b * div);
+            u_prev[q] =
+                static_cast<T>((2 - d) * static_cast<double>(u[q]) +
+                               (d - 1) * static_cast<double>(u_prev[q]) + dt2 * vp * vp / b * div);
           }
     }
     {

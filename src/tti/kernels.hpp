@@ -1,10 +1,10 @@
 // The backend kernels of the tti family, declared once for the reference, cpu and cuda backends
-// (core/dispatch.hpp): `forward`, the coupled P/M self-adjoint TTI system (include/sciproxy/tti.hpp,
-// api.cpp), and `demo_forward`, the one-field operator of Devito's workshop demo
-// (include/sciproxy/tti_demo.hpp, demo_api.cpp). Equations and sources: docs/kernels/tti.md.
-// The api files check the arguments, pad the grids, precompute the per-cell coefficients once and
-// hand every backend the same problem; cuda_stubs.cpp (core) supplies the cuda kernels in builds
-// without CUDA.
+// (core/dispatch.hpp): `forward`, the coupled P/M self-adjoint TTI system
+// (include/sciproxy/tti.hpp, api.cpp), and `demo_forward`, the one-field operator of Devito's
+// workshop demo (include/sciproxy/tti_demo.hpp, demo_api.cpp). Equations and sources:
+// docs/kernels/tti.md. The api files check the arguments, pad the grids, precompute the per-cell
+// coefficients once and hand every backend the same problem; cuda_stubs.cpp (core) supplies the
+// cuda kernels in builds without CUDA.
 //
 // Coupled system (Bube, Washbourne, Ergas and Nemeth 2016; WaveFD.jl prop3DAcoTTIDenQ_DEO2_FDTD).
 // Padded grid, per axis a (size n[a]): [halo | sponge low | model | sponge high | halo], halo
@@ -32,7 +32,8 @@
 // coefficients are zero there too, so a backend that computes there gets fluxes 0 and u+ = 0.
 // The reference evaluates the spec's expressions from the raw materials in double precision.
 // cpu and cuda use coefficients computed once (demo_api.cpp), since e1 e1^T + e2 e2^T = I - n n^T:
-//   F = a g + (bma (n.g) + s) n,   a = b(1+2eps), bma = b(1 - f eta^2) - a, s = b f eta sqrt(1-eta^2)
+//   F = a g + (bma (n.g) + s) n,   a = b(1+2eps), bma = b(1 - f eta^2) - a,
+//                                  s = b f eta sqrt(1-eta^2)
 //   u+ = (2 - d) u + (d - 1) u- + m (D- . F),   m = dt^2 vp^2 / b
 #pragma once
 
@@ -95,8 +96,8 @@ struct TtiFields {
 // The workshop operator.
 
 struct DemoGrid {
-  int order = 8;  // space order A
-  int halo = 4;   // M = A / 2
+  int order = 8;                               // space order A
+  int halo = 4;                                // M = A / 2
   std::array<std::int64_t, 3> n = {0, 0, 0};   // grid points
   std::array<std::int64_t, 3> np = {0, 0, 0};  // padded: n + 2 M
   std::array<double, 3> spacing = {1, 1, 1};
@@ -171,7 +172,7 @@ struct DemoFields {
 
 // sources: [nt, nshots, nsources]; receivers: [nt, nshots, nreceivers] written. cuda records the
 // regions "upload", "steps", "download" (CUDA events).
-#define SCIPROXY_TTI_FORWARD(T)                                                              \
+#define SCIPROXY_TTI_FORWARD(T)                                                             \
   void forward(const ::sciproxy::Context& ctx, const TtiProblem<T>& p, TtiFields<T> fields, \
                const T* sources, T* receivers)
 // Regions: "flux pass", "divergence pass" (or "fused flux + divergence"), "source injection";
@@ -179,10 +180,10 @@ struct DemoFields {
 #define SCIPROXY_TTI_DEMO_FORWARD(T) \
   void demo_forward(const ::sciproxy::Context& ctx, const DemoProblem<T>& p, DemoFields<T> fields)
 
-#define SCIPROXY_TTI_KERNELS                \
-  template <class T>                        \
-  SCIPROXY_TTI_FORWARD(T);                  \
-  template <class T>                        \
+#define SCIPROXY_TTI_KERNELS \
+  template <class T>         \
+  SCIPROXY_TTI_FORWARD(T);   \
+  template <class T>         \
   SCIPROXY_TTI_DEMO_FORWARD(T);
 
 SCIPROXY_DECLARE_KERNELS(SCIPROXY_TTI_KERNELS)

@@ -27,11 +27,11 @@ SCIPROXY_HD constexpr double staggered_coefficient(int k) {
     constexpr double c[] = {1225.0 / 1024, -245.0 / 3072, 49.0 / 5120, -5.0 / 7168};
     return c[k - 1];
   } else if constexpr (A == 12) {
-    constexpr double c[] = {160083.0 / 131072,  -12705.0 / 131072, 22869.0 / 1310720,
-                            -5445.0 / 1835008,  847.0 / 2359296,   -63.0 / 2883584};
+    constexpr double c[] = {160083.0 / 131072, -12705.0 / 131072, 22869.0 / 1310720,
+                            -5445.0 / 1835008, 847.0 / 2359296,   -63.0 / 2883584};
     return c[k - 1];
   } else {
-    constexpr double c[] = {41409225.0 / 33554432, -3578575.0 / 33554432, 3864861.0 / 167772160,
+    constexpr double c[] = {41409225.0 / 33554432,  -3578575.0 / 33554432, 3864861.0 / 167772160,
                             -1254825.0 / 234881024, 325325.0 / 301989888,  -61425.0 / 369098752,
                             7425.0 / 436207616,     -143.0 / 167772160};
     return c[k - 1];
@@ -114,7 +114,11 @@ SCIPROXY_HD T leapfrog_update(T u, T u_prev, T m, T d, T div) {
   return (T(2) - d) * u + (d - T(1)) * u_prev + m * div;
 }
 
-constexpr double demo_flux_flops(int order) { return 9.0 * (order / 2) + 16; }
-constexpr double demo_divergence_flops(int order) { return 9.0 * (order / 2) + 9; }
+constexpr double demo_flux_flops(int order) {
+  return 9.0 * (order / 2) + 16;
+}
+constexpr double demo_divergence_flops(int order) {
+  return 9.0 * (order / 2) + 9;
+}
 
 }  // namespace sciproxy::tti

@@ -119,8 +119,10 @@ SCIPROXY_TTI_FORWARD(T) {
           n_gm += n[a] * gm[a];
         }
         for (int a = 0; a < 3; ++a) {
-          fp[a][k] = double(co.e[k]) * gp[a] + n[a] * (double(co.a[k]) * n_gp + double(co.c[k]) * n_gm);
-          fm[a][k] = double(co.g[k]) * gm[a] + n[a] * (double(co.c[k]) * n_gp + double(co.mm[k]) * n_gm);
+          fp[a][k] =
+              double(co.e[k]) * gp[a] + n[a] * (double(co.a[k]) * n_gp + double(co.c[k]) * n_gm);
+          fm[a][k] =
+              double(co.g[k]) * gm[a] + n[a] * (double(co.c[k]) * n_gp + double(co.mm[k]) * n_gm);
         }
       });
       if (p.free_surface) {  // axis-0 fluxes even about the surface row - 1/2

@@ -79,7 +79,8 @@ void compare(const Case& c) {
   const auto got = tti_forward<T>(kBackend, p.in, p.opt, nullptr, &timers);
   EXPECT_LT(rel_l2(got.receiver_amplitudes, ref.receiver_amplitudes), trace_tol);
   expect_state_close(got.state, ref.state, state_tol, "final state");
-  if constexpr (kTestingCuda) EXPECT_NE(timers.find("tti/forward/steps"), nullptr) << timers.table();
+  if constexpr (kTestingCuda)
+    EXPECT_NE(timers.find("tti/forward/steps"), nullptr) << timers.table();
 
   const auto ref_adj = tti_adjoint<T>(kReference, p.in, data, p.opt);
   const auto got_adj = tti_adjoint<T>(kBackend, p.in, data, p.opt);
@@ -101,8 +102,12 @@ void compare(const Case& c) {
 
 class TtiBackend : public test::BackendTest, public ::testing::WithParamInterface<Case> {};
 
-TEST_P(TtiBackend, MatchesReferenceDouble) { compare<double>(GetParam()); }
-TEST_P(TtiBackend, MatchesReferenceFloat) { compare<float>(GetParam()); }
+TEST_P(TtiBackend, MatchesReferenceDouble) {
+  compare<double>(GetParam());
+}
+TEST_P(TtiBackend, MatchesReferenceFloat) {
+  compare<float>(GetParam());
+}
 
 INSTANTIATE_TEST_SUITE_P(Cases, TtiBackend,
                          ::testing::Values(Case{8, true, 30}, Case{8, false, 31}, Case{8, true, 31},

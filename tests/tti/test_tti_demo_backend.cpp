@@ -134,8 +134,8 @@ TEST_F(TtiDemoBackend, ThreadCountDoesNotChangeTheResult) {
 TEST_F(TtiDemoBackend, BadDeviceIndex) {
   if constexpr (!kTestingCuda) GTEST_SKIP() << "a device index means something on cuda only";
   const auto p = test::random_tti_problem<float>({12, 12, 12}, 2, 8, 1);
-  EXPECT_THROW((void)tti_demo<float>(Device{Backend::cuda, 999, false}, p.input(), TtiDemoOptions{}),
-               Error);
+  EXPECT_THROW(
+      (void)tti_demo<float>(Device{Backend::cuda, 999, false}, p.input(), TtiDemoOptions{}), Error);
 }
 
 }  // namespace

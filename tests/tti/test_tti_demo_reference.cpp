@@ -21,8 +21,8 @@
 
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/tti_demo.hpp"
-#include "tti_demo_problems.hpp"
 #include "tti/math.hpp"
+#include "tti_demo_problems.hpp"
 
 using namespace sciproxy;
 using namespace sciproxy::tti;
@@ -64,10 +64,12 @@ void check_polynomial_exactness() {
   for (int i = 0; i < 64; ++i) f[i] = p((i - 32) * h);
   for (int i = A; i < 64 - A; ++i) {
     const double x = (i - 32) * h;
-    const double plus = tti::staggered_forward<A>(f.data() + i, 1L, 1 / h);   // at x + h/2
+    const double plus = tti::staggered_forward<A>(f.data() + i, 1L, 1 / h);    // at x + h/2
     const double minus = tti::staggered_backward<A>(f.data() + i, 1L, 1 / h);  // at x - h/2
-    EXPECT_NEAR(plus, dp(x + h / 2), 1e-9 * (1 + std::abs(dp(x + h / 2)))) << "A=" << A << " i=" << i;
-    EXPECT_NEAR(minus, dp(x - h / 2), 1e-9 * (1 + std::abs(dp(x - h / 2)))) << "A=" << A << " i=" << i;
+    EXPECT_NEAR(plus, dp(x + h / 2), 1e-9 * (1 + std::abs(dp(x + h / 2))))
+        << "A=" << A << " i=" << i;
+    EXPECT_NEAR(minus, dp(x - h / 2), 1e-9 * (1 + std::abs(dp(x - h / 2))))
+        << "A=" << A << " i=" << i;
   }
   // And not exact one degree up (the test can fail): x^(A+1) has a non-zero error.
   std::vector<double> g(64);
@@ -120,8 +122,11 @@ void check_isotropic_laplacian() {
   // Independently: pad with A/2 zeros, flux b D+ u per axis on the grid, D- of it.
   constexpr int M = A / 2;
   const std::array<std::int64_t, 3> np = {n[0] + 2 * M, n[1] + 2 * M, n[2] + 2 * M};
-  auto at = [&](std::int64_t i, std::int64_t j, std::int64_t k) { return ((i + M) * np[1] + j + M) * np[2] + k + M; };
-  const std::array<long, 3> stride = {static_cast<long>(np[1] * np[2]), static_cast<long>(np[2]), 1};
+  auto at = [&](std::int64_t i, std::int64_t j, std::int64_t k) {
+    return ((i + M) * np[1] + j + M) * np[2] + k + M;
+  };
+  const std::array<long, 3> stride = {static_cast<long>(np[1] * np[2]), static_cast<long>(np[2]),
+                                      1};
   std::vector<double> u(np[0] * np[1] * np[2], 0.0);
   std::array<std::vector<double>, 3> flux;
   for (auto& f : flux) f.assign(u.size(), 0.0);
@@ -132,8 +137,9 @@ void check_isotropic_laplacian() {
     for (std::int64_t j = 0; j < n[1]; ++j)
       for (std::int64_t k = 0; k < n[2]; ++k)
         for (int d = 0; d < 3; ++d)
-          flux[d][at(i, j, k)] = p.b[(i * n[1] + j) * n[2] + k] *
-                                 tti::staggered_forward<A>(u.data() + at(i, j, k), stride[d], 1 / p.spacing[d]);
+          flux[d][at(i, j, k)] =
+              p.b[(i * n[1] + j) * n[2] + k] *
+              tti::staggered_forward<A>(u.data() + at(i, j, k), stride[d], 1 / p.spacing[d]);
   std::vector<double> expected(u0.size());
   for (std::int64_t i = 0; i < n[0]; ++i)
     for (std::int64_t j = 0; j < n[1]; ++j)
@@ -141,9 +147,11 @@ void check_isotropic_laplacian() {
         const std::int64_t q = (i * n[1] + j) * n[2] + k;
         double div = 0;
         for (int d = 0; d < 3; ++d)
-          div += tti::staggered_backward<A>(flux[d].data() + at(i, j, k), stride[d], 1 / p.spacing[d]);
+          div +=
+              tti::staggered_backward<A>(flux[d].data() + at(i, j, k), stride[d], 1 / p.spacing[d]);
         const double d = p.damping[q];
-        expected[q] = (2 - d) * u0[q] + (d - 1) * um[q] + p.dt * p.dt * p.vp[q] * p.vp[q] / p.b[q] * div;
+        expected[q] =
+            (2 - d) * u0[q] + (d - 1) * um[q] + p.dt * p.dt * p.vp[q] * p.vp[q] / p.b[q] * div;
       }
   EXPECT_LT(rel_l2(got, expected), 1e-12) << "A=" << A;
 }
@@ -179,7 +187,8 @@ TEST(TtiDemoReference, SpatialOperatorIsSymmetric) {
     const auto lu = apply(u), lw = apply(w);
     const double a = std::inner_product(lu.begin(), lu.end(), w.begin(), 0.0);
     const double b = std::inner_product(u.begin(), u.end(), lw.begin(), 0.0);
-    EXPECT_LT(std::abs(a - b) / std::abs(a), 1e-12) << "order " << order << ": " << a << " vs " << b;
+    EXPECT_LT(std::abs(a - b) / std::abs(a), 1e-12)
+        << "order " << order << ": " << a << " vs " << b;
     // Not trivially symmetric: the operator is not a multiple of the identity, and the
     // anisotropic terms matter (the isotropic operator of the same b differs).
     EXPECT_GT(std::abs(a), 1e-3);
@@ -196,7 +205,8 @@ TEST(TtiDemoReference, PlaneWaveMatchesTheDiscreteSymbol) {
   TtiDemoProblem<double> p = test::constant_tti_problem<double>({40, 36, 44}, 1, A);
   p.spacing = {10, 12, 8};
   p.damping = {0.0};
-  const double th = p.theta[0], ph = p.phi[0], b = p.b[0], eps = p.epsilon[0], eta = p.eta[0], f = p.f[0];
+  const double th = p.theta[0], ph = p.phi[0], b = p.b[0], eps = p.epsilon[0], eta = p.eta[0],
+               f = p.f[0];
   p.dt = 0.5 * tti_demo_dt_limit(p.input(), A);
   const double m = p.dt * p.dt * p.vp[0] * p.vp[0] / b;
   const std::array<double, 3> k = {0.021, -0.017, 0.033};  // rad/m, below Nyquist on every axis
@@ -212,7 +222,8 @@ TEST(TtiDemoReference, PlaneWaveMatchesTheDiscreteSymbol) {
   double C[3][3];
   for (int a = 0; a < 3; ++a)
     for (int c = 0; c < 3; ++c)
-      C[a][c] = b * (1 + 2 * eps) * ((a == c) - n[a] * n[c]) + b * (1 - f * eta * eta) * n[a] * n[c];
+      C[a][c] =
+          b * (1 + 2 * eps) * ((a == c) - n[a] * n[c]) + b * (1 - f * eta * eta) * n[a] * n[c];
   double sigma[3], theta_h[3];
   for (int a = 0; a < 3; ++a) {
     theta_h[a] = k[a] * p.spacing[a];
@@ -226,7 +237,8 @@ TEST(TtiDemoReference, PlaneWaveMatchesTheDiscreteSymbol) {
     for (std::int64_t j = 2 * M; j < p.shape[1] - 2 * M; ++j)
       for (std::int64_t l = 2 * M; l < p.shape[2] - 2 * M; ++l) {
         const std::int64_t q = (i * p.shape[1] + j) * p.shape[2] + l;
-        const double phase = k[0] * i * p.spacing[0] + k[1] * j * p.spacing[1] + k[2] * l * p.spacing[2];
+        const double phase =
+            k[0] * i * p.spacing[0] + k[1] * j * p.spacing[1] + k[2] * l * p.spacing[2];
         double lu = 0;
         for (int a = 0; a < 3; ++a)
           for (int c = 0; c < 3; ++c)
@@ -314,8 +326,10 @@ TEST(TtiDemoReference, BadInputIsRefusedByName) {
   expect_refused([](P& p, TtiDemoOptions&) { p.spacing[2] = 0; }, "spacing[2]");
   expect_refused([](P& p, TtiDemoOptions&) { p.spacing[0] = -10; }, "spacing[0]");
   expect_refused([](P& p, TtiDemoOptions&) { p.dt *= 1.5; }, "stability limit");
-  expect_refused([](P& p, TtiDemoOptions&) { p.dt = std::numeric_limits<double>::quiet_NaN(); }, "dt");
-  expect_refused([](P& p, TtiDemoOptions&) { p.vp = {std::numeric_limits<float>::quiet_NaN()}; }, "vp");
+  expect_refused([](P& p, TtiDemoOptions&) { p.dt = std::numeric_limits<double>::quiet_NaN(); },
+                 "dt");
+  expect_refused([](P& p, TtiDemoOptions&) { p.vp = {std::numeric_limits<float>::quiet_NaN()}; },
+                 "vp");
   expect_refused([](P& p, TtiDemoOptions&) { p.vp = {-1500}; }, "vp");
   expect_refused([](P& p, TtiDemoOptions&) { p.b = {0}; }, "b:");
   expect_refused([](P& p, TtiDemoOptions&) { p.eta = {1.5}; }, "eta");
@@ -325,9 +339,19 @@ TEST(TtiDemoReference, BadInputIsRefusedByName) {
   expect_refused([](P& p, TtiDemoOptions&) { p.source_position[0] = 1e6; }, "source_position[0]");
   expect_refused([](P& p, TtiDemoOptions&) { p.amplitudes.pop_back(); }, "source_amplitudes");
   expect_refused([](P& p, TtiDemoOptions&) { p.amplitudes[2] = INFINITY; }, "source_amplitudes");
-  expect_refused([](P& p, TtiDemoOptions&) { p.nt = 0; p.amplitudes.clear(); }, "nt");
+  expect_refused(
+      [](P& p, TtiDemoOptions&) {
+        p.nt = 0;
+        p.amplitudes.clear();
+      },
+      "nt");
   expect_refused([](P& p, TtiDemoOptions&) { p.u0.assign(10, 0.f); }, "initial_u");
-  expect_refused([](P& p, TtiDemoOptions& o) { o.space_order = 16; p.shape = {16, 16, 15}; }, "shape[2] (z)", 16);
+  expect_refused(
+      [](P& p, TtiDemoOptions& o) {
+        o.space_order = 16;
+        p.shape = {16, 16, 15};
+      },
+      "shape[2] (z)", 16);
   EXPECT_THROW(parse_tti_demo_form("triple"), InvalidArgument);
   EXPECT_EQ(parse_tti_demo_form("two-pass"), TtiDemoForm::two_pass);
   EXPECT_EQ(parse_tti_demo_form("fused"), TtiDemoForm::fused);

@@ -199,9 +199,9 @@ TEST(TtiReference, FreeSurfaceHoldsZeroPressure) {
 // Isotropic (eps = delta = 0), constant density: P obeys P_tt = vp^2 Laplacian P + vp^2 s, the
 // equation of the scalar propagator (which injects -v^2 dt^2 f, hence the sign). A 3D grid of
 // 44^3 cells of 5 m, a 25 Hz Ricker at the centre, receivers 5 to 8 cells away, 0.09 s: the
-// first reflection from the edges (zero halo, no PML) reaches a receiver after 0.0925 s. The two schemes
-// differ in their dispersion only (staggered D-D+ of order 8 vs central second differences of
-// accuracy 8, 16 cells per wavelength at f0): measured 4.4e-5; bound 1e-3.
+// first reflection from the edges (zero halo, no PML) reaches a receiver after 0.0925 s. The two
+// schemes differ in their dispersion only (staggered D-D+ of order 8 vs central second differences
+// of accuracy 8, 16 cells per wavelength at f0): measured 4.4e-5; bound 1e-3.
 TEST(TtiReference, IsotropicMatchesScalarPropagator) {
   const std::int64_t n = 44, c = n / 2;
   Problem<double> p;
@@ -325,8 +325,8 @@ TEST(TtiReference, EnergyIsConservedWithoutSponge) {
     RecordProperty(free_surface ? "drift_free_surface" : "drift",
                    fmt::format("{:.3g}", std::abs(e3 - e1) / e1));
     EXPECT_LE(std::abs(e2 - e1), 1e-9 * e1) << "free surface " << free_surface;
-    EXPECT_LE(std::abs(e3 - e1), 1e-9 * e1) << "free surface " << free_surface << ": " << e1
-                                            << " -> " << e3;
+    EXPECT_LE(std::abs(e3 - e1), 1e-9 * e1)
+        << "free surface " << free_surface << ": " << e1 << " -> " << e3;
   }
 }
 
@@ -418,8 +418,9 @@ TEST(TtiReference, RotationBy90DegreesTransposesTheWavefield) {
     move(rot.sources);
     move(rot.receivers);
     const auto out = tti_forward<double>(kReference, rot.input(), opt);
-    RecordProperty("axis" + std::to_string(r.axis),
-                   fmt::format("{:.3g}", rel_l2(out.receiver_amplitudes, reference.receiver_amplitudes)));
+    RecordProperty(
+        "axis" + std::to_string(r.axis),
+        fmt::format("{:.3g}", rel_l2(out.receiver_amplitudes, reference.receiver_amplitudes)));
     EXPECT_LT(rel_l2(out.receiver_amplitudes, reference.receiver_amplitudes), 1e-10)
         << "axis " << r.axis;
     std::vector<double> back(out.state.p.size());

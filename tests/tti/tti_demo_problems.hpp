@@ -87,7 +87,8 @@ TtiDemoProblem<T> random_tti_problem(std::array<std::int64_t, 3> shape, std::int
   fill(p.phi, -3.0, 3.0);
   fill(p.damping, 0.0, 0.02);
   for (int d = 0; d < 3; ++d)
-    p.source_position[d] = (0.3 + 0.4 * unit(rng)) * static_cast<double>(shape[d] - 1) * p.spacing[d];
+    p.source_position[d] =
+        (0.3 + 0.4 * unit(rng)) * static_cast<double>(shape[d] - 1) * p.spacing[d];
   p.dt = 0.9 * tti::tti_demo_dt_limit(p.input(), order);
   p.amplitudes = tti::ricker_wavelet<T>(30.0, p.dt, nt, 0.01);
   if (random_state) {
