@@ -73,10 +73,10 @@ class ParstackPlan {
   ParstackPlan& operator=(ParstackPlan&&) noexcept;
 
   struct Counters {
-    long device_allocations = 0;       // cudaMalloc calls made by this plan so far
-    double bytes_host_to_device = 0;   // over the plan's life
+    long device_allocations = 0;      // cudaMalloc calls made by this plan so far
+    double bytes_host_to_device = 0;  // over the plan's life
     double bytes_device_to_host = 0;
-    double device_bytes_held = 0;      // current size of the persistent buffers
+    double device_bytes_held = 0;  // current size of the persistent buffers
   };
   Counters counters() const;  // zeros for a moved-from plan
 
@@ -88,7 +88,8 @@ class ParstackPlan {
 
 // Runs parstack on `device`, writing `result` (see parstack_result_size), and returns the output
 // window. `timers` (optional) receives the regions "parstack/…"; `plan` (optional) keeps device
-// buffers alive between calls. Throws InvalidArgument / TypeError / NotCompiled / DeviceUnavailable.
+// buffers alive between calls. Throws InvalidArgument / TypeError / NotCompiled /
+// DeviceUnavailable.
 template <class T>
 Extent parstack(const Device& device, const ParstackInput<T>& in, std::span<T> result,
                 const ParstackOptions& opt = {}, Timers* timers = nullptr,
@@ -98,7 +99,7 @@ Extent parstack(const Device& device, const ParstackInput<T>& in, std::span<T> r
 // The first maximum wins, like numpy. pyrocko_compat reproduces pyrocko's quirk of starting the
 // running maximum at DBL_MIN, so a column whose values are all <= 0 gives 0.
 template <class T>
-void argmax(std::span<const T> a, std::int64_t rows, std::int64_t cols, std::span<std::uint32_t> out,
-            int nparallel = 0, bool pyrocko_compat = false);
+void argmax(std::span<const T> a, std::int64_t rows, std::int64_t cols,
+            std::span<std::uint32_t> out, int nparallel = 0, bool pyrocko_compat = false);
 
 }  // namespace sciproxy::stack

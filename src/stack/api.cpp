@@ -1,8 +1,6 @@
 // The stack family's public entry points: argument checks, output window, work model, dispatch.
 //   R[s, k] = sum_i w[s,i] * a_i[k + offsetout - offsets[i] - shifts[s,i]],  M[s] = max_k R[s, k]
 // Semantics of pyrocko's parstack (docs/kernels/parstack.md).
-#include "sciproxy/stack.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -16,6 +14,7 @@
 #include "kernels.hpp"
 #include "math.hpp"
 #include "sciproxy/core/error.hpp"
+#include "sciproxy/stack.hpp"
 
 namespace sciproxy::stack {
 
@@ -31,16 +30,19 @@ void check_input(const ParstackInput<T>& in, const ParstackOptions& opt) {
   require(in.nshifts >= 1, "shifts", "at least one shift set (shape (nshifts, ntraces))",
           fmt::format("nshifts = {}", in.nshifts));
   const auto nterms = static_cast<std::size_t>(in.nshifts * ntraces);
-  require(in.shifts.size() == nterms, "shifts",
-          fmt::format("shape (nshifts, ntraces) = ({}, {}), {} values", in.nshifts, ntraces, nterms),
-          fmt::format("{} values", in.shifts.size()));
-  require(in.weights.size() == nterms, "weights",
-          fmt::format("shape (nshifts, ntraces) = ({}, {}), {} values", in.nshifts, ntraces, nterms),
-          fmt::format("{} values", in.weights.size()));
+  require(
+      in.shifts.size() == nterms, "shifts",
+      fmt::format("shape (nshifts, ntraces) = ({}, {}), {} values", in.nshifts, ntraces, nterms),
+      fmt::format("{} values", in.shifts.size()));
+  require(
+      in.weights.size() == nterms, "weights",
+      fmt::format("shape (nshifts, ntraces) = ({}, {}), {} values", in.nshifts, ntraces, nterms),
+      fmt::format("{} values", in.weights.size()));
   for (std::size_t j = 0; j < nterms; ++j)
     if (!std::isfinite(in.weights[j]))
-      throw_invalid_argument("weights", "finite values",
-                             fmt::format("{} at [{}, {}]", in.weights[j], j / ntraces, j % ntraces));
+      throw_invalid_argument(
+          "weights", "finite values",
+          fmt::format("{} at [{}, {}]", in.weights[j], j / ntraces, j % ntraces));
   for (std::int64_t i = 0; i < ntraces; ++i)
     require(in.traces[i].empty() || in.traces[i].data() != nullptr, fmt::format("traces[{}]", i),
             "a pointer to its samples", "a null pointer");
@@ -70,8 +72,9 @@ void check_input(const ParstackInput<T>& in, const ParstackOptions& opt) {
 }
 
 template <class T>
-kernels::Problem<T> make_problem(const ParstackInput<T>& in, const Extent& e, const ParstackOptions& opt,
-                                 std::vector<const T*>& pointers, std::vector<std::int64_t>& lengths) {
+kernels::Problem<T> make_problem(const ParstackInput<T>& in, const Extent& e,
+                                 const ParstackOptions& opt, std::vector<const T*>& pointers,
+                                 std::vector<std::int64_t>& lengths) {
   pointers.resize(in.traces.size());
   lengths.resize(in.traces.size());
   for (std::size_t i = 0; i < in.traces.size(); ++i) {
@@ -138,8 +141,9 @@ WorkModel parstack_work(const ParstackInput<T>& in, const Extent& e, Method meth
   for (std::int64_t s = 0; s < in.nshifts; ++s)
     for (std::int64_t i = 0; i < ntraces; ++i) {
       if (in.weights[s * ntraces + i] == T(0)) continue;
-      const Overlap o = trace_overlap(trace_start(in.offsets[i], in.shifts[s * ntraces + i], e.offsetout),
-                                      static_cast<std::int64_t>(in.traces[i].size()), e.lengthout);
+      const Overlap o =
+          trace_overlap(trace_start(in.offsets[i], in.shifts[s * ntraces + i], e.offsetout),
+                        static_cast<std::int64_t>(in.traces[i].size()), e.lengthout);
       macs += static_cast<double>(o.end - o.begin);
     }
   double trace_samples = 0;
@@ -150,8 +154,10 @@ WorkModel parstack_work(const ParstackInput<T>& in, const Extent& e, Method meth
   w.points = macs;
   w.point_unit = "MAC";
   // A multiply-add per overlapping sample; method 1 adds one comparison per stacked sample.
-  w.flops = 2 * macs + (method == Method::max ? static_cast<double>(in.nshifts * e.lengthout) : 0.0);
-  w.bytes = sizeof(T) * (trace_samples + terms + outputs) + sizeof(std::int32_t) * (terms + ntraces);
+  w.flops =
+      2 * macs + (method == Method::max ? static_cast<double>(in.nshifts * e.lengthout) : 0.0);
+  w.bytes =
+      sizeof(T) * (trace_samples + terms + outputs) + sizeof(std::int32_t) * (terms + ntraces);
   // Every multiply-add reads a trace sample: the traces are reused by every shift set, from cache.
   w.cache_bytes = sizeof(T) * macs;
   w.precision = sizeof(T) == 4 ? Precision::fp32 : Precision::fp64;
@@ -169,10 +175,9 @@ Extent parstack(const Device& device, const ParstackInput<T>& in, std::span<T> r
     extent = parstack_extent(in, opt);
     const std::int64_t expected = parstack_result_size(in.nshifts, extent, opt.method);
     require(static_cast<std::int64_t>(result.size()) == expected, "result",
-            opt.method == Method::stack
-                ? fmt::format("nshifts x lengthout = {} x {} = {} elements", in.nshifts,
-                              extent.lengthout, expected)
-                : fmt::format("nshifts = {} elements", expected),
+            opt.method == Method::stack ? fmt::format("nshifts x lengthout = {} x {} = {} elements",
+                                                      in.nshifts, extent.lengthout, expected)
+                                        : fmt::format("nshifts = {} elements", expected),
             fmt::format("{} elements", result.size()));
     require(result.data() != nullptr, "result", "a pointer to writable memory", "a null pointer");
 
@@ -189,7 +194,8 @@ Extent parstack(const Device& device, const ParstackInput<T>& in, std::span<T> r
       parameters.set("method", static_cast<int>(opt.method));
     }
     // An accumulating call adds to what result holds: the reference rerun starts from the same.
-    if (call.verifying() && problem.accumulate) reference_result.assign(result.begin(), result.end());
+    if (call.verifying() && problem.accumulate)
+      reference_result.assign(result.begin(), result.end());
 
     // Without a plan from the caller, the call's device buffers live as long as the call.
     std::optional<ParstackPlan> local_plan;
@@ -208,17 +214,20 @@ Extent parstack(const Device& device, const ParstackInput<T>& in, std::span<T> r
 }
 
 template <class T>
-void argmax(std::span<const T> a, std::int64_t rows, std::int64_t cols, std::span<std::uint32_t> out,
-            int nparallel, bool pyrocko_compat) {
+void argmax(std::span<const T> a, std::int64_t rows, std::int64_t cols,
+            std::span<std::uint32_t> out, int nparallel, bool pyrocko_compat) {
   require(rows >= 1 && cols >= 1, "a", "a 2-D array with at least one row and one column",
           fmt::format("shape ({}, {})", rows, cols));
   require(rows < (std::int64_t(1) << 32), "a", "fewer than 2^32 rows (indices are uint32)",
           fmt::format("{} rows", rows));
   require(static_cast<std::int64_t>(a.size()) == rows * cols, "a",
-          fmt::format("rows x cols = {} elements", rows * cols), fmt::format("{} elements", a.size()));
-  require(static_cast<std::int64_t>(out.size()) == cols, "out", fmt::format("{} elements (one per column)", cols),
+          fmt::format("rows x cols = {} elements", rows * cols),
+          fmt::format("{} elements", a.size()));
+  require(static_cast<std::int64_t>(out.size()) == cols, "out",
+          fmt::format("{} elements (one per column)", cols),
           fmt::format("{} elements", out.size()));
-  require(nparallel >= 0, "nparallel", "a positive thread count (or 0 for all)", std::to_string(nparallel));
+  require(nparallel >= 0, "nparallel", "a positive thread count (or 0 for all)",
+          std::to_string(nparallel));
   // Host-only (kernels.hpp): the cpu kernel runs.
   const Device cpu{Backend::cpu, 0, false};
   RecordedCall call("argmax", cpu, nullptr);
@@ -250,13 +259,13 @@ void argmax(std::span<const T> a, std::int64_t rows, std::int64_t cols, std::spa
   }
 }
 
-#define SCIPROXY_INSTANTIATE(T)                                                                  \
-  template Extent parstack_extent<T>(const ParstackInput<T>&, const ParstackOptions&);           \
-  template WorkModel parstack_work<T>(const ParstackInput<T>&, const Extent&, Method);           \
-  template Extent parstack<T>(const Device&, const ParstackInput<T>&, std::span<T>,              \
-                              const ParstackOptions&, Timers*, ParstackPlan*);                  \
-  template void argmax<T>(std::span<const T>, std::int64_t, std::int64_t, std::span<std::uint32_t>, \
-                          int, bool);
+#define SCIPROXY_INSTANTIATE(T)                                                        \
+  template Extent parstack_extent<T>(const ParstackInput<T>&, const ParstackOptions&); \
+  template WorkModel parstack_work<T>(const ParstackInput<T>&, const Extent&, Method); \
+  template Extent parstack<T>(const Device&, const ParstackInput<T>&, std::span<T>,    \
+                              const ParstackOptions&, Timers*, ParstackPlan*);         \
+  template void argmax<T>(std::span<const T>, std::int64_t, std::int64_t,              \
+                          std::span<std::uint32_t>, int, bool);
 SCIPROXY_INSTANTIATE(float)
 SCIPROXY_INSTANTIATE(double)
 #undef SCIPROXY_INSTANTIATE

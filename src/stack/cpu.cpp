@@ -85,9 +85,8 @@ void add_group(T* out, std::int64_t n, const Term<T>* terms, std::size_t count) 
 // The stack of shift set s over output samples [k0, k1), written (or added, with accumulate)
 // into tile[0 .. k1-k0).
 template <class T>
-void stack_tile(const Problem<T>& p, const PaddedTraces<T>& padded, std::int64_t s,
-                std::int64_t k0, std::int64_t k1, bool accumulate, T* tile,
-                std::vector<Term<T>>& terms) {
+void stack_tile(const Problem<T>& p, const PaddedTraces<T>& padded, std::int64_t s, std::int64_t k0,
+                std::int64_t k1, bool accumulate, T* tile, std::vector<Term<T>>& terms) {
   terms.clear();
   for (std::int64_t i = 0; i < p.ntraces; ++i) {
     const T w = p.weights[s * p.ntraces + i];
@@ -104,8 +103,10 @@ void stack_tile(const Problem<T>& p, const PaddedTraces<T>& padded, std::int64_t
     return;
   }
   const std::size_t first = std::min<std::size_t>(kMaxGroup, terms.size());
-  if (accumulate) add_group<true>(tile, n, terms.data(), first);
-  else add_group<false>(tile, n, terms.data(), first);
+  if (accumulate)
+    add_group<true>(tile, n, terms.data(), first);
+  else
+    add_group<false>(tile, n, terms.data(), first);
   for (std::size_t g = first; g < terms.size(); g += kMaxGroup)
     add_group<true>(tile, n, terms.data() + g, std::min<std::size_t>(kMaxGroup, terms.size() - g));
 }
@@ -163,7 +164,8 @@ SCIPROXY_STACK_ARGMAX(T) {
     double best[kColumns];
     std::uint32_t where[kColumns];
     for (std::int64_t j = 0; j < n; ++j) {
-      best[j] = pyrocko_compat ? 2.2250738585072014e-308 /* DBL_MIN */ : static_cast<double>(a[c0 + j]);
+      best[j] =
+          pyrocko_compat ? 2.2250738585072014e-308 /* DBL_MIN */ : static_cast<double>(a[c0 + j]);
       where[j] = 0;
     }
     for (std::int64_t r = pyrocko_compat ? 0 : 1; r < rows; ++r) {

@@ -101,7 +101,7 @@ using cuda_detail::NvtxRange;
 // The device side of a ParstackPlan (kernels.hpp), created on the plan's first cuda call.
 struct PlanResources {
   ParstackPlan::Counters& counters;  // the plan's, which outlive these resources
-  int device = -1;  // bound device, -1 before the first call
+  int device = -1;                   // bound device, -1 before the first call
   cudaStream_t stream = nullptr;
   // Stream order: upload_begin, uploads, kernel_begin, kernels, download_begin, download, end.
   cudaEvent_t upload_begin = nullptr, kernel_begin = nullptr, download_begin = nullptr,
@@ -179,8 +179,8 @@ struct KernelArgs {
 // One trace as seen from one tile of one shift set.
 template <class T>
 struct TraceEntry {
-  std::int64_t base;         // index in the concatenation of tile sample 0 (may lie outside)
-  std::int32_t begin, end;   // tile samples [begin, end) that the trace covers
+  std::int64_t base;        // index in the concatenation of tile sample 0 (may lie outside)
+  std::int32_t begin, end;  // tile samples [begin, end) that the trace covers
   T weight;
 };
 
@@ -228,7 +228,8 @@ __global__ void __launch_bounds__(kThreads, 4) parstack_kernel(const KernelArgs<
         if (i < a.ntraces) {
           const T w = __ldg(weights_s + i);
           if (w != T(0)) {
-            const std::int64_t start = trace_start(__ldg(a.offsets + i), __ldg(shifts_s + i), a.offsetout);
+            const std::int64_t start =
+                trace_start(__ldg(a.offsets + i), __ldg(shifts_s + i), a.offsetout);
             const Overlap ov = trace_overlap(start, __ldg(a.lengths + i), a.lengthout);
             const std::int64_t b = (ov.begin > k0 ? ov.begin : k0) - k0;
             const std::int64_t en = (ov.end < k0 + tile_length ? ov.end : k0 + tile_length) - k0;
@@ -264,7 +265,8 @@ __global__ void __launch_bounds__(kThreads, 4) parstack_kernel(const KernelArgs<
 #pragma unroll
             for (int j = 0; j < kItems; ++j) {
               const int idx = tid + j * kThreads;
-              if (idx >= t.begin && idx < t.end) acc[j] += t.weight * __ldg(a.traces + (t.base + idx));
+              if (idx >= t.begin && idx < t.end)
+                acc[j] += t.weight * __ldg(a.traces + (t.base + idx));
             }
           }
         }
@@ -323,9 +325,13 @@ void require_device(int device_index) {
                             std::to_string(count) + " present)");
 }
 
-constexpr std::size_t align_up(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+constexpr std::size_t align_up(std::size_t bytes) {
+  return (bytes + 255) / 256 * 256;
+}
 
-void destroy_resources(PlanResources* resources) { delete resources; }
+void destroy_resources(PlanResources* resources) {
+  delete resources;
+}
 
 double elapsed_seconds(cudaEvent_t from, cudaEvent_t to) {
   float ms = 0;
@@ -378,7 +384,8 @@ SCIPROXY_STACK_PARSTACK(T) {
                  : static_cast<std::size_t>(nshifts) * static_cast<std::size_t>(lengthout);
   const std::size_t result_bytes = result_count * sizeof(T);
   const std::size_t partials_bytes =
-      max_method ? static_cast<std::size_t>(ntiles) * static_cast<std::size_t>(nshifts) * sizeof(T) : 0;
+      max_method ? static_cast<std::size_t>(ntiles) * static_cast<std::size_t>(nshifts) * sizeof(T)
+                 : 0;
 
   const std::size_t at_traces = 0;
   const std::size_t at_lengths = at_traces + align_up(traces_bytes);
@@ -442,9 +449,9 @@ SCIPROXY_STACK_PARSTACK(T) {
       SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(impl->result.as<T>(), result, result_bytes,
                                           cudaMemcpyHostToDevice, stream));
   }
-  counters.bytes_host_to_device += static_cast<double>(
-      traces_bytes + 2 * index_bytes + offsets_bytes + shifts_bytes + weights_bytes +
-      (accumulate ? result_bytes : 0));
+  counters.bytes_host_to_device +=
+      static_cast<double>(traces_bytes + 2 * index_bytes + offsets_bytes + shifts_bytes +
+                          weights_bytes + (accumulate ? result_bytes : 0));
 
   {
     NvtxRange range("kernel");
@@ -470,7 +477,8 @@ SCIPROXY_STACK_PARSTACK(T) {
     if (max_method) {
       parstack_kernel<T, true><<<grid, kThreads, 0, stream>>>(args);
       SCIPROXY_CUDA_CHECK_LAUNCH("parstack_kernel<max>");
-      const std::int64_t blocks = std::min<std::int64_t>((nshifts + kThreads - 1) / kThreads, kMaxGridX);
+      const std::int64_t blocks =
+          std::min<std::int64_t>((nshifts + kThreads - 1) / kThreads, kMaxGridX);
       max_over_tiles_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
           args.partials, ntiles, nshifts, p.clamp_max_at_zero, args.result);
       SCIPROXY_CUDA_CHECK_LAUNCH("max_over_tiles_kernel");

@@ -62,18 +62,22 @@ struct Problem {
   void parstack(const Context& ctx, const Problem<T>& p, T* result, ParstackPlan& plan)
 
 // out[c] = argmax_r a[r, c] of a (rows, cols) row-major host array; see stack.hpp's argmax.
-#define SCIPROXY_STACK_ARGMAX(T)                                                           \
-  void argmax(const Context& ctx, const T* a, std::int64_t rows, std::int64_t cols,       \
+#define SCIPROXY_STACK_ARGMAX(T)                                                    \
+  void argmax(const Context& ctx, const T* a, std::int64_t rows, std::int64_t cols, \
               std::uint32_t* out, bool pyrocko_compat)
 
-#define SCIPROXY_STACK_KERNELS template <class T> SCIPROXY_STACK_PARSTACK(T);
+#define SCIPROXY_STACK_KERNELS \
+  template <class T>           \
+  SCIPROXY_STACK_PARSTACK(T);
 
 SCIPROXY_DECLARE_KERNELS(SCIPROXY_STACK_KERNELS)
 
 // argmax is host-only: the public argmax takes a host array and no Device (pyrocko's argmax is a
 // host function, called on the host result of parstack), so it has no cuda kernel, no stub and
 // no dispatch; api.cpp calls the cpu one, the tests compare it with the reference.
-#define SCIPROXY_STACK_HOST_KERNELS template <class T> SCIPROXY_STACK_ARGMAX(T);
+#define SCIPROXY_STACK_HOST_KERNELS \
+  template <class T>                \
+  SCIPROXY_STACK_ARGMAX(T);
 
 namespace reference {
 SCIPROXY_STACK_HOST_KERNELS

@@ -16,7 +16,8 @@ struct Overlap {
   std::int64_t begin = 0, end = 0;  // output samples [begin, end); empty when begin == end
 };
 
-SCIPROXY_HD std::int64_t trace_start(std::int32_t offset, std::int32_t shift, std::int32_t offsetout) {
+SCIPROXY_HD std::int64_t trace_start(std::int32_t offset, std::int32_t shift,
+                                     std::int32_t offsetout) {
   return static_cast<std::int64_t>(offset) + shift - offsetout;
 }
 

@@ -22,9 +22,11 @@ SCIPROXY_STACK_PARSTACK(T) {
     for (std::int64_t i = 0; i < p.ntraces; ++i) {
       const double w = p.weights[s * p.ntraces + i];
       if (w == 0) continue;
-      const std::int64_t start = trace_start(p.offsets[i], p.shifts[s * p.ntraces + i], p.offsetout);
+      const std::int64_t start =
+          trace_start(p.offsets[i], p.shifts[s * p.ntraces + i], p.offsetout);
       const Overlap o = trace_overlap(start, p.lengths[i], p.lengthout);
-      for (std::int64_t k = o.begin; k < o.end; ++k) row[k] += w * static_cast<double>(p.traces[i][k - start]);
+      for (std::int64_t k = o.begin; k < o.end; ++k)
+        row[k] += w * static_cast<double>(p.traces[i][k - start]);
     }
     if (p.method == Method::stack) {
       T* out = result + s * p.lengthout;

@@ -1,4 +1,5 @@
-// Random parstack problems for the tests that compare backends (tests/stack/test_stack_backend.cpp).
+// Random parstack problems for the tests that compare backends
+// (tests/stack/test_stack_backend.cpp).
 #pragma once
 
 #include <cstdint>
@@ -25,8 +26,10 @@ struct RandomProblem {
   std::int64_t nshifts = 0;
 
   RandomProblem(std::mt19937_64& rng, const ProblemShape& shape) {
-    std::uniform_int_distribution<int> ntraces_d(1, shape.max_traces), length_d(shape.min_length, shape.max_length),
-        shift_d(-shape.shift_range, shape.shift_range), nshifts_d(1, shape.max_shifts), zero_d(0, 9);
+    std::uniform_int_distribution<int> ntraces_d(1, shape.max_traces),
+        length_d(shape.min_length, shape.max_length),
+        shift_d(-shape.shift_range, shape.shift_range), nshifts_d(1, shape.max_shifts),
+        zero_d(0, 9);
     std::uniform_real_distribution<double> value_d(-1.0, 1.0);
     const int ntraces = ntraces_d(rng);
     nshifts = nshifts_d(rng);
@@ -43,9 +46,7 @@ struct RandomProblem {
     }
   }
 
-  stack::ParstackInput<T> input() const {
-    return {traces, offsets, shifts, weights, nshifts};
-  }
+  stack::ParstackInput<T> input() const { return {traces, offsets, shifts, weights, nshifts}; }
 };
 
 // A problem of exact sizes: ntraces traces of lengths in [5/6 length, length], nshifts shift sets,

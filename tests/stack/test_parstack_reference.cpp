@@ -30,7 +30,9 @@ struct Case {
 };
 
 // Two traces, two shift sets: the example of docs/kernels/parstack.md's semantics.
-Case two_traces() { return {{{1, 2, 3}, {-1, -2, -3}}, {0, 1}, {0, 0, 1, -1}, {1, 1, 1, 1}, 2, {}}; }
+Case two_traces() {
+  return {{{1, 2, 3}, {-1, -2, -3}}, {0, 1}, {0, 0, 1, -1}, {1, 1, 1, 1}, 2, {}};
+}
 
 std::vector<double> run(Case& c, const ParstackOptions& opt, Extent* extent = nullptr,
                         std::vector<double> result = {}) {
@@ -65,7 +67,8 @@ TEST(ParstackReference, GivenWindowWithNegativeOffsetout) {
 }
 
 TEST(ParstackReference, NegativeOffsetsAndShiftsAndWeights) {
-  // Trace a = [1, 2] at offset -3 shifted by -1 starts at -4; trace b = [10] at 2 shifted by -2 at 0.
+  // Trace a = [1, 2] at offset -3 shifted by -1 starts at -4; trace b = [10] at 2 shifted by -2 at
+  // 0.
   Case c{{{1, 2}, {10}}, {-3, 2}, {-1, -2}, {2, -0.5}, 1, {}};
   Extent e;
   EXPECT_EQ(run(c, {}, &e), (std::vector<double>{2, 4, 0, 0, -5}));

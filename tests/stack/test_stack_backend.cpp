@@ -52,7 +52,8 @@ void compare_with_reference(std::uint64_t seed, const test::ProblemShape& shape,
     opt.clamp_max_at_zero = (trial / 3) % 2 == 0;
     opt.nparallel = nparallel;
     const Extent full = parstack_extent(in, opt);
-    if (trial % 4 == 1 || trial % 4 == 2) {  // a window of the full stack: offsetout +- k, lengthout - k
+    if (trial % 4 == 1 ||
+        trial % 4 == 2) {  // a window of the full stack: offsetout +- k, lengthout - k
       opt.offsetout = full.offsetout + window_d(rng);
       opt.lengthout = std::max<std::int64_t>(1, full.lengthout - std::abs(window_d(rng)));
     }
@@ -67,7 +68,8 @@ void compare_with_reference(std::uint64_t seed, const test::ProblemShape& shape,
       got[j] = want[j];
     }
     const Extent we = parstack<T>(kReference, in, want, opt);
-    const Extent ge = parstack<T>(kBackend, in, got, opt, nullptr, trial % 4 == 0 ? nullptr : &plan);
+    const Extent ge =
+        parstack<T>(kBackend, in, got, opt, nullptr, trial % 4 == 0 ? nullptr : &plan);
     ASSERT_EQ(ge.offsetout, we.offsetout);
     ASSERT_EQ(ge.lengthout, we.lengthout);
     const auto c = compare<T, T>(got, want, parstack_tolerance<T>());
@@ -87,8 +89,8 @@ void compare_large(const test::RandomProblem<T>& p, Method method, const Device&
   parstack<T>(baseline, p.input(), want, opt);
   parstack<T>(kBackend, p.input(), got, opt);
   const auto c = compare<T, T>(got, want, parstack_tolerance<T>());
-  EXPECT_TRUE(c.pass) << "method " << static_cast<int>(method) << " against "
-                      << baseline.name() << ": " << c.summary();
+  EXPECT_TRUE(c.pass) << "method " << static_cast<int>(method) << " against " << baseline.name()
+                      << ": " << c.summary();
 }
 
 bool has_region(const Timers& timers, const std::string& leaf) {
@@ -229,7 +231,8 @@ TEST_F(StackBackend, RecordingVerifiesAgainstReference) {
 TEST_F(StackBackend, ArgmaxMatchesReference) {
   if constexpr (test::kTestingCuda) GTEST_SKIP() << "argmax is host-only (src/stack/kernels.hpp)";
   std::mt19937_64 rng(6);
-  std::uniform_int_distribution<int> v(-3, 3);  // small integers: many ties and all-negative columns
+  std::uniform_int_distribution<int> v(-3,
+                                       3);  // small integers: many ties and all-negative columns
   const Context host{kReference, nullptr};
   for (int trial = 0; trial < 50; ++trial) {
     const std::int64_t rows = 1 + trial % 7, cols = 1 + (trial * 37) % 600;
