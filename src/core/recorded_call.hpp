@@ -32,6 +32,7 @@ class RecordedCall {
   // reference backend (and is not itself the reference rerun of another call).
   bool verifying() const;
   // Runs fn (the same call on the reference backend) with recording suspended; returns its value.
+  // Its time is not the call's: the report's seconds leave it out.
   template <class Fn>
   decltype(auto) on_reference(Fn&& fn) const;
   // Compares one output with the reference's and adds it to the report's verification.
@@ -55,12 +56,19 @@ class RecordedCall {
   Timers* timers_ = nullptr;
   KernelReport report_;
   std::chrono::steady_clock::time_point start_;
+  mutable std::chrono::steady_clock::duration excluded_{};  // the reference reruns
   int uncaught_ = 0;
 };
 
 template <class Fn>
 decltype(auto) RecordedCall::on_reference(Fn&& fn) const {
   Suspend suspended;
+  const auto t0 = std::chrono::steady_clock::now();
+  struct Excluded {  // adds the rerun's time even when fn returns a value or throws
+    const RecordedCall* call;
+    std::chrono::steady_clock::time_point t0;
+    ~Excluded() { call->excluded_ += std::chrono::steady_clock::now() - t0; }
+  } excluded{this, t0};
   return std::forward<Fn>(fn)();
 }
 

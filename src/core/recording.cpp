@@ -62,7 +62,7 @@ RecordedCall::RecordedCall(std::string kernel, const Device& device, Timers* cal
 RecordedCall::~RecordedCall() {
   if (!recording_ || std::uncaught_exceptions() > uncaught_) return;
   report_.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_ - excluded_).count();
   // The roofline only when it is cached: a recording never starts a measurement by itself.
   try {
     const int threads = report_.device.backend == Backend::reference ? 1 : max_threads();
