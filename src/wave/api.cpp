@@ -9,6 +9,11 @@
 // 2 v dt^2 W every model_gradient_sampling_interval inner steps (gradient_storage.hpp), then the
 // exact adjoint, and maps every gradient back through the adjoints of scaling, resampling and
 // padding. Born modelling is in born.cpp.
+//
+// Every entry point opens a RecordedCall (core/recorded_call.hpp): inside a Recording it reports
+// the backend, the work model and the timers, and with RecordingOptions::verify it reruns itself
+// on the reference backend and compares each output, by the Python API's name, with the
+// tolerances of case.hpp.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -17,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "case.hpp"
+#include "core/recorded_call.hpp"
 #include "gradient_storage.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/wave.hpp"
@@ -92,6 +99,53 @@ WorkModel work_model(const Setup<T>& s, std::int64_t store_interval) {
 template WorkModel work_model<float>(const Setup<float>&, std::int64_t);
 template WorkModel work_model<double>(const Setup<double>&, std::int64_t);
 
+// ---------------------------------------------------------------------------------------------
+// Recording (core/recorded_call.hpp)
+
+template <class T>
+void set_parameters(RecordedCall& call, const Setup<T>& s, const ScalarOptions& opt) {
+  if (!call.recording()) return;
+  auto& parameters = call.parameters();
+  parameters.set("shape",
+                 std::vector<long long>(s.model_shape.begin(), s.model_shape.begin() + s.ndim));
+  parameters.set("accuracy", s.accuracy);
+  parameters.set("nshots", s.nshots);
+  parameters.set("nsources", s.nsources);
+  parameters.set("nreceivers", s.nreceivers);
+  parameters.set("nt", s.nt);
+  parameters.set("step_ratio", s.step_ratio);
+  parameters.set("model_gradient_sampling_interval", opt.model_gradient_sampling_interval);
+  parameters.set("storage_compression", opt.storage_compression);
+}
+
+// Deepwave's names, as the Python API returns the state: wavefield<suffix>_0,
+// wavefield<suffix>_m1, psi<d><suffix>_m1, zeta<d><suffix>_m1 (d: z, y, x of the last ndim
+// dimensions), each wrapped as wrap[0] + name + wrap[1].
+template <class T>
+void compare_state(RecordedCall& call, const ScalarState<T>& got, const ScalarState<T>& expected,
+                   int ndim, const std::string& suffix, const Tolerance& tolerance,
+                   const std::array<std::string, 2>& wrap) {
+  auto name = [&](const std::string& base) { return wrap[0] + base + wrap[1]; };
+  call.compare<T>(name("wavefield" + suffix + "_0"), got.wavefield, expected.wavefield, tolerance);
+  call.compare<T>(name("wavefield" + suffix + "_m1"), got.previous_wavefield,
+                  expected.previous_wavefield, tolerance);
+  static constexpr const char* kDims[] = {"z", "y", "x"};
+  for (int d = 0; d < ndim && d < kMaxDims; ++d) {
+    const std::string dim = kDims[kMaxDims - ndim + d];
+    call.compare<T>(name("psi" + dim + suffix + "_m1"), got.psi[d], expected.psi[d], tolerance);
+    call.compare<T>(name("zeta" + dim + suffix + "_m1"), got.zeta[d], expected.zeta[d], tolerance);
+  }
+}
+
+#define SCIPROXY_INSTANTIATE_RECORDING(T)                                                          \
+  template void set_parameters<T>(RecordedCall&, const Setup<T>&, const ScalarOptions&);           \
+  template void compare_state<T>(RecordedCall&, const ScalarState<T>&, const ScalarState<T>&, int, \
+                                 const std::string&, const Tolerance&,                             \
+                                 const std::array<std::string, 2>&);
+SCIPROXY_INSTANTIATE_RECORDING(float)
+SCIPROXY_INSTANTIATE_RECORDING(double)
+#undef SCIPROXY_INSTANTIATE_RECORDING
+
 }  // namespace detail
 
 using namespace detail;
@@ -110,44 +164,61 @@ std::array<std::int64_t, kMaxDims> scalar_state_shape(const ScalarInput<T>& in,
 template <class T>
 ScalarOutput<T> scalar(const Device& device, const ScalarInput<T>& in, const ScalarOptions& opt,
                        const ScalarState<T>* initial, Timers* timers) {
-  auto top = Timers::region(timers, "scalar");
-  const Context context{device, timers};
-  Setup<T> s;
+  RecordedCall call("scalar", device, timers);
   ScalarOutput<T> out;
+  int ndim = 0;
   {
-    auto r = Timers::region(timers, "setup");
-    make_setup(s, in, opt, 0, initial);
-    out.state = make_state(s, initial, StateRole::initial);
+    auto top = Timers::region(call.timers(), "scalar");  // closed before the reference rerun
+    const Context context{device, call.timers()};
+    Setup<T> s;
+    {
+      auto r = Timers::region(context.timers, "setup");
+      make_setup(s, in, opt, 0, initial);
+      out.state = make_state(s, initial, StateRole::initial);
+    }
+    ndim = s.ndim;
+    out.work = work_model(s, 0);
+    call.set_work(out.work);
+    set_parameters(call, s, opt);
+    std::vector<T> sources;
+    {
+      auto r = Timers::region(context.timers, "resample");
+      sources = scaled_sources<T>(s, in.source_amplitudes, nullptr);
+    }
+    std::vector<T> receivers_tm(static_cast<std::size_t>(s.nt_inner * s.nshots * s.nreceivers));
+    if (s.nt_inner > 0) {
+      auto r = Timers::region(context.timers, "forward");
+      SCIPROXY_RUN_KERNEL(context, scalar_forward, s.problem, fields_of(s, out.state),
+                          sources.data(), receivers_tm.data(), static_cast<T*>(nullptr));
+    }
+    {
+      auto r = Timers::region(context.timers, "resample");
+      out.receiver_amplitudes = receivers_out(s, receivers_tm);
+    }
+    out.step_ratio = s.step_ratio;
+    out.inner_dt = s.inner_dt;
   }
-  std::vector<T> sources;
-  {
-    auto r = Timers::region(timers, "resample");
-    sources = scaled_sources<T>(s, in.source_amplitudes, nullptr);
+  if (call.verifying()) {
+    const ScalarOutput<T> expected = call.on_reference(
+        [&] { return scalar<T>(RecordedCall::reference_device(), in, opt, initial); });
+    const Precision precision = precision_of<T>();
+    call.compare<T>("receiver_amplitudes", out.receiver_amplitudes, expected.receiver_amplitudes,
+                    scalar_tolerance(precision, false));
+    compare_state(call, out.state, expected.state, ndim, "",
+                  scalar_state_tolerance(precision, false), {"", ""});
   }
-  std::vector<T> receivers_tm(static_cast<std::size_t>(s.nt_inner * s.nshots * s.nreceivers));
-  if (s.nt_inner > 0) {
-    auto r = Timers::region(timers, "forward");
-    SCIPROXY_RUN_KERNEL(context, scalar_forward, s.problem, fields_of(s, out.state), sources.data(),
-                        receivers_tm.data(), static_cast<T*>(nullptr));
-  }
-  {
-    auto r = Timers::region(timers, "resample");
-    out.receiver_amplitudes = receivers_out(s, receivers_tm);
-  }
-  out.step_ratio = s.step_ratio;
-  out.inner_dt = s.inner_dt;
-  out.work = work_model(s, 0);
   return out;
 }
 
+namespace detail {
+
 template <class T>
-ScalarGradient<T> scalar_gradient(const Device& device, const ScalarInput<T>& in,
-                                  const ScalarOptions& opt,
-                                  std::span<const T> grad_receiver_amplitudes,
-                                  const ScalarState<T>* initial, const ScalarState<T>* grad_final,
-                                  Timers* timers) {
+ScalarGradient<T> gradient(const Context& context, const ScalarInput<T>& in,
+                           const ScalarOptions& opt, std::span<const T> grad_receiver_amplitudes,
+                           const ScalarState<T>* initial, const ScalarState<T>* grad_final,
+                           RecordedCall* call) {
+  Timers* const timers = context.timers;
   auto top = Timers::region(timers, "scalar");
-  const Context context{device, timers};
   // The exact gradient needs 2 v dt^2 W at every inner step: the interval counts inner steps
   // (Deepwave stores every step_ratio * interval inner steps and multiplies by that stride).
   const std::int64_t store_interval =
@@ -171,6 +242,16 @@ ScalarGradient<T> scalar_gradient(const Device& device, const ScalarInput<T>& in
                                fmt::format("{} at flat index {}", grad_receiver_amplitudes[i], i));
     grad.forward.state = make_state(s, initial, StateRole::initial);
     adjoint = make_state(s, grad_final, StateRole::grad_final);
+  }
+  grad.forward.work = work_model(s, store_interval);
+  if (call) {
+    // The forward pass (with its stores) and its adjoint, about as much work again.
+    WorkModel work = grad.forward.work;
+    work.points *= 2;
+    work.flops *= 2;
+    work.bytes *= 2;
+    call->set_work(work);
+    set_parameters(*call, s, opt);
   }
   GradientStore<T> store(s, opt, store_interval);
   const std::int64_t chunk = store.chunk_steps();
@@ -265,8 +346,48 @@ ScalarGradient<T> scalar_gradient(const Device& device, const ScalarInput<T>& in
 
   grad.forward.step_ratio = s.step_ratio;
   grad.forward.inner_dt = s.inner_dt;
-  grad.forward.work = work_model(s, store_interval);
   grad.forward.storage_bytes = store.bytes();
+  return grad;
+}
+
+template ScalarGradient<float> gradient<float>(const Context&, const ScalarInput<float>&,
+                                               const ScalarOptions&, std::span<const float>,
+                                               const ScalarState<float>*, const ScalarState<float>*,
+                                               RecordedCall*);
+template ScalarGradient<double> gradient<double>(const Context&, const ScalarInput<double>&,
+                                                 const ScalarOptions&, std::span<const double>,
+                                                 const ScalarState<double>*,
+                                                 const ScalarState<double>*, RecordedCall*);
+
+}  // namespace detail
+
+template <class T>
+ScalarGradient<T> scalar_gradient(const Device& device, const ScalarInput<T>& in,
+                                  const ScalarOptions& opt,
+                                  std::span<const T> grad_receiver_amplitudes,
+                                  const ScalarState<T>* initial, const ScalarState<T>* grad_final,
+                                  Timers* timers) {
+  RecordedCall call("scalar_gradient", device, timers);
+  ScalarGradient<T> grad =
+      detail::gradient<T>(Context{device, call.timers()}, in, opt, grad_receiver_amplitudes,
+                          initial, grad_final, &call);
+  if (call.verifying()) {
+    const ScalarGradient<T> expected = call.on_reference([&] {
+      return scalar_gradient<T>(RecordedCall::reference_device(), in, opt, grad_receiver_amplitudes,
+                                initial, grad_final);
+    });
+    const Precision precision = precision_of<T>();
+    // grad_v comes from the stored steps, which compression rounds (case.hpp).
+    const Tolerance stored = opt.storage_compression ? scalar_compressed_tolerance(precision, false)
+                                                     : scalar_tolerance(precision, false);
+    call.compare<T>("grad_v", grad.v, expected.v, stored);
+    call.compare<T>("grad_source_amplitudes", grad.source_amplitudes, expected.source_amplitudes,
+                    scalar_tolerance(precision, false));
+    call.compare<T>("receiver_amplitudes", grad.forward.receiver_amplitudes,
+                    expected.forward.receiver_amplitudes, scalar_tolerance(precision, false));
+    compare_state(call, grad.initial_state, expected.initial_state, in.grid.ndim, "",
+                  scalar_state_tolerance(precision, false), {"grad_initial_state['", "']"});
+  }
   return grad;
 }
 

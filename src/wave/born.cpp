@@ -4,7 +4,8 @@
 //   u_sc^{t+1} = v^2 dt^2 L u_sc^t + 2 u_sc^t - u_sc^{t-1} + 2 v scatter dt^2 L u^t
 //                - 2 v scatter dt^2 f^t (at the source cells),
 // so the Born data is J scatter (J: the Jacobian of scalar()'s receiver data with respect to v)
-// and its adjoint, the migration image, is scalar_gradient's grad_v (api.cpp).
+// and its adjoint, the migration image, is scalar_gradient's grad_v (api.cpp). Both entry points
+// are recorded calls, as those of api.cpp.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -13,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "case.hpp"
+#include "core/recorded_call.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/wave.hpp"
 #include "setup.hpp"
@@ -133,77 +136,103 @@ std::pair<double, double> source_models(const BornSetup<T>& b, std::int64_t tr) 
   return {static_cast<double>(s.v[i]), static_cast<double>(b.scatter[i])};
 }
 
+// Two coupled fields: twice the forward's work, plus the coupling term per cell and step.
+template <class T>
+WorkModel born_work(const Setup<T>& s) {
+  WorkModel w = work_model(s, 0);
+  w.flops = 2 * w.flops + 4.0 * w.points;
+  w.bytes = 2 * w.bytes + sizeof(T) * w.points;  // + scatter read
+  return w;
+}
+
 }  // namespace
 
 template <class T>
 ScalarBornOutput<T> scalar_born(const Device& device, const ScalarBornInput<T>& in,
                                 const ScalarOptions& opt, const ScalarState<T>* initial,
                                 const ScalarState<T>* initial_scattered, Timers* timers) {
-  auto top = Timers::region(timers, "scalar_born");
-  const Context context{device, timers};
-  BornSetup<T> b;
-  Setup<T>& s = b.s;
+  RecordedCall call("scalar_born", device, timers);
   ScalarBornOutput<T> out;
+  int ndim = 0;
   {
-    auto r = Timers::region(timers, "setup");
-    const bool background = has_fields(initial, in.background.grid.ndim);
-    make_born_setup(b, in, opt, 0, background ? initial : initial_scattered,
-                    background ? StateRole::initial : StateRole::initial_scattered);
-    require(
-        !in.scatter.empty() || s.model_cells == 0, "scatter",
-        fmt::format("the scattering model, of v's shape ({} values)", s.nmodels * s.model_cells),
-        "none");
-    out.state = make_state(s, initial, StateRole::initial);
-    out.scattered_state = make_state(s, initial_scattered, StateRole::initial_scattered);
-  }
-  std::vector<T> sources, scattered;
-  {
-    auto r = Timers::region(timers, "resample");
-    std::vector<T> inner;
-    sources = scaled_sources<T>(s, in.background.source_amplitudes, &inner);
-    // -2 v scatter dt^2 f: the derivative of the background's scaling -v^2 dt^2 f.
-    const std::int64_t ntr = s.nshots * s.nsources;
-    const double dt2 = s.inner_dt * s.inner_dt;
-    scattered.resize(sources.size());
-    for (std::int64_t tr = 0; tr < ntr; ++tr) {
-      auto [vs, ss] = source_models(b, tr);
-      if (s.source_cells[tr] == kIgnoredCell) ss = 0;  // it injects nothing
-      for (std::int64_t t = 0; t < s.nt_inner; ++t)
-        scattered[t * ntr + tr] = static_cast<T>(-2 * vs * ss * dt2 * inner[tr * s.nt_inner + t]);
+    auto top = Timers::region(call.timers(), "scalar_born");  // closed before the reference rerun
+    const Context context{device, call.timers()};
+    BornSetup<T> b;
+    Setup<T>& s = b.s;
+    {
+      auto r = Timers::region(context.timers, "setup");
+      const bool background = has_fields(initial, in.background.grid.ndim);
+      make_born_setup(b, in, opt, 0, background ? initial : initial_scattered,
+                      background ? StateRole::initial : StateRole::initial_scattered);
+      require(
+          !in.scatter.empty() || s.model_cells == 0, "scatter",
+          fmt::format("the scattering model, of v's shape ({} values)", s.nmodels * s.model_cells),
+          "none");
+      out.state = make_state(s, initial, StateRole::initial);
+      out.scattered_state = make_state(s, initial_scattered, StateRole::initial_scattered);
     }
+    ndim = s.ndim;
+    out.work = born_work(s);
+    call.set_work(out.work);
+    set_parameters(call, s, opt);
+    std::vector<T> sources, scattered;
+    {
+      auto r = Timers::region(context.timers, "resample");
+      std::vector<T> inner;
+      sources = scaled_sources<T>(s, in.background.source_amplitudes, &inner);
+      // -2 v scatter dt^2 f: the derivative of the background's scaling -v^2 dt^2 f.
+      const std::int64_t ntr = s.nshots * s.nsources;
+      const double dt2 = s.inner_dt * s.inner_dt;
+      scattered.resize(sources.size());
+      for (std::int64_t tr = 0; tr < ntr; ++tr) {
+        auto [vs, ss] = source_models(b, tr);
+        if (s.source_cells[tr] == kIgnoredCell) ss = 0;  // it injects nothing
+        for (std::int64_t t = 0; t < s.nt_inner; ++t)
+          scattered[t * ntr + tr] = static_cast<T>(-2 * vs * ss * dt2 * inner[tr * s.nt_inner + t]);
+      }
+    }
+    std::vector<T> rec_tm(static_cast<std::size_t>(s.nt_inner * s.nshots * s.nreceivers)),
+        bg_tm(static_cast<std::size_t>(s.nt_inner * s.nshots * b.nbg));
+    if (s.nt_inner > 0) {
+      auto r = Timers::region(context.timers, "forward");
+      SCIPROXY_RUN_KERNEL(context, scalar_born_forward, s.problem, fields_of(s, out.state),
+                          fields_of(s, out.scattered_state), sources.data(), scattered.data(),
+                          rec_tm.data(), bg_tm.data());
+    }
+    {
+      auto r = Timers::region(context.timers, "resample");
+      out.receiver_amplitudes = traces_out(s, s.nreceivers, rec_tm);
+      out.bg_receiver_amplitudes = traces_out(s, b.nbg, bg_tm);
+    }
+    out.step_ratio = s.step_ratio;
+    out.inner_dt = s.inner_dt;
   }
-  std::vector<T> rec_tm(static_cast<std::size_t>(s.nt_inner * s.nshots * s.nreceivers)),
-      bg_tm(static_cast<std::size_t>(s.nt_inner * s.nshots * b.nbg));
-  if (s.nt_inner > 0) {
-    auto r = Timers::region(timers, "forward");
-    SCIPROXY_RUN_KERNEL(context, scalar_born_forward, s.problem, fields_of(s, out.state),
-                        fields_of(s, out.scattered_state), sources.data(), scattered.data(),
-                        rec_tm.data(), bg_tm.data());
+  if (call.verifying()) {
+    const ScalarBornOutput<T> expected = call.on_reference([&] {
+      return scalar_born<T>(RecordedCall::reference_device(), in, opt, initial, initial_scattered);
+    });
+    const Precision precision = precision_of<T>();
+    const Tolerance traces = scalar_tolerance(precision, true);
+    call.compare<T>("receiver_amplitudes", out.receiver_amplitudes, expected.receiver_amplitudes,
+                    traces);
+    call.compare<T>("bg_receiver_amplitudes", out.bg_receiver_amplitudes,
+                    expected.bg_receiver_amplitudes, traces);
+    compare_state(call, out.state, expected.state, ndim, "",
+                  scalar_state_tolerance(precision, false), {"", ""});
+    compare_state(call, out.scattered_state, expected.scattered_state, ndim, "_sc",
+                  scalar_state_tolerance(precision, true), {"", ""});
   }
-  {
-    auto r = Timers::region(timers, "resample");
-    out.receiver_amplitudes = traces_out(s, s.nreceivers, rec_tm);
-    out.bg_receiver_amplitudes = traces_out(s, b.nbg, bg_tm);
-  }
-  out.step_ratio = s.step_ratio;
-  out.inner_dt = s.inner_dt;
-  // Two coupled fields: twice the forward's work, plus the coupling term per cell and step.
-  out.work = work_model(s, 0);
-  out.work.flops = 2 * out.work.flops + 4.0 * out.work.points;
-  out.work.bytes = 2 * out.work.bytes + sizeof(T) * out.work.points;  // + scatter read
   return out;
 }
 
+namespace {
+
 template <class T>
-ScalarBornGradient<T> scalar_born_gradient(const Device& device, const ScalarBornInput<T>& in,
-                                           const ScalarOptions& opt,
-                                           std::span<const T> grad_receiver_amplitudes,
-                                           std::span<const T> grad_bg_receiver_amplitudes,
-                                           bool source_gradient, const ScalarState<T>* initial,
-                                           Timers* timers) {
-  auto top = Timers::region(timers, "scalar_born_gradient");
-  const Context context{device, timers};
-  ScalarBornGradient<T> grad;
+void born_gradient(const Context& context, const ScalarBornInput<T>& in, const ScalarOptions& opt,
+                   std::span<const T> grad_receiver_amplitudes,
+                   std::span<const T> grad_bg_receiver_amplitudes, bool source_gradient,
+                   const ScalarState<T>* initial, RecordedCall& call, ScalarBornGradient<T>& grad) {
+  Timers* const timers = context.timers;
   BornSetup<T> b;
   Setup<T>& s = b.s;
   {
@@ -217,12 +246,22 @@ ScalarBornGradient<T> scalar_born_gradient(const Device& device, const ScalarBor
   // The Born data is J scatter (J: the Jacobian of scalar()'s receiver data with respect to v),
   // so the image J^T d is scalar_gradient's velocity gradient for the data gradient d.
   {
-    ScalarGradient<T> g = scalar_gradient<T>(device, in.background, opt, grad_receiver_amplitudes,
-                                             initial, nullptr, timers);
+    ScalarGradient<T> g = detail::gradient<T>(context, in.background, opt, grad_receiver_amplitudes,
+                                              initial, nullptr, nullptr);
     grad.scatter = std::move(g.v);
     grad.forward = std::move(g.forward);
   }
-  if (!source_gradient || s.nsources == 0 || s.nt_inner == 0) return grad;
+  const bool sources = source_gradient && s.nsources > 0 && s.nt_inner > 0;
+  // The image: the background forward pass (with its stores) and its adjoint, about as much
+  // work again; the source gradient: the adjoint of the coupled fields, as much as Born.
+  WorkModel work = grad.forward.work;
+  const WorkModel coupled = sources ? born_work(s) : WorkModel{};
+  work.points = 2 * work.points + coupled.points;
+  work.flops = 2 * work.flops + coupled.flops;
+  work.bytes = 2 * work.bytes + coupled.bytes;
+  call.set_work(work);
+  set_parameters(call, s, opt);
+  if (!sources) return;
 
   // The source gradient: the adjoint of the coupled fields (it needs nothing of the forward pass).
   ScalarState<T> adjoint =
@@ -259,6 +298,39 @@ ScalarBornGradient<T> scalar_born_gradient(const Device& device, const ScalarBor
     grad.source_amplitudes.assign(static_cast<std::size_t>(ntr * s.nt), T(0));
     detail::upsample_adjoint(grad_inner.data(), ntr, s.nt, s.resampling,
                              grad.source_amplitudes.data());
+  }
+}
+
+}  // namespace
+
+template <class T>
+ScalarBornGradient<T> scalar_born_gradient(const Device& device, const ScalarBornInput<T>& in,
+                                           const ScalarOptions& opt,
+                                           std::span<const T> grad_receiver_amplitudes,
+                                           std::span<const T> grad_bg_receiver_amplitudes,
+                                           bool source_gradient, const ScalarState<T>* initial,
+                                           Timers* timers) {
+  RecordedCall call("scalar_born_gradient", device, timers);
+  ScalarBornGradient<T> grad;
+  {
+    auto top = Timers::region(call.timers(), "scalar_born_gradient");  // closed before the rerun
+    const Context context{device, call.timers()};
+    born_gradient(context, in, opt, grad_receiver_amplitudes, grad_bg_receiver_amplitudes,
+                  source_gradient, initial, call, grad);
+  }
+  if (call.verifying()) {
+    const ScalarBornGradient<T> expected = call.on_reference([&] {
+      return scalar_born_gradient<T>(RecordedCall::reference_device(), in, opt,
+                                     grad_receiver_amplitudes, grad_bg_receiver_amplitudes,
+                                     source_gradient, initial);
+    });
+    const Precision precision = precision_of<T>();
+    // The image comes from the stored steps, which compression rounds (case.hpp).
+    call.compare<T>("grad_scatter", grad.scatter, expected.scatter,
+                    opt.storage_compression ? scalar_compressed_tolerance(precision, true)
+                                            : scalar_tolerance(precision, true));
+    call.compare<T>("grad_source_amplitudes", grad.source_amplitudes, expected.source_amplitudes,
+                    scalar_tolerance(precision, true));
   }
   return grad;
 }

@@ -28,6 +28,11 @@ inline Tolerance scalar_compressed_tolerance(Precision p, bool born) {
   return t;
 }
 
+template <class T>
+constexpr Precision precision_of() {
+  return sizeof(T) == 4 ? Precision::fp32 : Precision::fp64;
+}
+
 inline Tolerance scalar_state_tolerance(Precision p, bool born) {
   Tolerance t;
   t.rel_l2 = p == Precision::fp32 ? (born ? 1e-2 : 1e-4) : (born ? 1e-9 : 1e-11);

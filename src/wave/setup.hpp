@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "core/recorded_call.hpp"
 #include "kernels.hpp"
 #include "resample.hpp"
 #include "sciproxy/core/metrics.hpp"
@@ -133,5 +134,25 @@ std::vector<T> traces_in_adjoint(const Setup<T>& s, std::int64_t count, const st
 // Points, flops and compulsory bytes of one forward pass (api.cpp).
 template <class T>
 WorkModel work_model(const Setup<T>& s, std::int64_t store_interval);
+
+// What a recorded call reports besides its work: the sizes and options (api.cpp).
+template <class T>
+void set_parameters(RecordedCall& call, const Setup<T>& s, const ScalarOptions& opt);
+
+// Records the comparison of every field of a state with the reference's, by the Python API's
+// names (wavefield<suffix>_0, ..., psi<d><suffix>_m1, ...), each written wrap[0] + name +
+// wrap[1] (api.cpp).
+template <class T>
+void compare_state(RecordedCall& call, const ScalarState<T>& got, const ScalarState<T>& expected,
+                   int ndim, const std::string& suffix, const Tolerance& tolerance,
+                   const std::array<std::string, 2>& wrap);
+
+// scalar_gradient without its RecordedCall, for scalar_born_gradient (whose image it is); sets
+// the work and parameters of `call` when given (api.cpp).
+template <class T>
+ScalarGradient<T> gradient(const Context& context, const ScalarInput<T>& in,
+                           const ScalarOptions& opt, std::span<const T> grad_receiver_amplitudes,
+                           const ScalarState<T>* initial, const ScalarState<T>* grad_final,
+                           RecordedCall* call);
 
 }  // namespace sciproxy::wave::detail

@@ -626,8 +626,9 @@ TEST(ScalarPml, EnergyLeavesTheModel) {
 // grad_v is not compared there (the case says compare_grad_v false).
 
 nlohmann::json deepwave_reference() {
-  const auto path = std::filesystem::path(__FILE__).parent_path().parent_path() / "data" /
-                    "deepwave_scalar_reference.json";
+  // The folder comes from tests/CMakeLists.txt (an absolute path; __FILE__ may be relative).
+  const auto path =
+      std::filesystem::path(SCIPROXY_TEST_DATA_DIR) / "deepwave_scalar_reference.json";
   std::ifstream f(path);
   EXPECT_TRUE(f.good()) << "cannot read " << path;
   return f.good() ? nlohmann::json::parse(f) : nlohmann::json::object();
@@ -1069,8 +1070,7 @@ TEST(ScalarBadInput, EveryCheckNamesItsArgument) {
                  [&] { (void)scalar(kReference, good.input(), opt, &bad_state); });
   bad_state.padded_shape[0] -= 1;
   bad_state.psi[1].pop_back();
-  expect_invalid("psix_m1",
-                 [&] { (void)scalar(kReference, good.input(), opt, &bad_state); });
+  expect_invalid("psix_m1", [&] { (void)scalar(kReference, good.input(), opt, &bad_state); });
   const std::vector<double> short_y(5, 1.0);
   expect_invalid("grad_receiver_amplitudes", [&] {
     (void)scalar_gradient(kReference, good.input(), opt, std::span<const double>(short_y));
