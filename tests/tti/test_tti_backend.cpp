@@ -4,7 +4,8 @@
 // several shots (on cuda three, two sources of shot 0 in one cell), odd and even step counts;
 // receivers, the final P and M, the adjoint's source traces and a run continued from a state, in
 // float and double; the dot-product test of the backend alone; thread counts; on cuda also the
-// agreement with the cpu backend (the same arithmetic), the CUDA-event timers and a bad device.
+// agreement with the cpu backend (the same arithmetic), the CUDA-event timers and a bad device;
+// forward and adjoint as recorded calls verified against the reference.
 // Tolerances: src/tti/case.hpp (tti_tolerance, tti_state_tolerance).
 #include <gtest/gtest.h>
 
@@ -17,6 +18,7 @@
 
 #include "common/backend_test.hpp"
 #include "sciproxy/core/error.hpp"
+#include "sciproxy/core/recording.hpp"
 #include "sciproxy/tti.hpp"
 #include "tti/case.hpp"
 #include "tti_problems.hpp"
@@ -148,6 +150,29 @@ TEST_F(TtiBackendAlone, ThreadCountDoesNotChangeTheResult) {
   const auto all = tti_forward<double>(kBackend, p.in, p.opt);
   EXPECT_EQ(one.receiver_amplitudes, all.receiver_amplitudes);
   EXPECT_EQ(one.state.p, all.state.p);
+}
+
+// Under a Recording with verification, each call reports its work and timers and compares its
+// outputs with the reference's rerun (case.hpp's tolerances).
+TEST_F(TtiBackendAlone, RecordingVerifiesAgainstReference) {
+  Problem<double> p;
+  random_problem(p, 8, true, 12, 21);
+  Recording recording({.verify = true});
+  (void)tti_forward<double>(kBackend, p.in, p.opt);
+  (void)tti_adjoint<double>(kBackend, p.in, std::span<const double>(p.data), p.opt);
+  ASSERT_EQ(recording.reports().size(), 2u);
+  EXPECT_EQ(recording.reports()[0].kernel, "tti_forward");
+  EXPECT_EQ(recording.reports()[1].kernel, "tti_adjoint");
+  for (const auto& report : recording.reports()) {
+    EXPECT_EQ(report.device, kBackend);
+    EXPECT_GT(report.work.points, 0);
+    ASSERT_TRUE(report.verification.has_value()) << report.kernel;
+    EXPECT_TRUE(report.verification->pass) << report.verification->summary();
+  }
+  EXPECT_EQ(recording.reports()[0].checks.size(), 5u);  // receivers, p, p_prev, m, m_prev
+  EXPECT_NE(recording.reports()[0].timers.find("tti/setup"), nullptr)
+      << recording.reports()[0].timers.table();
+  EXPECT_TRUE(recording.passed());
 }
 
 TEST_F(TtiBackendAlone, BadDeviceIndex) {

@@ -5,7 +5,8 @@
 // fused tile (cpu: y > 32, z > 128; cuda: several 32 x 16 tiles) so that tile borders are
 // crossed; the demo's constant materials from rest; the section table and work model; thread
 // counts. The two forms against each other; on cuda also against the cpu backend's two-pass form
-// (the same per-point arithmetic, math.hpp) and a bad device index.
+// (the same per-point arithmetic, math.hpp) and a bad device index; a recorded call verified
+// against the reference.
 // Tolerances: src/tti/case.hpp (tti_demo_tolerance against the reference; the forms and cuda
 // against cpu: tti_demo_forms_tolerance, tti_demo_backends_tolerance).
 #include <gtest/gtest.h>
@@ -19,6 +20,7 @@
 
 #include "common/backend_test.hpp"
 #include "sciproxy/core/error.hpp"
+#include "sciproxy/core/recording.hpp"
 #include "sciproxy/core/verify.hpp"
 #include "sciproxy/tti_demo.hpp"
 #include "tti/case.hpp"
@@ -129,6 +131,24 @@ TEST_F(TtiDemoBackend, ThreadCountDoesNotChangeTheResult) {
   two.nparallel = 2;
   EXPECT_EQ(tti_demo<double>(kBackend, p.input(), one).u,
             tti_demo<double>(kBackend, p.input(), two).u);
+}
+
+// Under a Recording with verification, the call reports its work and sections' timers and
+// compares u and u_prev with the reference's rerun (case.hpp's tolerance).
+TEST_F(TtiDemoBackend, RecordingVerifiesAgainstReference) {
+  const auto p = test::random_tti_problem<float>({14, 15, 16}, 4, 8, 12);
+  Recording recording({.verify = true});
+  (void)tti_demo<float>(kBackend, p.input(), TtiDemoOptions{});
+  ASSERT_EQ(recording.reports().size(), 1u);
+  const KernelReport& report = recording.reports()[0];
+  EXPECT_EQ(report.kernel, "tti_demo");
+  EXPECT_EQ(report.device, kBackend);
+  EXPECT_EQ(report.work.points, 14.0 * 15 * 16 * 4);
+  ASSERT_TRUE(report.verification.has_value());
+  EXPECT_TRUE(report.verification->pass) << report.verification->summary();
+  EXPECT_EQ(report.checks.size(), 2u);  // u, u_prev
+  EXPECT_NE(report.timers.find("TTISelfAdjointForward/setup"), nullptr) << report.timers.table();
+  EXPECT_TRUE(recording.passed());
 }
 
 TEST_F(TtiDemoBackend, BadDeviceIndex) {
