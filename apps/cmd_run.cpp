@@ -48,6 +48,7 @@ int run_case_command(const RunCaseOptions& opt) {
   harness.threads = opt.threads;
   harness.verify = !opt.no_verify && device.backend != Backend::reference;
   harness.log = &std::cout;
+  harness.progress = true;
   fmt::print("{}: {}\n", entry.name, entry.make(settings)->label());
   const auto results = run_case(entry, settings, {device}, harness);
   const CaseResult& result = results.front();

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 
@@ -110,6 +111,12 @@ int run_scalar_command(const ScalarCliOptions& opt) {
     fmt::print("auto: running on cpu; no CUDA device: {}\n", cuda_unavailable_reason());
   if (opt.verify && device.backend == Backend::reference)
     fmt::print("Verification: skipped, the reference backend is the definition of correct\n");
+  if (opt.verify && device.backend != Backend::reference) {
+    const auto shots = std::min(opt.shots, opt.verify_shots);
+    fmt::print("Verification: the reference runs shot{} 0{} for samples 0-{} ...\n",
+               shots == 1 ? "" : "s", shots == 1 ? "" : fmt::format("-{}", shots - 1),
+               std::min(opt.nt, opt.verify_nt) - 1);
+  }
   std::fflush(stdout);
 
   HarnessOptions harness;

@@ -148,8 +148,9 @@ std::vector<CaseResult> run_case(const CaseEntry& entry, const CaseSettings& set
   if (options.verify) {
     auto reference = entry.make(settings);
     if (options.log) {
-      *options.log << fmt::format("{}: the reference backend runs {} for verification ...\n",
-                                  entry.name, reference->label());
+      *options.log << fmt::format(
+          "{}: verification: the reference backend runs {} (or the part of it the case checks) ...\n",
+          entry.name, reference->label());
       options.log->flush();
     }
     const auto t0 = Clock::now();
