@@ -43,9 +43,9 @@
 //
 // The CPU backend is cpu_blocking.hpp (buffers, geometry, the block plan, the shot schedule),
 // cpu_rows.hpp (the AVX-512 primitives the rows share), cpu_forward.hpp and cpu_backward.hpp (the
-// rows and drivers of each pass), and the translation units cpu_forward.cpp, cpu_backward.cpp
-// and cpu_born.cpp, which instantiate the kernels of kernels.hpp (one pass per unit, so that no
-// unit compiles every (ndim, accuracy, dtype) of every pass).
+// rows and drivers of each pass), cpu_kernels.hpp (the kernels of kernels.hpp on those drivers)
+// and the translation units cpu_<kernel>_<type>.cpp, which instantiate them (one kernel and one
+// value type per unit, so that no unit compiles more than the 12 (ndim, accuracy) of one pass).
 #pragma once
 
 #include <omp.h>

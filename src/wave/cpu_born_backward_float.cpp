@@ -1,0 +1,11 @@
+// Scalar wave propagator, CPU backend: scalar_born_backward<float> (cpu_kernels.hpp),
+//   the exact adjoint of scalar_born_forward
+// (docs/kernels/scalar-wave.md), for every (ndim, accuracy) of kernels.hpp's table. One kernel
+// and one value type per translation unit: see cpu_kernels.hpp.
+#include "cpu_kernels.hpp"
+
+namespace sciproxy::wave::kernels::cpu {
+
+template SCIPROXY_WAVE_SCALAR_BORN_BACKWARD(float);
+
+}  // namespace sciproxy::wave::kernels::cpu
