@@ -6,6 +6,7 @@
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
 
 #include <cstdint>
 #include <optional>
@@ -27,6 +28,26 @@ using Locations = nb::ndarray<const std::int64_t, nb::c_contig, nb::device::cpu>
 template <class T>
 constexpr const char* dtype_name() {
   return sizeof(T) == 4 ? "float32" : "float64";
+}
+
+// "float64 array of shape (3, 4), not C-contiguous" or the Python type's name, for messages.
+inline std::string describe(nb::handle h) {
+  try {
+    const auto text_of = [](nb::handle x) { return nb::cast<std::string>(nb::str(x)); };
+    const auto truth = [](nb::handle x) { return PyObject_IsTrue(x.ptr()) == 1; };
+    if (nb::hasattr(h, "dtype") && nb::hasattr(h, "shape")) {
+      std::string text = text_of(h.attr("dtype")) + " array of shape " + text_of(h.attr("shape"));
+      if (nb::hasattr(h, "flags")) {
+        nb::object flags = h.attr("flags");
+        if (!truth(flags.attr("c_contiguous"))) text += ", not C-contiguous";
+        if (!truth(flags.attr("writeable"))) text += ", read-only";
+      }
+      return text;
+    }
+    return text_of(nb::type_name(h.type()));
+  } catch (const std::exception& e) {
+    return std::string("an object that could not be described (") + e.what() + ")";
+  }
 }
 
 template <class T, class... Extra>

@@ -21,11 +21,15 @@
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/roofline.hpp"
 #include "sciproxy/stack.hpp"
+#include "arrays.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
 
 namespace {
+
+using sciproxy::python::describe;
+using sciproxy::python::dtype_name;
 
 template <class T>
 using Trace = nb::ndarray<const T, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
@@ -35,31 +39,6 @@ template <class T>
 using Output = nb::ndarray<T, nb::c_contig, nb::device::cpu>;
 using Indices = nb::ndarray<const std::int32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 using IndexMatrix = nb::ndarray<const std::int32_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
-
-template <class T>
-constexpr const char* dtype_name() {
-  return sizeof(T) == 4 ? "float32" : "float64";
-}
-
-// "float64 array of shape (3, 4), not C-contiguous" or the Python type's name, for messages.
-std::string describe(nb::handle h) {
-  try {
-    const auto text_of = [](nb::handle x) { return nb::cast<std::string>(nb::str(x)); };
-    const auto truth = [](nb::handle x) { return PyObject_IsTrue(x.ptr()) == 1; };
-    if (nb::hasattr(h, "dtype") && nb::hasattr(h, "shape")) {
-      std::string text = text_of(h.attr("dtype")) + " array of shape " + text_of(h.attr("shape"));
-      if (nb::hasattr(h, "flags")) {
-        nb::object flags = h.attr("flags");
-        if (!truth(flags.attr("c_contiguous"))) text += ", not C-contiguous";
-        if (!truth(flags.attr("writeable"))) text += ", read-only";
-      }
-      return text;
-    }
-    return text_of(nb::type_name(h.type()));
-  } catch (const std::exception& e) {
-    return std::string("an object that could not be described (") + e.what() + ")";
-  }
-}
 
 // numpy.empty(shape, dtype): results are numpy's own arrays (owndata, resizable, tracked).
 nb::object numpy_empty(const std::vector<std::int64_t>& shape, const char* dtype) {

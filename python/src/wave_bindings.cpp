@@ -29,35 +29,25 @@ namespace {
 namespace wv = sciproxy::wave;
 
 using sciproxy::python::Array;
+using sciproxy::python::describe;
 using sciproxy::python::dtype_name;
 using sciproxy::python::Locations;
 using sciproxy::python::span_of;
 using sciproxy::python::to_numpy;
-
-std::string type_of(nb::handle h) {
-  try {
-    if (nb::hasattr(h, "dtype") && nb::hasattr(h, "shape"))
-      return nb::cast<std::string>(nb::str(h.attr("dtype"))) + " array of shape " +
-             nb::cast<std::string>(nb::str(h.attr("shape")));
-    return nb::cast<std::string>(nb::str(nb::type_name(h.type())));
-  } catch (const std::exception&) {
-    return "an object that could not be described";
-  }
-}
 
 template <class T>
 Array<T> array_of(nb::handle h, const std::string& name) {
   Array<T> a;
   if (!nb::try_cast<Array<T>>(h, a, /*convert=*/false))
     sciproxy::throw_type_error(name, std::string("a C-contiguous ") + dtype_name<T>() + " array",
-                               type_of(h));
+                               describe(h));
   return a;
 }
 
 Locations locations_of(nb::handle h, const std::string& name) {
   Locations a;
   if (!nb::try_cast<Locations>(h, a, /*convert=*/false))
-    sciproxy::throw_type_error(name, "a C-contiguous int64 array", type_of(h));
+    sciproxy::throw_type_error(name, "a C-contiguous int64 array", describe(h));
   return a;
 }
 
@@ -148,7 +138,7 @@ bool state_of(nb::handle h, int ndim, wv::ScalarState<T>& state, const std::stri
   const Array<T> u = array_of<T>(t[0], what + "wavefield_0");
   if (static_cast<int>(u.ndim()) != ndim + 1)
     sciproxy::throw_invalid_argument(what + "wavefield_0",
-                                     "an array of shape [n_shots, *padded_shape]", type_of(t[0]));
+                                     "an array of shape [n_shots, *padded_shape]", describe(t[0]));
   for (int d = 0; d < ndim; ++d) state.padded_shape[d] = static_cast<std::int64_t>(u.shape(d + 1));
   auto copy = [](const Array<T>& a) { return std::vector<T>(a.data(), a.data() + a.size()); };
   state.wavefield = copy(u);
