@@ -94,7 +94,8 @@ std::optional<Roofline> roofline_for(const Device& device, int threads, Roofline
     log.flush();
     Roofline r = measure_and_cache_roofline(roof_device, roof_threads);
     log << fmt::format(
-        "  bandwidth {:.1f} GB/s, L2 {:.1f} GB/s, FMA peak {:.1f} GFlops/s fp32, {:.1f} GFlops/s fp64\n",
+        "  bandwidth {:.1f} GB/s, L2 {:.1f} GB/s, FMA peak {:.1f} GFlops/s fp32, {:.1f} GFlops/s "
+        "fp64\n",
         r.bandwidth_gbs, r.cache_bandwidth_gbs, r.peak_gflops_fp32, r.peak_gflops_fp64);
     warn_if_busy(r, log);
     return r;
@@ -109,11 +110,11 @@ void warn_if_busy(const Roofline& r, std::ostream& out) {
   // Ceilings measured on a busy machine are low and make every kernel look close to them.
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   if (r.threads > 0 && cpus > 0 && r.load_average > 0.5 * static_cast<double>(cpus))
-    out << fmt::format("warning: the roofline was measured at load average {:.1f} on {} CPUs; "
-                       "measure again on a quiet machine: sciproxy roofline --remeasure\n",
-                       r.load_average, cpus);
+    out << fmt::format(
+        "warning: the roofline was measured at load average {:.1f} on {} CPUs; "
+        "measure again on a quiet machine: sciproxy roofline --remeasure\n",
+        r.load_average, cpus);
 }
-
 
 std::string format_bytes(double bytes) {
   if (bytes >= 1024.0 * 1024 * 1024)

@@ -2,9 +2,9 @@
 // processes.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <functional>
 #include <iostream>
 #include <optional>
@@ -39,7 +39,8 @@ Command add_roofline_command(CLI::App& root);
 Command add_parstack_command(CLI::App& root);
 Command add_scalar_command(CLI::App& root);
 Command add_tti_command(CLI::App& root);
-Command add_bench_command(CLI::App& root);  // `bench` (every case), `bench parstack`, `bench scalar`
+Command add_bench_command(
+    CLI::App& root);  // `bench` (every case), `bench parstack`, `bench scalar`
 Command add_demo_command(CLI::App& root);
 Command add_run_command(CLI::App& root);  // any case of the registry
 
@@ -95,7 +96,6 @@ std::optional<Roofline> roofline_for(const Device& device, int threads, Roofline
 // Physical memory of this machine in bytes (0 when unknown).
 // Warns on `out` when the roofline was measured on a busy machine.
 void warn_if_busy(const Roofline& r, std::ostream& out);
-
 
 std::string format_bytes(double bytes);
 std::string format_count(double n);  // 1.8e+08 style for large counts, plain for small ones

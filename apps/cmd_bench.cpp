@@ -3,17 +3,16 @@
 // every case of the registry over its bench_sweep settings; `bench parstack` the trace length of
 // the parstack case, `bench scalar` the model size of the scalar-wave cases.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <iostream>
-#include <memory>
 #include <map>
+#include <memory>
 #include <sstream>
-
-#include <fmt/ranges.h>
 
 #include "cli_common.hpp"
 #include "scalar_options.hpp"
@@ -130,9 +129,10 @@ void write_sweep_outputs(const nlohmann::json& doc, const std::string& json_opti
 }
 
 // A comma-separated list of positive counts, or one of the presets.
-std::vector<std::int64_t> parse_sizes(const std::string& sizes,
-                                      const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& presets,
-                                      const char* what) {
+std::vector<std::int64_t> parse_sizes(
+    const std::string& sizes,
+    const std::vector<std::pair<std::string, std::vector<std::int64_t>>>& presets,
+    const char* what) {
   for (const auto& [name, values] : presets)
     if (sizes == name) return values;
   std::vector<std::int64_t> out;
@@ -142,9 +142,10 @@ std::vector<std::int64_t> parse_sizes(const std::string& sizes,
     std::int64_t n = 0;
     const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), n);
     if (item.empty() || ec != std::errc() || end != item.data() + item.size() || n < 1)
-      throw UsageError(fmt::format("--sizes: expected small, default, large or a comma-separated "
-                                   "list of positive {}, got \"{}\"",
-                                   what, sizes));
+      throw UsageError(
+          fmt::format("--sizes: expected small, default, large or a comma-separated "
+                      "list of positive {}, got \"{}\"",
+                      what, sizes));
     out.push_back(n);
   }
   if (out.empty())
@@ -253,9 +254,14 @@ nlohmann::json sweep_document(const std::string& kernel, const nlohmann::json& s
       const auto all = cuda_devices();
       gpus.push_back(d.index < static_cast<int>(all.size()) ? all[d.index].name : d.name());
     }
-  return {{"kind", "sciproxy-bench"}, {"kernel", kernel},         {"sweep", sweep},
-          {"cpu_model", cpu_model()}, {"threads", threads},       {"gpus", gpus},
-          {"environment", environment_record(threads)},           {"results", results}};
+  return {{"kind", "sciproxy-bench"},
+          {"kernel", kernel},
+          {"sweep", sweep},
+          {"cpu_model", cpu_model()},
+          {"threads", threads},
+          {"gpus", gpus},
+          {"environment", environment_record(threads)},
+          {"results", results}};
 }
 
 std::string device_list(const std::vector<Device>& devices) {
@@ -295,7 +301,8 @@ int run_bench_all(const BenchAllOptions& opt) {
   std::vector<std::string> names;
   for (const auto& name : opt.cases) (void)find_case(name);  // a misspelt case is refused
   for (const auto& entry : case_registry()) {
-    if (!opt.cases.empty() && std::find(opt.cases.begin(), opt.cases.end(), entry.name) == opt.cases.end())
+    if (!opt.cases.empty() &&
+        std::find(opt.cases.begin(), opt.cases.end(), entry.name) == opt.cases.end())
       continue;
     names.push_back(entry.name);
     for (const auto& s : entry.bench_sweep.empty() ? entry.demo_variants : entry.bench_sweep)
@@ -304,14 +311,14 @@ int run_bench_all(const BenchAllOptions& opt) {
   check_points(points);
   const std::vector<Device> devices = bench_devices(opt.sweep.devices);
   const int threads = effective_threads(opt.sweep.threads);
-  fmt::print("sciproxy bench: {} points of {} cases ({}); devices {}; {} cpu threads; {} "
-             "repetitions after 1 warm-up\n",
-             points.size(), names.size(), fmt::join(names, ", "), device_list(devices), threads,
-             opt.sweep.reps);
-  const std::string header =
-      fmt::format("{:<22} {:<10} {:<8} {:>11} {:>11} {:>11} {:>10} {:<7} {:>9}  {}", "case",
-                  "device", "dtype", "median [s]", "min [s]", "max [s]", "G/s", "unit", "roofline",
-                  "settings");
+  fmt::print(
+      "sciproxy bench: {} points of {} cases ({}); devices {}; {} cpu threads; {} "
+      "repetitions after 1 warm-up\n",
+      points.size(), names.size(), fmt::join(names, ", "), device_list(devices), threads,
+      opt.sweep.reps);
+  const std::string header = fmt::format(
+      "{:<22} {:<10} {:<8} {:>11} {:>11} {:>11} {:>10} {:<7} {:>9}  {}", "case", "device", "dtype",
+      "median [s]", "min [s]", "max [s]", "G/s", "unit", "roofline", "settings");
   fmt::print("{}\n{}\n", header, std::string(header.size(), '-'));
   std::fflush(stdout);
 
@@ -324,9 +331,10 @@ int run_bench_all(const BenchAllOptions& opt) {
     const double rate = report.rates.gpoints_per_s;
     const double fraction = report.rates.roofline_fraction;
     fmt::print("{:<22} {:<10} {:<8} {:>11.4e} {:>11.4e} {:>11.4e} {:>10.3f} {:<7} {:>9}  {}\n",
-               p.entry->name, report.device.name(), dtype, r.stats.median, r.stats.min,
-               r.stats.max, rate, unit, fraction_text(fraction), settings_text(p.settings));
-    extremes.add(p.entry->name, fmt::format("{} {} {}", report.device.name(), dtype, settings_text(p.settings)),
+               p.entry->name, report.device.name(), dtype, r.stats.median, r.stats.min, r.stats.max,
+               rate, unit, fraction_text(fraction), settings_text(p.settings));
+    extremes.add(p.entry->name,
+                 fmt::format("{} {} {}", report.device.name(), dtype, settings_text(p.settings)),
                  rate, unit);
     results.push_back({{"case", p.entry->name},
                        {"settings", p.settings.values},
@@ -385,8 +393,8 @@ int run_bench_parstack(const BenchParstackOptions& opt) {
                                   {"default", {1000, 2000, 5000, 10000, 20000, 50000, 100000}},
                                   {"large", {1000, 3000, 10000, 30000, 100000, 300000}}},
                                  "sample counts");
-  const auto [dtypes, script] = check_sweep_options(opt.dtypes, opt.sweep.devices,
-                                                    opt.sweep.json_path, opt.sweep.plot_path);
+  const auto [dtypes, script] =
+      check_sweep_options(opt.dtypes, opt.sweep.devices, opt.sweep.json_path, opt.sweep.plot_path);
   const CaseEntry& entry = find_case("parstack");
   std::vector<SweepPoint> points;
   for (const auto& dtype : dtypes)
@@ -400,11 +408,12 @@ int run_bench_parstack(const BenchParstackOptions& opt) {
   check_points(points);
   const std::vector<Device> devices = bench_devices(opt.sweep.devices);
   const int threads = effective_threads(opt.sweep.threads);
-  fmt::print("sciproxy bench parstack: {} traces x {} shift sets, method {}, nsamples in {{{}}}, "
-             "shifts in [-T/10, T/10]; devices {}; {} cpu threads; {} repetitions after 1 "
-             "warm-up\n",
-             opt.ntraces, opt.nshifts, opt.method, fmt::join(sizes, ", "), device_list(devices),
-             threads, opt.sweep.reps);
+  fmt::print(
+      "sciproxy bench parstack: {} traces x {} shift sets, method {}, nsamples in {{{}}}, "
+      "shifts in [-T/10, T/10]; devices {}; {} cpu threads; {} repetitions after 1 "
+      "warm-up\n",
+      opt.ntraces, opt.nshifts, opt.method, fmt::join(sizes, ", "), device_list(devices), threads,
+      opt.sweep.reps);
   const bool any_cuda = std::any_of(devices.begin(), devices.end(),
                                     [](const Device& d) { return d.backend == Backend::cuda; });
   const std::string header =
@@ -424,13 +433,18 @@ int run_bench_parstack(const BenchParstackOptions& opt) {
     const nlohmann::json details = details_of(r);
     const double fraction = r.report.rates.roofline_fraction;
     const bool split = details.contains("cuda");
-    fmt::print("{:<10} {:<8} {:>9} {:>10} {:>11.4e} {:>11.4e} {:>11.4e} {:>9.2f} {:>9}{}\n",
-               r.report.device.name(), dtype, nsamples, format_count(macs), r.stats.median,
-               r.stats.min, r.stats.max, gmacs(r.stats.median), fraction_text(fraction),
-               any_cuda ? fmt::format(" {:>13}", split ? fmt::format("{:.2f}", details["cuda"]["gmacs_kernel_only"].get<double>())
-                                                       : "-")
-                        : "");
-    extremes.add("parstack", fmt::format("{} {} nsamples {}", r.report.device.name(), dtype, nsamples),
+    fmt::print(
+        "{:<10} {:<8} {:>9} {:>10} {:>11.4e} {:>11.4e} {:>11.4e} {:>9.2f} {:>9}{}\n",
+        r.report.device.name(), dtype, nsamples, format_count(macs), r.stats.median, r.stats.min,
+        r.stats.max, gmacs(r.stats.median), fraction_text(fraction),
+        any_cuda
+            ? fmt::format(
+                  " {:>13}",
+                  split ? fmt::format("{:.2f}", details["cuda"]["gmacs_kernel_only"].get<double>())
+                        : "-")
+            : "");
+    extremes.add("parstack",
+                 fmt::format("{} {} nsamples {}", r.report.device.name(), dtype, nsamples),
                  gmacs(r.stats.median), "GMAC/s");
     nlohmann::json row = {{"device", r.report.device.name()},
                           {"dtype", dtype},
@@ -457,14 +471,11 @@ int run_bench_parstack(const BenchParstackOptions& opt) {
     results.push_back(std::move(row));
   });
   extremes.print();
-  const nlohmann::json sweep = {{"variable", "nsamples"},
-                                {"values", sizes},
-                                {"ntraces", opt.ntraces},
-                                {"nshifts", opt.nshifts},
-                                {"method", opt.method},
-                                {"shifts", "random integers in [-nsamples/10, nsamples/10]"},
-                                {"repetitions", opt.sweep.reps},
-                                {"warmup", 1}};
+  const nlohmann::json sweep = {
+      {"variable", "nsamples"},        {"values", sizes},
+      {"ntraces", opt.ntraces},        {"nshifts", opt.nshifts},
+      {"method", opt.method},          {"shifts", "random integers in [-nsamples/10, nsamples/10]"},
+      {"repetitions", opt.sweep.reps}, {"warmup", 1}};
   write_sweep_outputs(sweep_document("parstack", sweep, devices, threads, results),
                       opt.sweep.json_path, opt.sweep.plot_path, script, "bench");
   return 0;
@@ -492,16 +503,17 @@ int run_bench_scalar(const BenchScalarOptions& opt) {
   check_threads(opt.sweep.threads);
   check_repetitions(opt.sweep.reps);
   const bool cube = opt.ndim == 3;
-  const auto sizes = parse_sizes(
-      opt.sizes,
-      {{"small", cube ? std::vector<std::int64_t>{16, 24, 32} : std::vector<std::int64_t>{32, 64, 128}},
-       {"default", cube ? std::vector<std::int64_t>{32, 48, 64, 96, 128}
-                        : std::vector<std::int64_t>{64, 128, 256, 512, 1024}},
-       {"large", cube ? std::vector<std::int64_t>{64, 128, 200, 256, 320}
-                      : std::vector<std::int64_t>{128, 256, 512, 1024, 2048, 4096}}},
-      "cell counts per dimension");
-  const auto [dtypes, script] = check_sweep_options(opt.dtypes, opt.sweep.devices,
-                                                    opt.sweep.json_path, opt.sweep.plot_path);
+  const auto sizes =
+      parse_sizes(opt.sizes,
+                  {{"small", cube ? std::vector<std::int64_t>{16, 24, 32}
+                                  : std::vector<std::int64_t>{32, 64, 128}},
+                   {"default", cube ? std::vector<std::int64_t>{32, 48, 64, 96, 128}
+                                    : std::vector<std::int64_t>{64, 128, 256, 512, 1024}},
+                   {"large", cube ? std::vector<std::int64_t>{64, 128, 200, 256, 320}
+                                  : std::vector<std::int64_t>{128, 256, 512, 1024, 2048, 4096}}},
+                  "cell counts per dimension");
+  const auto [dtypes, script] =
+      check_sweep_options(opt.dtypes, opt.sweep.devices, opt.sweep.json_path, opt.sweep.plot_path);
   CaseSettings storage;  // the gradient-storage options, checked once
   opt.storage.apply(storage, opt.gradient);
   const CaseEntry& entry = find_case(opt.gradient ? "scalar_gradient" : "scalar");
@@ -574,19 +586,20 @@ int run_bench_scalar(const BenchScalarOptions& opt) {
          {"roofline_fraction", fraction_json(fraction)}});
   });
   extremes.print();
-  const nlohmann::json sweep = {{"variable", "cells"},
-                                {"unit", "GPts/s"},
-                                {"values", sizes},
-                                {"ndim", opt.ndim},
-                                {"nt", opt.nt},
-                                {"shots", opt.shots},
-                                {"receivers", opt.receivers},
-                                {"accuracy", opt.accuracy},
-                                {"gradient", opt.gradient},
-                                {"gradient_storage", storage_json},
-                                {"model", "5 layers, 1500..4000 m/s, spacing 5 m, dt 0.004 s, 25 Hz"},
-                                {"repetitions", opt.sweep.reps},
-                                {"warmup", 1}};
+  const nlohmann::json sweep = {
+      {"variable", "cells"},
+      {"unit", "GPts/s"},
+      {"values", sizes},
+      {"ndim", opt.ndim},
+      {"nt", opt.nt},
+      {"shots", opt.shots},
+      {"receivers", opt.receivers},
+      {"accuracy", opt.accuracy},
+      {"gradient", opt.gradient},
+      {"gradient_storage", storage_json},
+      {"model", "5 layers, 1500..4000 m/s, spacing 5 m, dt 0.004 s, 25 Hz"},
+      {"repetitions", opt.sweep.reps},
+      {"warmup", 1}};
   write_sweep_outputs(sweep_document(entry.name, sweep, devices, threads, results),
                       opt.sweep.json_path, opt.sweep.plot_path, script, "bench-scalar");
   return 0;
@@ -610,8 +623,9 @@ Command add_bench_command(CLI::App& root) {
   auto all = std::make_shared<BenchAllOptions>();
   all->sweep.reps = 3;
   all->sweep.add_to(bench, "G/s against the work of each point");
-  bench->add_option("--case", all->cases,
-                    "Comma-separated cases to sweep (default: every case; `sciproxy run --list`)")
+  bench
+      ->add_option("--case", all->cases,
+                   "Comma-separated cases to sweep (default: every case; `sciproxy run --list`)")
       ->delimiter(',')
       ->type_name("LIST");
   bench->footer(
@@ -671,12 +685,16 @@ Command add_bench_command(CLI::App& root) {
   ssub->add_option("--ndim", sc->ndim, "Dimensions of the models: 1, 2 or 3")
       ->type_name("D")
       ->capture_default_str();
-  ssub->add_option("--nt", sc->nt, "Time samples (dt 0.004 s)")->type_name("NT")->capture_default_str();
+  ssub->add_option("--nt", sc->nt, "Time samples (dt 0.004 s)")
+      ->type_name("NT")
+      ->capture_default_str();
   ssub->add_option("--shots", sc->shots, "Shots")->type_name("S")->capture_default_str();
   ssub->add_option("--receivers", sc->receivers, "Receivers per shot (at most n)")
       ->type_name("R")
       ->capture_default_str();
-  ssub->add_option("--accuracy", sc->accuracy, "2, 4, 6 or 8")->type_name("A")->capture_default_str();
+  ssub->add_option("--accuracy", sc->accuracy, "2, 4, 6 or 8")
+      ->type_name("A")
+      ->capture_default_str();
   ssub->add_flag("--gradient", sc->gradient, "Time forward + adjoint instead of forward");
   sc->storage.add_to(ssub);
   ssub->footer(
@@ -694,7 +712,8 @@ Command add_bench_command(CLI::App& root) {
             if (sub->parsed())
               return with_option_names(kParstackNames, [&] { return run_bench_parstack(*par); });
             if (ssub->parsed())
-              return with_option_names(scalar_option_names(), [&] { return run_bench_scalar(*sc); });
+              return with_option_names(scalar_option_names(),
+                                       [&] { return run_bench_scalar(*sc); });
             return run_bench_all(all_sub->parsed() ? *all_sub_opt : *all);
           }};
 }

@@ -60,7 +60,8 @@ int run_demo(const DemoOptions& opt) {
                                {"nsamples", std::to_string(opt.nsamples)},
                                {"verify_macs", fmt::format("{}", opt.verify_macs)}}};
   for (const auto& [key, value] : parstack_sizes.values)
-    if (std::stod(value) <= 0) throw UsageError(fmt::format("--{}: expected a positive value, got {}", key, value));
+    if (std::stod(value) <= 0)
+      throw UsageError(fmt::format("--{}: expected a positive value, got {}", key, value));
 
   const int threads = effective_threads(opt.threads);
   std::string names = "reference";
@@ -114,8 +115,10 @@ int run_demo(const DemoOptions& opt) {
   }
 
   bool pass = true;
-  fmt::print("\nSummary (time = median of {} repetitions after one warm-up; G/s: GMAC/s for "
-             "parstack, GPts/s for the wave kernels)\n", opt.reps);
+  fmt::print(
+      "\nSummary (time = median of {} repetitions after one warm-up; G/s: GMAC/s for "
+      "parstack, GPts/s for the wave kernels)\n",
+      opt.reps);
   fmt::print("{:<24} {:<8} {:<10} {:>10} {:>9} {:>9} {:>10}  {}\n", "kernel", "dtype", "device",
              "time [s]", "G/s", "roofline", "rel L2", "verification");
   fmt::print("{}\n", std::string(100, '-'));
@@ -124,14 +127,20 @@ int run_demo(const DemoOptions& opt) {
     pass = pass && r.pass;
     fmt::print("{:<24} {:<8} {:<10} {:>10.4f} {:>9.3f} {:>8.1f}% {:>10}  {}\n", r.kernel, r.dtype,
                r.device, r.seconds, r.grate, 100 * r.fraction, r.rel_l2, r.verdict);
-    summary.push_back({{"kernel", r.kernel}, {"dtype", r.dtype}, {"device", r.device},
-                       {"seconds", r.seconds}, {"g_per_s", r.grate},
-                       {"roofline_fraction", r.fraction}, {"pass", r.pass}});
+    summary.push_back({{"kernel", r.kernel},
+                       {"dtype", r.dtype},
+                       {"device", r.device},
+                       {"seconds", r.seconds},
+                       {"g_per_s", r.grate},
+                       {"roofline_fraction", r.fraction},
+                       {"pass", r.pass}});
   }
   fmt::print("{}\n", pass ? "All verifications passed." : "Some verifications FAILED.");
   if (!opt.json_path.empty()) {
-    nlohmann::json doc = {{"kind", "sciproxy-demo"},      {"pass", pass},
-                          {"summary", summary},           {"runs", runs},
+    nlohmann::json doc = {{"kind", "sciproxy-demo"},
+                          {"pass", pass},
+                          {"summary", summary},
+                          {"runs", runs},
                           {"environment", environment_record(threads)}};
     write_file_atomically(opt.json_path, doc.dump(2) + "\n");
     fmt::print("Wrote {}\n", opt.json_path);
@@ -158,14 +167,18 @@ Command add_demo_command(CLI::App& root) {
       ->capture_default_str();
   sub->add_option("--threads", opt->threads, "OpenMP threads of the cpu backend; 0: all")
       ->type_name("N");
-  sub->add_option("--ntraces", opt->ntraces, "parstack: traces")->type_name("N")->capture_default_str();
-  sub->add_option("--nshifts", opt->nshifts, "parstack: shift sets")->type_name("S")->capture_default_str();
+  sub->add_option("--ntraces", opt->ntraces, "parstack: traces")
+      ->type_name("N")
+      ->capture_default_str();
+  sub->add_option("--nshifts", opt->nshifts, "parstack: shift sets")
+      ->type_name("S")
+      ->capture_default_str();
   sub->add_option("--nsamples", opt->nsamples, "parstack: samples per trace")
       ->type_name("T")
       ->capture_default_str();
-  sub->add_option(
-         "--verify-macs", opt->verify_macs,
-         "parstack: multiply-adds above which the reference checks an even spread of shift sets only")
+  sub->add_option("--verify-macs", opt->verify_macs,
+                  "parstack: multiply-adds above which the reference checks an even spread of "
+                  "shift sets only")
       ->type_name("M")
       ->capture_default_str();
   sub->footer(

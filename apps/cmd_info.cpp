@@ -5,9 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_common.hpp"
-#include "sciproxy/core/version.hpp"
 #include "sciproxy/core/bench.hpp"
 #include "sciproxy/core/roofline.hpp"
+#include "sciproxy/core/version.hpp"
 
 namespace sciproxy::app {
 

@@ -82,14 +82,15 @@ int run_parstack_command(const ParstackCliOptions& opt) {
 
   const bool verify = !opt.no_verify && device.backend != Backend::reference;
   const int threads = device.backend == Backend::reference ? 1 : effective_threads(opt.threads);
-  fmt::print("sciproxy parstack: {} traces x {} shift sets x {} samples, method {}, {}, shifts in "
-             "[{}, {}], device {}{}{}\n",
-             opt.ntraces, opt.nshifts, opt.nsamples, opt.method, p["dtype"].get<std::string>(),
-             p["shift_min"].get<long long>(), p["shift_max"].get<long long>(), device.name(),
-             device.automatic ? " (chosen by auto)" : "",
-             device.backend == Backend::cuda
-                 ? ""
-                 : fmt::format(", {} thread{}", threads, threads == 1 ? "" : "s"));
+  fmt::print(
+      "sciproxy parstack: {} traces x {} shift sets x {} samples, method {}, {}, shifts in "
+      "[{}, {}], device {}{}{}\n",
+      opt.ntraces, opt.nshifts, opt.nsamples, opt.method, p["dtype"].get<std::string>(),
+      p["shift_min"].get<long long>(), p["shift_max"].get<long long>(), device.name(),
+      device.automatic ? " (chosen by auto)" : "",
+      device.backend == Backend::cuda
+          ? ""
+          : fmt::format(", {} thread{}", threads, threads == 1 ? "" : "s"));
   if (device.automatic && device.backend != Backend::cuda)
     fmt::print("auto: running on cpu; no CUDA device: {}\n", cuda_unavailable_reason());
   if (opt.no_verify) fmt::print("Verification: skipped (--no-verify)\n");
@@ -97,10 +98,11 @@ int run_parstack_command(const ParstackCliOptions& opt) {
     fmt::print("Verification: skipped, the reference backend is the definition of correct\n");
   const auto verified = p["verified_shift_sets"].get<long long>();
   if (verify && verified < opt.nshifts)
-    fmt::print("Verification: the reference (a serial loop) would take long for {} multiply-adds; "
-               "verifying {} of {} shift sets, spread over all of them\n",
-               format_count(double(opt.ntraces) * double(opt.nshifts) * double(opt.nsamples)),
-               verified, opt.nshifts);
+    fmt::print(
+        "Verification: the reference (a serial loop) would take long for {} multiply-adds; "
+        "verifying {} of {} shift sets, spread over all of them\n",
+        format_count(double(opt.ntraces) * double(opt.nshifts) * double(opt.nsamples)), verified,
+        opt.nshifts);
   std::fflush(stdout);
 
   HarnessOptions harness;
@@ -179,9 +181,11 @@ Command add_parstack_command(CLI::App& root) {
   sub->add_option("--json", opt->json_path,
                   "Write the report, bench statistics and environment to FILE")
       ->type_name("FILE");
-  sub->footer("The library's case `parstack` (`sciproxy run parstack --set name=value` takes the "
-              "same settings).");
-  return {sub, [opt] { return with_option_names(kNames, [&] { return run_parstack_command(*opt); }); }};
+  sub->footer(
+      "The library's case `parstack` (`sciproxy run parstack --set name=value` takes the "
+      "same settings).");
+  return {sub,
+          [opt] { return with_option_names(kNames, [&] { return run_parstack_command(*opt); }); }};
 }
 
 }  // namespace sciproxy::app

@@ -30,7 +30,8 @@ int run_roofline(const RooflineOptions& opt) {
   if (!opt.remeasure) roof = cached_roofline(device, threads);
   const bool measured = !roof;
   if (measured) {
-    fmt::print("Measuring the roofline of {} (STREAM-like triad, L2 reads, FMA chains) ...\n", what);
+    fmt::print("Measuring the roofline of {} (STREAM-like triad, L2 reads, FMA chains) ...\n",
+               what);
     std::fflush(stdout);
     roof = measure_and_cache_roofline(device, threads);
   }

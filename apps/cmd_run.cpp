@@ -29,7 +29,8 @@ int run_case_command(const RunCaseOptions& opt) {
       fmt::print("{:<24} {:<6} {}\n", entry.name, entry.family, entry.description);
     return 0;
   }
-  if (opt.name.empty()) throw UsageError("CASE: expected the name of a case (see `sciproxy run --list`)");
+  if (opt.name.empty())
+    throw UsageError("CASE: expected the name of a case (see `sciproxy run --list`)");
   check_threads(opt.threads);
   check_repetitions(opt.reps);
   if (!opt.json_path.empty()) check_output_path(opt.json_path, "--json");
@@ -72,8 +73,9 @@ int run_case_command(const RunCaseOptions& opt) {
 Command add_run_command(CLI::App& root) {
   auto opt = std::make_shared<RunCaseOptions>();
   CLI::App* sub = root.add_subcommand(
-      "run", "Run one case of the library's registry through the harness: timed, verified against "
-             "the reference, with its report");
+      "run",
+      "Run one case of the library's registry through the harness: timed, verified against "
+      "the reference, with its report");
   sub->add_option("case", opt->name, "The case (see --list)")->type_name("CASE");
   sub->add_flag("--list", opt->list, "List the cases and exit");
   sub->add_option("--set", opt->settings, "A setting of the case, name=value (repeatable)")
@@ -82,8 +84,11 @@ Command add_run_command(CLI::App& root) {
       ->type_name("DEVICE")
       ->capture_default_str();
   sub->add_option("--reps", opt->reps, "Timed repetitions")->type_name("R")->capture_default_str();
-  sub->add_option("--warmup", opt->warmup, "Untimed calls first")->type_name("W")->capture_default_str();
-  sub->add_option("--threads", opt->threads, "OpenMP threads of the cpu backend; 0: all")->type_name("N");
+  sub->add_option("--warmup", opt->warmup, "Untimed calls first")
+      ->type_name("W")
+      ->capture_default_str();
+  sub->add_option("--threads", opt->threads, "OpenMP threads of the cpu backend; 0: all")
+      ->type_name("N");
   sub->add_flag("--no-verify", opt->no_verify, "Do not compare with the reference backend");
   sub->add_option("--json", opt->json_path, "Write the report to FILE")->type_name("FILE");
   return {sub, [opt] { return run_case_command(*opt); }};

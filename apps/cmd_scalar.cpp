@@ -40,22 +40,27 @@ struct ScalarCliOptions {
   std::int64_t verify_nt = 100;
   std::int64_t verify_shots = 2;
   std::string json_path;
-  GradientStorageCli storage;  // --gradient-sampling, --storage, --storage-compression, --storage-dir
+  GradientStorageCli
+      storage;  // --gradient-sampling, --storage, --storage-compression, --storage-dir
 };
 
 int run_scalar_command(const ScalarCliOptions& opt) {
   std::vector<std::int64_t> shape = opt.shape;
   if (shape.empty()) {  // default: the SEAM-like size, or a cube in 1-D / 3-D
-    if (opt.ndim == 2) shape = {251, 500};
-    else if (opt.ndim == 1) shape = {500};
-    else shape = {100, 100, 100};
+    if (opt.ndim == 2)
+      shape = {251, 500};
+    else if (opt.ndim == 1)
+      shape = {500};
+    else
+      shape = {100, 100, 100};
   }
   if (opt.ndim < 1 || opt.ndim > 3)
     throw UsageError(fmt::format("--ndim: expected 1, 2 or 3, got {}", opt.ndim));
   if (static_cast<int>(shape.size()) != opt.ndim)
-    throw UsageError(fmt::format("--shape: expected {} cell counts (one per dimension of --ndim "
-                                 "{}), got {}",
-                                 opt.ndim, opt.ndim, shape.size()));
+    throw UsageError(
+        fmt::format("--shape: expected {} cell counts (one per dimension of --ndim "
+                    "{}), got {}",
+                    opt.ndim, opt.ndim, shape.size()));
   CaseSettings settings{{{"ndim", std::to_string(opt.ndim)},
                          {"spacing", fmt::format("{}", opt.spacing)},
                          {"dt", fmt::format("{}", opt.dt)},
@@ -89,22 +94,24 @@ int run_scalar_command(const ScalarCliOptions& opt) {
                                                 "and source gradient)"
                                               : " --born (Born modelling)")
                               : (opt.gradient ? " (forward + gradient)" : "");
-  fmt::print("sciproxy scalar{}: {}, layered model 1500..4000 m/s, {} Hz Ricker, PML {} cells, "
-             "device {}{}{}\n",
-             mode, problem->label(), opt.freq, opt.pml_width, device.name(),
-             device.automatic ? " (chosen by auto)" : "",
-             device.backend == Backend::cuda
-                 ? ""
-                 : fmt::format(", {} thread{}", threads, threads == 1 ? "" : "s"));
+  fmt::print(
+      "sciproxy scalar{}: {}, layered model 1500..4000 m/s, {} Hz Ricker, PML {} cells, "
+      "device {}{}{}\n",
+      mode, problem->label(), opt.freq, opt.pml_width, device.name(),
+      device.automatic ? " (chosen by auto)" : "",
+      device.backend == Backend::cuda
+          ? ""
+          : fmt::format(", {} thread{}", threads, threads == 1 ? "" : "s"));
   if (opt.born) {
     const auto& sc = p["scatter"];
     std::vector<std::string> parts;
     for (int d = 0; d < opt.ndim; ++d)
       parts.push_back(fmt::format("[{}, {})", sc["box_begin"][d].get<long long>(),
                                   sc["box_end"][d].get<long long>()));
-    fmt::print("Scatter (velocity perturbation): {:+} m/s in cells {}; scattered and background "
-               "data recorded at the receivers\n",
-               sc["value"].get<double>(), fmt::join(parts, " x "));
+    fmt::print(
+        "Scatter (velocity perturbation): {:+} m/s in cells {}; scattered and background "
+        "data recorded at the receivers\n",
+        sc["value"].get<double>(), fmt::join(parts, " x "));
   }
   if (opt.gradient) fmt::print("Gradient sampling: {}\n", gradient_storage_label(p, opt.born));
   if (device.automatic && device.backend != Backend::cuda)
@@ -138,14 +145,16 @@ int run_scalar_command(const ScalarCliOptions& opt) {
                                : " (per step both fields are updated: flops and bytes count "
                                  "both)")
                : (opt.gradient ? " x 2 (forward and adjoint)" : "");
-  fmt::print("Time stepping: step ratio {} (inner dt {:.3e} s), {} inner steps; points = "
-             "cells of model + PML x inner steps x shots{} = {}\n",
-             ratio, details["inner_dt"].get<double>(), ratio * opt.nt, passes,
-             format_count(report.work.points));
-  fmt::print("Repetitions: {} after {} warm-up: median {:.5f} s, min {:.5f} s, max {:.5f} s; "
-             "{:.3f} GPts/s (median)\n",
-             result.stats.seconds.size(), result.stats.warmup, result.stats.median,
-             result.stats.min, result.stats.max, report.rates.gpoints_per_s);
+  fmt::print(
+      "Time stepping: step ratio {} (inner dt {:.3e} s), {} inner steps; points = "
+      "cells of model + PML x inner steps x shots{} = {}\n",
+      ratio, details["inner_dt"].get<double>(), ratio * opt.nt, passes,
+      format_count(report.work.points));
+  fmt::print(
+      "Repetitions: {} after {} warm-up: median {:.5f} s, min {:.5f} s, max {:.5f} s; "
+      "{:.3f} GPts/s (median)\n",
+      result.stats.seconds.size(), result.stats.warmup, result.stats.median, result.stats.min,
+      result.stats.max, report.rates.gpoints_per_s);
   const double stored = details["storage_bytes"].get<double>();
   if (opt.gradient && stored > 0) {
     const auto interval = p["gradient_storage"]["sampling_interval"].get<long long>();
@@ -168,10 +177,11 @@ int run_scalar_command(const ScalarCliOptions& opt) {
                          opt.born ? "image" : "velocity gradient",
                          scope["tolerance_rel_l2_stored"].get<double>());
     }
-    fmt::print("Verification against the reference on shot{} 0{}, samples 0-{} ({} inner steps): "
-               "{} (tolerance rel L2 {:.0e}{})\n",
-               shots == 1 ? "" : "s", shots == 1 ? "" : fmt::format("-{}", shots - 1), samples - 1,
-               scope["inner_steps"].get<long long>(), report.passed() ? "PASS" : "FAIL", tol, also);
+    fmt::print(
+        "Verification against the reference on shot{} 0{}, samples 0-{} ({} inner steps): "
+        "{} (tolerance rel L2 {:.0e}{})\n",
+        shots == 1 ? "" : "s", shots == 1 ? "" : fmt::format("-{}", shots - 1), samples - 1,
+        scope["inner_steps"].get<long long>(), report.passed() ? "PASS" : "FAIL", tol, also);
     for (const auto& c : report.checks) fmt::print("  {}: {}\n", c.output, c.summary());
   }
   return finish_case_run(result, opt.json_path, threads);
@@ -236,11 +246,10 @@ Command add_scalar_command(CLI::App& root) {
                 "perturbation box (--scatter) and the background data, at the receivers; with "
                 "--gradient, the migration image (scalar_born_gradient) and the source gradient");
   opt->storage.add_to(sub);
-  CLI::Option* scatter =
-      sub->add_option("--scatter", opt->scatter,
-                      "With --born: the velocity perturbation in the box, m/s")
-          ->type_name("DV")
-          ->capture_default_str();
+  CLI::Option* scatter = sub->add_option("--scatter", opt->scatter,
+                                         "With --born: the velocity perturbation in the box, m/s")
+                             ->type_name("DV")
+                             ->capture_default_str();
   sub->add_flag("--verify", opt->verify,
                 "Rerun a window (--verify-nt samples of --verify-shots shots) on the device and "
                 "on the reference backend and compare (rel L2 1e-5 float32, 1e-12 float64; "

@@ -55,9 +55,9 @@ const OptionNames kNames{{{"nx", "-d/--shape"},
                          {}};
 
 std::string performance_text(const nlohmann::json& perf) {
-  std::string text = fmt::format("OI={:.2f}, {:.2f} GFlops/s, {:.3f} GPts/s",
-                                 perf.value("intensity", 0.0), perf.value("gflops_per_s", 0.0),
-                                 perf.value("gpoints_per_s", 0.0));
+  std::string text =
+      fmt::format("OI={:.2f}, {:.2f} GFlops/s, {:.3f} GPts/s", perf.value("intensity", 0.0),
+                  perf.value("gflops_per_s", 0.0), perf.value("gpoints_per_s", 0.0));
   if (perf.value("attainable_gflops", 0.0) > 0)
     text += fmt::format(", {:.2f} GB/s, {:.0f}% of roofline ({} bound)",
                         perf.value("gbytes_per_s", 0.0), 100 * perf.value("roofline_fraction", 0.0),
@@ -67,10 +67,12 @@ std::string performance_text(const nlohmann::json& perf) {
 
 int run_tti_command(const TtiCliOptions& opt) {
   if (opt.shape.size() != 3)
-    throw UsageError(fmt::format("-d/--shape: expected 3 grid sizes NX NY NZ, got {}", opt.shape.size()));
+    throw UsageError(
+        fmt::format("-d/--shape: expected 3 grid sizes NX NY NZ, got {}", opt.shape.size()));
   if (opt.form != "two-pass" && opt.form != "fused")
     throw UsageError(fmt::format("--form: expected two-pass or fused, got \"{}\"", opt.form));
-  if (opt.warmup < 0) throw UsageError(fmt::format("--warmup: expected 0 or more, got {}", opt.warmup));
+  if (opt.warmup < 0)
+    throw UsageError(fmt::format("--warmup: expected 0 or more, got {}", opt.warmup));
   check_threads(opt.threads);
   check_repetitions(opt.reps);
   CaseSettings settings{{{"nx", std::to_string(opt.shape[0])},
@@ -90,20 +92,22 @@ int run_tti_command(const TtiCliOptions& opt) {
   const Device device = select_device_option(opt.device);
   const int threads = device.backend == Backend::reference ? 1 : effective_threads(opt.threads);
 
-  fmt::print("sciproxy tti: Devito's TTISelfAdjointForward workshop demo, {} x {} x {} points ({} m), "
-             "nt {}, space order {}, {}, {} form, device {}{}{}\n",
-             opt.shape[0], opt.shape[1], opt.shape[2], opt.spacing, opt.nt, opt.space_order,
-             p["dtype"].get<std::string>(), device.backend == Backend::reference ? "two-pass" : opt.form,
-             device.name(), device.automatic ? " (chosen by auto)" : "",
-             device.backend == Backend::cuda
-                 ? ""
-                 : fmt::format(", {} thread{}", threads, threads == 1 ? "" : "s"));
+  fmt::print(
+      "sciproxy tti: Devito's TTISelfAdjointForward workshop demo, {} x {} x {} points ({} m), "
+      "nt {}, space order {}, {}, {} form, device {}{}{}\n",
+      opt.shape[0], opt.shape[1], opt.shape[2], opt.spacing, opt.nt, opt.space_order,
+      p["dtype"].get<std::string>(), device.backend == Backend::reference ? "two-pass" : opt.form,
+      device.name(), device.automatic ? " (chosen by auto)" : "",
+      device.backend == Backend::cuda
+          ? ""
+          : fmt::format(", {} thread{}", threads, threads == 1 ? "" : "s"));
   const auto& m = p["materials"];
-  fmt::print("Materials (constant dummy values): vp {} m/s, b {}, epsilon {:.3g}, eta {:.3g}, f {:.3g}, "
-             "theta {:.3g} rad, phi {:.3g} rad, damping {:.3g}; source: {} Hz Ricker, trilinear\n",
-             m["vp"].get<double>(), m["b"].get<double>(), m["epsilon"].get<double>(),
-             m["eta"].get<double>(), m["f"].get<double>(), m["theta"].get<double>(),
-             m["phi"].get<double>(), m["damping"].get<double>(), opt.freq);
+  fmt::print(
+      "Materials (constant dummy values): vp {} m/s, b {}, epsilon {:.3g}, eta {:.3g}, f {:.3g}, "
+      "theta {:.3g} rad, phi {:.3g} rad, damping {:.3g}; source: {} Hz Ricker, trilinear\n",
+      m["vp"].get<double>(), m["b"].get<double>(), m["epsilon"].get<double>(),
+      m["eta"].get<double>(), m["f"].get<double>(), m["theta"].get<double>(),
+      m["phi"].get<double>(), m["damping"].get<double>(), opt.freq);
   if (device.automatic && device.backend != Backend::cuda)
     fmt::print("auto: running on cpu; no CUDA device: {}\n", cuda_unavailable_reason());
   if (opt.verify && device.backend == Backend::reference)
@@ -129,20 +133,22 @@ int run_tti_command(const TtiCliOptions& opt) {
   fmt::print("\nOperator `TTISelfAdjointForward` ran in {:.4f} s on {} [{}]\n", r.seconds,
              r.device.name(), precision_name(r.work.precision));
   fmt::print("Global performance: [{}]\n", performance_text(perf));
-  fmt::print("Global performance <w/ setup>: [{:.4f} s, {:.3f} GPts/s] (setup: coefficients, padding)\n",
-             r.seconds + setup, r.work.points / (r.seconds + setup) * 1e-9);
+  fmt::print(
+      "Global performance <w/ setup>: [{:.4f} s, {:.3f} GPts/s] (setup: coefficients, padding)\n",
+      r.seconds + setup, r.work.points / (r.seconds + setup) * 1e-9);
   fmt::print("Local performance:\n");
   for (const auto& s : details["sections"])
     fmt::print("  * {} ran in {:.4f} s [{}]\n", s["name"].get<std::string>(),
                s["seconds"].get<double>(), performance_text(s["performance"]));
   const double flux = details["flux_flops_per_point"].get<double>();
   const double div = details["divergence_flops_per_point"].get<double>();
-  fmt::print("Work model: points = {} grid points x {} steps = {}; {:.0f} flops/point (flux {:.0f}, "
-             "divergence + update {:.0f}, as implemented); {:.1f} compulsory bytes/point; dt {:.4g} s "
-             "(stability limit {:.4g} s)\n",
-             opt.shape[0] * opt.shape[1] * opt.shape[2], opt.nt, format_count(r.work.points), flux + div,
-             flux, div, details["bytes_per_point"].get<double>(), details["dt"].get<double>(),
-             details["dt_limit"].get<double>());
+  fmt::print(
+      "Work model: points = {} grid points x {} steps = {}; {:.0f} flops/point (flux {:.0f}, "
+      "divergence + update {:.0f}, as implemented); {:.1f} compulsory bytes/point; dt {:.4g} s "
+      "(stability limit {:.4g} s)\n",
+      opt.shape[0] * opt.shape[1] * opt.shape[2], opt.nt, format_count(r.work.points), flux + div,
+      flux, div, details["bytes_per_point"].get<double>(), details["dt"].get<double>(),
+      details["dt_limit"].get<double>());
   if (r.roofline) {
     fmt::print("Roofline: {:.1f} GB/s, {:.0f} GFlops/s {} peak ({})\n", r.roofline->bandwidth_gbs,
                r.roofline->peak_gflops(r.work.precision), precision_name(r.work.precision),
@@ -150,13 +156,14 @@ int run_tti_command(const TtiCliOptions& opt) {
     warn_if_busy(*r.roofline, std::cout);
   }
   fmt::print("Repetitions: {} after {} warm-up: median {:.4f} s, min {:.4f} s, max {:.4f} s\n",
-             result.stats.seconds.size(), result.stats.warmup, result.stats.median, result.stats.min,
-             result.stats.max);
+             result.stats.seconds.size(), result.stats.warmup, result.stats.median,
+             result.stats.min, result.stats.max);
   if (r.verification) {
-    fmt::print("Verification against the reference ({} steps, same problem): {} (tolerance rel L2 {:.0e}): {}\n",
-               details["verification_scope"]["steps"].get<long long>(), r.passed() ? "PASS" : "FAIL",
-               details["verification_scope"]["tolerance_rel_l2"].get<double>(),
-               r.verification->summary());
+    fmt::print(
+        "Verification against the reference ({} steps, same problem): {} (tolerance rel L2 "
+        "{:.0e}): {}\n",
+        details["verification_scope"]["steps"].get<long long>(), r.passed() ? "PASS" : "FAIL",
+        details["verification_scope"]["tolerance_rel_l2"].get<double>(), r.verification->summary());
     for (const auto& c : r.checks) fmt::print("  {}: {}\n", c.output, c.summary());
   }
   std::cout << r.timers.table();
@@ -186,28 +193,36 @@ Command add_tti_command(CLI::App& root) {
   sub->add_option("--freq", opt->freq, "Peak frequency of the Ricker source (Hz)")
       ->type_name("HZ")
       ->capture_default_str();
-  sub->add_option("--space-order", opt->space_order, "Order of the staggered derivatives: 4, 8, 12 or 16")
+  sub->add_option("--space-order", opt->space_order,
+                  "Order of the staggered derivatives: 4, 8, 12 or 16")
       ->type_name("A")
       ->capture_default_str();
   sub->add_option("--device", opt->device, "auto, reference, cpu, cuda or cuda:N")
       ->type_name("DEVICE")
       ->capture_default_str();
-  sub->add_option("--dtype", opt->dtype, "float32 or float64")->type_name("DTYPE")->capture_default_str();
+  sub->add_option("--dtype", opt->dtype, "float32 or float64")
+      ->type_name("DTYPE")
+      ->capture_default_str();
   sub->add_option("--form", opt->form,
                   "two-pass (the demo's: a flux pass, then a divergence pass) or fused (one pass, "
                   "fluxes kept in cache / on chip); cpu and cuda (the reference runs two passes)")
       ->type_name("FORM")
       ->capture_default_str();
-  sub->add_option("--threads", opt->threads, "OpenMP threads of the cpu backend; 0: all")->type_name("N");
+  sub->add_option("--threads", opt->threads, "OpenMP threads of the cpu backend; 0: all")
+      ->type_name("N");
   sub->add_option("--reps", opt->reps, "Timed repetitions")->type_name("R")->capture_default_str();
-  sub->add_option("--warmup", opt->warmup, "Untimed runs before them")->type_name("W")->capture_default_str();
-  sub->add_flag("--verify", opt->verify,
-                "Also run the first --verify-nt steps on the device and on the reference backend and "
-                "compare the wavefields (rel L2 1e-4 float32, 1e-11 float64)");
+  sub->add_option("--warmup", opt->warmup, "Untimed runs before them")
+      ->type_name("W")
+      ->capture_default_str();
+  sub->add_flag(
+      "--verify", opt->verify,
+      "Also run the first --verify-nt steps on the device and on the reference backend and "
+      "compare the wavefields (rel L2 1e-4 float32, 1e-11 float64)");
   sub->add_option("--verify-nt", opt->verify_nt, "Steps of the verification run")
       ->type_name("NT")
       ->capture_default_str();
-  sub->add_option("--json", opt->json_path, "Write the report, bench statistics and environment to FILE")
+  sub->add_option("--json", opt->json_path,
+                  "Write the report, bench statistics and environment to FILE")
       ->type_name("FILE");
   sub->footer(
       "The operator (Devito's 2022 workshop demo, one field u): F = b(1+2eps)[e1(e1.D+u) + "

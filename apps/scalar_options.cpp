@@ -35,18 +35,20 @@ void GradientStorageCli::add_to(CLI::App* sub) {
 }
 
 void GradientStorageCli::apply(CaseSettings& settings, bool gradient) const {
-  for (const CLI::Option* o : {sampling_option, storage_option, compression_option, directory_option})
+  for (const CLI::Option* o :
+       {sampling_option, storage_option, compression_option, directory_option})
     if (o && o->count() > 0 && !gradient)
-      throw UsageError(fmt::format("{}: only used with --gradient (what the gradient stores)",
-                                   o->get_name()));
+      throw UsageError(
+          fmt::format("{}: only used with --gradient (what the gradient stores)", o->get_name()));
   const bool sampling_given = sampling_option && sampling_option->count() > 0;
   if (sampling_given && sampling < 1)
-    throw UsageError(fmt::format("--gradient-sampling: expected an interval of at least 1 inner "
-                                 "step (1: every inner step, the exact gradient), got {}",
-                                 sampling));
+    throw UsageError(
+        fmt::format("--gradient-sampling: expected an interval of at least 1 inner "
+                    "step (1: every inner step, the exact gradient), got {}",
+                    sampling));
   if (directory_option && directory_option->count() > 0 && storage != "disk")
-    throw UsageError(fmt::format("--storage-dir: only used with --storage disk, got --storage {}",
-                                 storage));
+    throw UsageError(
+        fmt::format("--storage-dir: only used with --storage disk, got --storage {}", storage));
   if (!gradient) return;
   settings.values["gradient_sampling"] = std::to_string(sampling_given ? sampling : 0);
   settings.values["storage"] = storage;
@@ -64,8 +66,9 @@ std::string gradient_storage_label(const nlohmann::json& p, bool born) {
   const auto interval = g["sampling_interval"].get<long long>();
   std::string why;
   if (g["sampling_default"].get<bool>())
-    why = "the step ratio: once per sample of dt, as Deepwave; --gradient-sampling 1 for the "
-          "exact gradient of the discrete forward";
+    why =
+        "the step ratio: once per sample of dt, as Deepwave; --gradient-sampling 1 for the "
+        "exact gradient of the discrete forward";
   else if (interval == 1)
     why = "--gradient-sampling 1: the exact gradient of the discrete forward";
   else

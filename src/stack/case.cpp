@@ -5,6 +5,8 @@
 // method 1 with pyrocko's max(0, ...) quirk), dtype, and verify_macs: above this many
 // multiply-adds the reference (a serial loop) would take long, so it runs an even spread of the
 // shift sets only and the outputs compared are those rows.
+#include "case.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -13,7 +15,6 @@
 #include <random>
 #include <vector>
 
-#include "case.hpp"
 #include "core/json.hpp"
 #include "sciproxy/core/bench.hpp"
 #include "sciproxy/core/error.hpp"
@@ -80,10 +81,10 @@ struct Sizes {
     const double max_macs = s.get_real("verify_macs", 2e9);
     require(max_macs > 0, "verify_macs", "a positive count", fmt::format("{}", max_macs));
     const double macs = double(ntraces) * double(nshifts) * double(nsamples);
-    rows = macs <= max_macs ? nshifts
-                            : std::clamp<std::int64_t>(
-                                  static_cast<std::int64_t>(double(nshifts) * (max_macs / macs)), 1,
-                                  nshifts);
+    rows = macs <= max_macs
+               ? nshifts
+               : std::clamp<std::int64_t>(
+                     static_cast<std::int64_t>(double(nshifts) * (max_macs / macs)), 1, nshifts);
     // Memory: traces, shifts and weights, the result, and the reference's rows with their copy.
     elem = static_cast<double>(elem_size);
     const double per_set = method == 0 ? double(nsamples) + double(hi - lo) : 1.0;
@@ -93,7 +94,8 @@ struct Sizes {
     const double host =
         inputs + result + 2 * elem * double(rows) * per_set + (4 + elem) * double(ntraces * rows);
     const double physical = physical_memory_bytes();
-    const double limit = physical > 0 ? std::min(kMaxProblemBytes, 0.8 * physical) : kMaxProblemBytes;
+    const double limit =
+        physical > 0 ? std::min(kMaxProblemBytes, 0.8 * physical) : kMaxProblemBytes;
     if (host > limit)
       throw InvalidArgument(fmt::format(
           "ntraces, nshifts, nsamples: {} traces x {} shift sets x {} samples ({}) needs about {} "
@@ -295,12 +297,14 @@ std::vector<CaseSettings> parstack_sweep() {
 }  // namespace
 
 void register_cases(std::vector<CaseEntry>& registry) {
-  registry.push_back({"parstack", "stack",
-                      "delay-and-sum stack of random traces with random shifts (pyrocko's parstack)",
-                      make_parstack,
-                      {variant("0", "float32"), variant("0", "float64"), variant("1", "float32"),
-                       variant("1", "float64")},
-                      parstack_sweep()});
+  registry.push_back(
+      {"parstack",
+       "stack",
+       "delay-and-sum stack of random traces with random shifts (pyrocko's parstack)",
+       make_parstack,
+       {variant("0", "float32"), variant("0", "float64"), variant("1", "float32"),
+        variant("1", "float64")},
+       parstack_sweep()});
 }
 
 }  // namespace sciproxy::stack

@@ -61,7 +61,8 @@ class TtiDemoCase final : public Case {
     s.check_known({"nx", "ny", "nz", "nt", "space_order", "form", "dtype", "spacing", "dt", "freq",
                    "verify_nt"});
     spacing_ = s.get_real("spacing", 10);
-    require(spacing_ > 0, "spacing", "a positive grid spacing in metres", fmt::format("{}", spacing_));
+    require(spacing_ > 0, "spacing", "a positive grid spacing in metres",
+            fmt::format("{}", spacing_));
     for (int d = 0; d < 3; ++d) {
       const std::string name = std::string("n") + "xyz"[d];
       in_.shape[d] = s.get_int(name, 48);
@@ -85,8 +86,7 @@ class TtiDemoCase final : public Case {
     freq_ = s.get_real("freq", 15);
     require(freq_ > 0, "freq", "a positive frequency in Hz", fmt::format("{}", freq_));
     const double dt = s.get_real("dt", 0);
-    require(dt >= 0, "dt",
-            "a positive time step in seconds (or 0 for 0.9 of the stability limit)",
+    require(dt >= 0, "dt", "a positive time step in seconds (or 0 for 0.9 of the stability limit)",
             fmt::format("{}", dt));
     in_.material = {vp_, b_, eps_, eta_, f_, theta_, phi_, damping_};
     dt_limit_ = tti_demo_dt_limit(in_, options_.space_order);
@@ -112,9 +112,9 @@ class TtiDemoCase final : public Case {
     p.set("dtype", dtype_name(precision_of<T>()));
     p.set("form", tti_demo_form_name(options_.form));
     p.set("source_frequency", freq_);
-    const nlohmann::json materials = {{"vp", vp_[0]},       {"b", b_[0]},     {"epsilon", eps_[0]},
-                                      {"eta", eta_[0]},     {"f", f_[0]},     {"theta", theta_[0]},
-                                      {"phi", phi_[0]},     {"damping", damping_[0]}};
+    const nlohmann::json materials = {
+        {"vp", vp_[0]}, {"b", b_[0]},         {"epsilon", eps_[0]}, {"eta", eta_[0]},
+        {"f", f_[0]},   {"theta", theta_[0]}, {"phi", phi_[0]},     {"damping", damping_[0]}};
     p.set_json("materials", materials.dump());
     return p;
   }
@@ -177,14 +177,16 @@ class TtiDemoCase final : public Case {
         if (i < call.size()) v.push_back(call[i]);
       const double seconds = v.empty() ? 0.0 : median_of(v);
       const WorkModel& work = out_.sections[i].work;
-      sections.push_back({{"name", out_.sections[i].name},
-                          {"seconds", seconds},
-                          {"performance", to_json(derive_rates(work, seconds, report.roofline), work)}});
+      sections.push_back(
+          {{"name", out_.sections[i].name},
+           {"seconds", seconds},
+           {"performance", to_json(derive_rates(work, seconds, report.roofline), work)}});
     }
     d.set_json("sections", sections.dump());
     if (report.verification) {
-      const nlohmann::json scope = {{"steps", verify_nt_},
-                                    {"tolerance_rel_l2", tti_demo_tolerance(precision_of<T>()).rel_l2}};
+      const nlohmann::json scope = {
+          {"steps", verify_nt_},
+          {"tolerance_rel_l2", tti_demo_tolerance(precision_of<T>()).rel_l2}};
       d.set_json("verification_scope", scope.dump());
     }
     return d;
@@ -201,7 +203,8 @@ class TtiDemoCase final : public Case {
   TtiDemoInput<T> window_input() const {
     TtiDemoInput<T> in = in_;
     in.nt = verify_nt_;
-    in.source_amplitudes = std::span<const T>(amplitudes_).first(static_cast<std::size_t>(verify_nt_));
+    in.source_amplitudes =
+        std::span<const T>(amplitudes_).first(static_cast<std::size_t>(verify_nt_));
     return in;
   }
 
@@ -383,7 +386,8 @@ std::unique_ptr<Case> make(const CaseSettings& s) {
 std::vector<CaseSettings> demo_sweep() {
   std::vector<CaseSettings> sweep;
   for (const char* n : {"32", "48", "72"})
-    sweep.push_back(CaseSettings{{{"nx", n}, {"ny", n}, {"nz", n}, {"nt", "20"}, {"form", "fused"}}});
+    sweep.push_back(
+        CaseSettings{{{"nx", n}, {"ny", n}, {"nz", n}, {"nt", "20"}, {"form", "fused"}}});
   sweep.push_back(
       CaseSettings{{{"nx", "48"}, {"ny", "48"}, {"nz", "48"}, {"nt", "20"}, {"form", "two_pass"}}});
   return sweep;

@@ -59,8 +59,12 @@ enum class Kind { forward, gradient, born, born_gradient };
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kMaxProblemBytes = 64 * kGiB;
 
-bool is_gradient(Kind k) { return k == Kind::gradient || k == Kind::born_gradient; }
-bool is_born(Kind k) { return k == Kind::born || k == Kind::born_gradient; }
+bool is_gradient(Kind k) {
+  return k == Kind::gradient || k == Kind::born_gradient;
+}
+bool is_born(Kind k) {
+  return k == Kind::born || k == Kind::born_gradient;
+}
 
 std::string format_bytes(double bytes) {
   if (bytes >= kGiB) return fmt::format("{:.1f} GiB", bytes / kGiB);
@@ -78,10 +82,14 @@ StorageMode parse_storage(const std::string& name) {
 
 const char* storage_name(StorageMode mode) {
   switch (mode) {
-    case StorageMode::device: return "device";
-    case StorageMode::host: return "host";
-    case StorageMode::disk: return "disk";
-    case StorageMode::none: return "none";
+    case StorageMode::device:
+      return "device";
+    case StorageMode::host:
+      return "host";
+    case StorageMode::disk:
+      return "disk";
+    case StorageMode::none:
+      return "none";
   }
   return "?";
 }
@@ -107,10 +115,17 @@ struct Spec {
   static constexpr std::int64_t kReceiverDepth = 1;
 
   Spec(const CaseSettings& s, Kind k, std::size_t elem) : kind(k) {
-    s.check_known({"ndim", "shape0", "shape1", "shape2", "nt", "shots", "receivers", "accuracy",
-                   "dtype", "dt", "spacing", "pml_width", "freq", "source_depth", "scatter",
-                   "gradient_sampling", "storage", "storage_compression", "storage_dir",
-                   "verify_nt", "verify_shots"});
+    s.check_known({"ndim",        "shape0",
+                   "shape1",      "shape2",
+                   "nt",          "shots",
+                   "receivers",   "accuracy",
+                   "dtype",       "dt",
+                   "spacing",     "pml_width",
+                   "freq",        "source_depth",
+                   "scatter",     "gradient_sampling",
+                   "storage",     "storage_compression",
+                   "storage_dir", "verify_nt",
+                   "verify_shots"});
     const bool gradient = is_gradient(kind);
     const std::int64_t depth = gradient ? 40 : 60, lateral = gradient ? 80 : 120;
     ndim = static_cast<int>(s.get_int("ndim", 2));
@@ -149,7 +164,8 @@ struct Spec {
     require(pml_width >= 0 && pml_width <= 10000, "pml_width", "a width in [0, 10000] cells",
             std::to_string(pml_width));
     require(dt > 0, "dt", "a positive time step in seconds", fmt::format("{}", dt));
-    require(spacing > 0, "spacing", "a positive grid spacing in metres", fmt::format("{}", spacing));
+    require(spacing > 0, "spacing", "a positive grid spacing in metres",
+            fmt::format("{}", spacing));
     require(freq > 0, "freq", "a positive frequency in Hz", fmt::format("{}", freq));
     require(verify_nt >= 1, "verify_nt", "at least 1", std::to_string(verify_nt));
     require(verify_shots >= 1, "verify_shots", "at least 1", std::to_string(verify_shots));
@@ -241,12 +257,14 @@ struct Spec {
       if (storage == StorageMode::device || storage == StorageMode::host) {
         const std::int64_t inner = nt * step_ratio;
         const double nstored = double((inner + store_interval() - 1) / store_interval());
-        stored_bytes = nstored * double(nshots) * (compression ? padded + blocks * elem : padded * elem);
+        stored_bytes =
+            nstored * double(nshots) * (compression ? padded + blocks * elem : padded * elem);
       }
     }
     host_bytes += stored_bytes;
     const double physical = physical_memory_bytes();
-    const double limit = physical > 0 ? std::min(kMaxProblemBytes, 0.8 * physical) : kMaxProblemBytes;
+    const double limit =
+        physical > 0 ? std::min(kMaxProblemBytes, 0.8 * physical) : kMaxProblemBytes;
     if (host_bytes > limit)
       throw InvalidArgument(fmt::format(
           "shape, nt, shots: {}-D {} cells, {} shots, nt {} ({}) needs about {} of host memory; "
@@ -396,8 +414,10 @@ const Data<T>& reference_window_data(const CaseSettings& settings, const Spec& s
   const auto key = std::make_pair(static_cast<int>(s.kind), settings.values);
   auto it = cache.find(key);
   if (it == cache.end())
-    it = cache.emplace(key, forward_data<T>(Device{Backend::reference, 0, false}, s, window, options))
-             .first;
+    it =
+        cache
+            .emplace(key, forward_data<T>(Device{Backend::reference, 0, false}, s, window, options))
+            .first;
   return it->second;  // map nodes do not move
 }
 
@@ -421,10 +441,14 @@ class ScalarCase final : public Case {
 
   std::string kernel() const override {
     switch (spec_.kind) {
-      case Kind::forward: return "scalar";
-      case Kind::gradient: return "scalar_gradient";
-      case Kind::born: return "scalar_born";
-      case Kind::born_gradient: return "scalar_born_gradient";
+      case Kind::forward:
+        return "scalar";
+      case Kind::gradient:
+        return "scalar_gradient";
+      case Kind::born:
+        return "scalar_born";
+      case Kind::born_gradient:
+        return "scalar_born_gradient";
     }
     return "?";
   }
@@ -458,7 +482,8 @@ class ScalarCase final : public Case {
       // them) and whether it is the step ratio by default.
       const bool none = spec_.storage == StorageMode::none;
       const nlohmann::json g = {
-          {"sampling_interval", none ? nlohmann::json(nullptr) : nlohmann::json(spec_.store_interval())},
+          {"sampling_interval",
+           none ? nlohmann::json(nullptr) : nlohmann::json(spec_.store_interval())},
           {"sampling_default", spec_.sampling == 0},
           {"storage", storage_name(spec_.storage)},
           {"compression", spec_.compression}};
@@ -487,9 +512,7 @@ class ScalarCase final : public Case {
     return std::chrono::duration<double>(Clock::now() - t0).count();
   }
 
-  void run_reference_window() override {
-    run_window(Device{Backend::reference, 0, false});
-  }
+  void run_reference_window() override { run_window(Device{Backend::reference, 0, false}); }
   void run_device_window(const Device& device) override {
     if (spec_.window_is_whole() && !is_gradient(spec_.kind)) return;  // the last timed call's
     const WorkModel timed = work_;
@@ -559,7 +582,8 @@ class ScalarCase final : public Case {
     if (!window_)
       window_ = std::make_unique<Problem<T>>(spec_, spec_.window_shots(), spec_.window_nt());
     const Data<T>* data = nullptr;
-    if (is_gradient(spec_.kind)) data = &reference_window_data<T>(settings_, spec_, *window_, options_);
+    if (is_gradient(spec_.kind))
+      data = &reference_window_data<T>(settings_, spec_, *window_, options_);
     call(device, *window_, data, nullptr);
   }
 
@@ -597,10 +621,9 @@ class ScalarCase final : public Case {
         break;
       }
       case Kind::born_gradient: {
-        auto g = scalar_born_gradient<T>(device, p.born_input(), options_,
-                                         std::span<const T>(data->receivers),
-                                         std::span<const T>(data->bg_receivers), true, nullptr,
-                                         timers);
+        auto g = scalar_born_gradient<T>(
+            device, p.born_input(), options_, std::span<const T>(data->receivers),
+            std::span<const T>(data->bg_receivers), true, nullptr, timers);
         // The call returns the work of its background forward pass (with its stores). The image
         // adds that pass's adjoint, about the same work again; the source gradient adds the
         // adjoint of the coupled background + scattered fields, as much as a Born forward.
@@ -646,12 +669,21 @@ std::unique_ptr<Case> make(const CaseSettings& s) {
 std::vector<CaseSettings> scalar_sweep() {
   std::vector<CaseSettings> sweep;
   for (const char* accuracy : {"4", "8"}) {
-    sweep.push_back(CaseSettings{{{"ndim", "2"}, {"shape0", "200"}, {"shape1", "200"},
-                                  {"nt", "100"}, {"shots", "2"}, {"receivers", "100"},
+    sweep.push_back(CaseSettings{{{"ndim", "2"},
+                                  {"shape0", "200"},
+                                  {"shape1", "200"},
+                                  {"nt", "100"},
+                                  {"shots", "2"},
+                                  {"receivers", "100"},
                                   {"accuracy", accuracy}}});
-    sweep.push_back(CaseSettings{{{"ndim", "3"}, {"shape0", "48"}, {"shape1", "48"},
-                                  {"shape2", "48"}, {"nt", "20"}, {"shots", "1"},
-                                  {"receivers", "24"}, {"accuracy", accuracy}}});
+    sweep.push_back(CaseSettings{{{"ndim", "3"},
+                                  {"shape0", "48"},
+                                  {"shape1", "48"},
+                                  {"shape2", "48"},
+                                  {"nt", "20"},
+                                  {"shots", "1"},
+                                  {"receivers", "24"},
+                                  {"accuracy", accuracy}}});
   }
   return sweep;
 }
