@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "core/json.hpp"
 #include "sciproxy/core/bench.hpp"
 #include "sciproxy/core/error.hpp"
 
@@ -41,4 +42,10 @@ TEST(Bench, AtomicWriteLeavesNoPartialFile) {
   EXPECT_THROW(write_file_atomically((dir / "missing" / "x.json").string(), "x"), IoError);
   EXPECT_FALSE(fs::exists(dir / "missing"));
   fs::remove_all(dir);
+}
+
+TEST(Bench, EnvironmentJsonIsTheRecordAsText) {
+  const auto env = nlohmann::json::parse(environment_json(3));
+  EXPECT_EQ(env.at("threads"), 3);
+  EXPECT_TRUE(env.contains("git_commit"));
 }

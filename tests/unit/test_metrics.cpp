@@ -1,6 +1,7 @@
 // Work model and rates: hand-computed numbers.
 #include <gtest/gtest.h>
 
+#include "core/json.hpp"
 #include "sciproxy/core/metrics.hpp"
 
 using namespace sciproxy;
@@ -66,7 +67,7 @@ TEST(Metrics, RooflineJsonRoundTrip) {
   roof.bandwidth_gbs = 30.5;
   roof.cache_bandwidth_gbs = 120;
   roof.peak_gflops_fp64 = 200;
-  const Roofline back = Roofline::from_json(roof.to_json());
+  const Roofline back = roofline_from_json(to_json(roof));
   EXPECT_EQ(back.machine, "cpu X");
   EXPECT_EQ(back.threads, 2);
   EXPECT_DOUBLE_EQ(back.bandwidth_gbs, 30.5);

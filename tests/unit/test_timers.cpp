@@ -3,6 +3,7 @@
 
 #include <thread>
 
+#include "core/json.hpp"
 #include "sciproxy/core/timers.hpp"
 
 using sciproxy::Timers;
@@ -55,7 +56,8 @@ TEST(Timers, TableAndJsonNameEveryRegion) {
   for (const char* column : {"name", "# calls", "t_min", "t_avg", "t_max", "total"})
     EXPECT_NE(table.find(column), std::string::npos) << column;
   EXPECT_NE(table.find("\n  c "), std::string::npos) << table;  // child indented
-  const auto j = t.to_json();
+  const auto j = to_json(t);
+  EXPECT_EQ(nlohmann::json::parse(t.json()), j);  // the public text form is the same record
   ASSERT_EQ(j.size(), 3u);
   EXPECT_EQ(j[2]["name"], "b/c");
   EXPECT_DOUBLE_EQ(j[0]["total"].get<double>(), 0.25);
