@@ -9,6 +9,7 @@
 #include "cpu_rows.hpp"
 
 namespace sciproxy::wave::kernels::cpu::detail {
+namespace {
 
 using std::int64_t;
 // ---------------------------------------------------------------------------------------------
@@ -473,4 +474,5 @@ void backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_r
     }
   }
 }
+}  // namespace
 }  // namespace sciproxy::wave::kernels::cpu::detail

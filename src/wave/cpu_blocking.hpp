@@ -65,6 +65,11 @@
 #include "simd.hpp"
 
 namespace sciproxy::wave::kernels::cpu::detail {
+// Everything of the cpu backend has internal linkage (an unnamed namespace in each header):
+// each translation unit instantiates one kernel (cpu_kernels.hpp), and GCC specialises the
+// out-of-line row functions for their constant arguments (IPA-CP clones) only when they
+// are local to the unit, as they were when the backend was one file.
+namespace {
 
 using std::int64_t;
 
@@ -407,4 +412,5 @@ struct BornArgs {
   const T* grad_bg;     // adjoint: gradient of the background receiver data
 };
 
+}  // namespace
 }  // namespace sciproxy::wave::kernels::cpu::detail

@@ -8,6 +8,7 @@
 #include "cpu_rows.hpp"
 
 namespace sciproxy::wave::kernels::cpu::detail {
+namespace {
 
 using std::int64_t;
 // ---------------------------------------------------------------------------------------------
@@ -609,4 +610,5 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
     }
   }
 }
+}  // namespace
 }  // namespace sciproxy::wave::kernels::cpu::detail

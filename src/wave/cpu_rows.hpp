@@ -7,6 +7,7 @@
 
 #if defined(SCIPROXY_WAVE_SIMD)
 namespace sciproxy::wave::kernels::cpu::detail {
+namespace {
 
 using std::int64_t;
 
@@ -134,6 +135,7 @@ inline RowLayout row_layout(const std::array<int64_t, 3>& x, const std::array<in
   return r;
 }
 
+}  // namespace
 }  // namespace sciproxy::wave::kernels::cpu::detail
 
 #endif  // SCIPROXY_WAVE_SIMD
