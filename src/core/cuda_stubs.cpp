@@ -25,18 +25,18 @@ Roofline measure_cuda_roofline(int) {
 
 }  // namespace sciproxy
 
+namespace sciproxy::tti::kernels::cuda {
+SCIPROXY_STUB_FLOAT_KERNEL(SCIPROXY_TTI_FORWARD, "tti")
+SCIPROXY_STUB_FLOAT_KERNEL(SCIPROXY_TTI_DEMO_FORWARD, "tti demo")
+}  // namespace sciproxy::tti::kernels::cuda
+
+namespace sciproxy::stack::kernels::cuda {
+SCIPROXY_STUB_FLOAT_KERNEL(SCIPROXY_STACK_PARSTACK, "parstack")
+}  // namespace sciproxy::stack::kernels::cuda
+
 namespace sciproxy::wave::kernels::cuda {
 SCIPROXY_STUB_FLOAT_KERNEL(SCIPROXY_WAVE_SCALAR_FORWARD, "scalar")
 SCIPROXY_STUB_FLOAT_KERNEL(SCIPROXY_WAVE_SCALAR_BACKWARD, "scalar")
 SCIPROXY_STUB_FLOAT_KERNEL(SCIPROXY_WAVE_SCALAR_BORN_FORWARD, "scalar_born")
 SCIPROXY_STUB_FLOAT_KERNEL(SCIPROXY_WAVE_SCALAR_BORN_BACKWARD, "scalar_born")
 }  // namespace sciproxy::wave::kernels::cuda
-
-namespace sciproxy::stack::kernels::cuda {
-SCIPROXY_STUB_FLOAT_KERNEL(SCIPROXY_STACK_PARSTACK, "parstack")
-}  // namespace sciproxy::stack::kernels::cuda
-
-namespace sciproxy::tti::kernels::cuda {
-SCIPROXY_STUB_FLOAT_KERNEL(SCIPROXY_TTI_FORWARD, "tti")
-SCIPROXY_STUB_FLOAT_KERNEL(SCIPROXY_TTI_DEMO_FORWARD, "tti demo")
-}  // namespace sciproxy::tti::kernels::cuda
