@@ -6,7 +6,7 @@
 //    sciproxy::<family>::kernels::{reference, cpu, cuda}. Every kernel takes a Context first.
 //  - SCIPROXY_RUN_KERNEL(context, name, args...) calls kernels::<backend>::name for the backend
 //    of context.device: the only switch over backends in the library.
-//  - Builds without CUDA get the cuda kernels from SCIPROXY_STUB_KERNELS in src/core/cuda_stubs.cpp:
+//  - Builds without CUDA get the cuda kernels from SCIPROXY_STUB_FLOAT_KERNEL in src/core/cuda_stubs.cpp:
 //    every one throws NotCompiled, so every target links in every configuration.
 //  - Compile-time specialisations (accuracy, space order, ndim) are listed once per family as a
 //    ValueList; with_value() turns the run-time value into the compile-time one.

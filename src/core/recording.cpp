@@ -71,6 +71,9 @@ RecordedCall::~RecordedCall() {
     report_.roofline.reset();
   }
   report_.rates = derive_rates(report_.work, report_.seconds, report_.roofline);
+  // A caller that passed its own Timers (the Python bindings do) still gets the table in the
+  // report: the regions of this call are in it.
+  if (timers_ && timers_ != &report_.timers) report_.timers = *timers_;
   recording_->reports().push_back(std::move(report_));
 }
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "sciproxy/core/hd.hpp"
+#include "core/hd.hpp"
 
 namespace sciproxy::stack {
 

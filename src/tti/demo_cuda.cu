@@ -33,7 +33,7 @@
 #include "core/cuda_check.cuh"
 #include "core/cuda_resources.cuh"
 #include "sciproxy/core/error.hpp"
-#include "sciproxy/core/hd.hpp"
+#include "core/hd.hpp"
 #include "tti/kernels.hpp"
 #include "tti/math.hpp"
 

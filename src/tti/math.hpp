@@ -12,7 +12,7 @@
 // self-adjoint, and their adjoint is the same stencil.
 #pragma once
 
-#include "sciproxy/core/hd.hpp"
+#include "core/hd.hpp"
 
 namespace sciproxy::tti {
 

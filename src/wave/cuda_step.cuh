@@ -37,7 +37,7 @@
 
 #include <cstdint>
 
-#include "sciproxy/core/hd.hpp"
+#include "core/hd.hpp"
 #include "wave/kernels.hpp"
 #include "wave/math.hpp"
 

@@ -17,7 +17,7 @@
 
 #include <cstdint>
 
-#include "sciproxy/core/hd.hpp"
+#include "core/hd.hpp"
 
 namespace sciproxy::wave {
 

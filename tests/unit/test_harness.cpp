@@ -223,6 +223,19 @@ TEST(Recording, NestsAndEndsWithItsScope) {
   EXPECT_EQ(outer.reports().size(), 1u);
 }
 
+TEST(Recording, ACallersTimersReachTheReport) {
+  Recording rec;
+  Timers mine;
+  {
+    RecordedCall call("timed", kCpu, &mine);
+    EXPECT_EQ(call.timers(), &mine);
+    auto region = Timers::region(call.timers(), "work");
+  }
+  ASSERT_EQ(rec.reports().size(), 1u);
+  EXPECT_NE(rec.reports()[0].timers.find("work"), nullptr);
+  EXPECT_NE(mine.find("work"), nullptr);
+}
+
 TEST(Recording, AFailedCallLeavesNoReport) {
   Recording rec;
   try {
