@@ -5,15 +5,7 @@
 
 #include "sciproxy/sciproxy.h"
 
-static int failures = 0;
-#define CHECK(cond)                                                                            \
-  do {                                                                                         \
-    if (!(cond)) {                                                                             \
-      fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__, __LINE__, #cond, \
-              sciproxy_last_error());                                                          \
-      ++failures;                                                                              \
-    }                                                                                          \
-  } while (0)
+#include "check.h"
 
 int main(void) {
   const double a0[] = {1, 2, 3}, a1[] = {-1, -2, -3};

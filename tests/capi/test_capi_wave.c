@@ -11,15 +11,7 @@
 
 #include "sciproxy/sciproxy.h"
 
-static int failures = 0;
-#define CHECK(cond)                                                                            \
-  do {                                                                                         \
-    if (!(cond)) {                                                                             \
-      fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__, __LINE__, #cond, \
-              sciproxy_last_error());                                                          \
-      ++failures;                                                                              \
-    }                                                                                          \
-  } while (0)
+#include "check.h"
 
 enum { NZ = 24, NX = 30, NT = 60, NSHOTS = 2, NSRC = 1, NREC = 5 };
 
