@@ -81,8 +81,9 @@ void compare(const Case& c) {
   const auto got = tti_forward<T>(kBackend, p.in, p.opt, nullptr, &timers);
   EXPECT_LT(rel_l2(got.receiver_amplitudes, ref.receiver_amplitudes), trace_tol);
   expect_state_close(got.state, ref.state, state_tol, "final state");
-  if constexpr (kTestingCuda)
+  if constexpr (kTestingCuda) {
     EXPECT_NE(timers.find("tti/forward/steps"), nullptr) << timers.table();
+  }
 
   const auto ref_adj = tti_adjoint<T>(kReference, p.in, data, p.opt);
   const auto got_adj = tti_adjoint<T>(kBackend, p.in, data, p.opt);
