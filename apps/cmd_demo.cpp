@@ -85,9 +85,10 @@ int run_demo(const DemoOptions& opt) {
   for (const auto& entry : registry) total += entry.demo_variants.size();
   for (const auto& entry : registry) {
     for (CaseSettings settings : entry.demo_variants) {
+      // Named by the variant's own settings (the command line's sizes are the same for all).
+      const std::string name = variant_name(entry, settings);
       if (entry.name == "parstack")
         for (const auto& [key, value] : parstack_sizes.values) settings.values[key] = value;
-      const std::string name = variant_name(entry, settings);
       harness.progress_prefix = fmt::format("[{}/{}] ", ++done, total);
       const auto label = entry.make(settings)->label();
       fmt::print("\n=== {}: {} ===\n", name, label);
