@@ -66,11 +66,7 @@ struct BornProblem {
   }
 };
 
-inline double cfl_dt(const Grid& g, double max_vel) {
-  double s = 0;
-  for (int d = 0; d < g.ndim; ++d) s += 1 / (g.spacing[d] * g.spacing[d]);
-  return 0.6 / std::sqrt(s) / max_vel;
-}
+using wave_test::cfl_dt;
 
 // Model in [1500, 2500] m/s, scatter N(0, 100 m/s), N(0, 1) amplitudes, distinct source cells per
 // shot; receivers and background receivers anywhere in the model.

@@ -52,11 +52,7 @@ struct Problem {
   }
 };
 
-inline double cfl_dt(const Grid& g, double max_vel) {
-  double s = 0;
-  for (int d = 0; d < g.ndim; ++d) s += 1 / (g.spacing[d] * g.spacing[d]);
-  return 0.6 / std::sqrt(s) / max_vel;
-}
+using wave_test::cfl_dt;
 
 // Random model in [1500, 2500] m/s, random amplitudes, distinct random source cells per shot and
 // random receiver cells, all inside [lo, hi) per dimension (default: the whole model).

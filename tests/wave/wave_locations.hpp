@@ -5,9 +5,12 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <vector>
+
+#include "sciproxy/seismic.hpp"
 
 namespace wave_test {
 
@@ -25,6 +28,14 @@ void append_random_cells(Rng& rng, int ndim, const std::array<std::int64_t, 3>& 
     if (distinct) taken.push_back(x);
     out.insert(out.end(), x.begin(), x.end());
   }
+}
+
+// 0.6 of the second-order CFL limit for max_vel on grid g: the tests' time step (the propagator
+// resamples a larger one itself). Shared by the reference and Born problem generators.
+inline double cfl_dt(const sciproxy::seismic::Grid& g, double max_vel) {
+  double s = 0;
+  for (int d = 0; d < g.ndim; ++d) s += 1 / (g.spacing[d] * g.spacing[d]);
+  return 0.6 / std::sqrt(s) / max_vel;
 }
 
 }  // namespace wave_test
