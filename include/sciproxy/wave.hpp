@@ -51,7 +51,7 @@ struct ScalarOptions {
   // With an initial state (and survey_pad all -1), the window is the state's padded shape less
   // PML and halo, starting at this model cell (Deepwave's origin; none: the first cell).
   std::optional<std::array<std::int64_t, kMaxDims>> origin;
-  double max_vel = 0;    // m/s for the PML profiles and the CFL limit; 0: max |v|
+  double max_vel = 0;  // m/s for the PML profiles and the CFL limit; 0: max |v|
   // Store what the gradient needs every this many inner steps. 1 (the default) gives the exact
   // gradient; Deepwave stores every step_ratio * interval inner steps, an approximation when
   // the time step is resampled.
@@ -62,22 +62,22 @@ struct ScalarOptions {
   StorageMode storage = StorageMode::device;
   bool storage_compression = false;
   std::string storage_directory = ".";  // for StorageMode::disk
-  int nparallel = 0;                     // OpenMP threads for the cpu backend; 0: all
+  int nparallel = 0;                    // OpenMP threads for the cpu backend; 0: all
 };
 
 template <class T>
 struct ScalarInput {
   Grid grid;
-  std::span<const T> v;          // [nmodels, *shape], nmodels 1 (shared) or nshots
+  std::span<const T> v;  // [nmodels, *shape], nmodels 1 (shared) or nshots
   std::int64_t nmodels = 1;
-  double dt = 0;                 // seconds, of the source and receiver samples
-  std::int64_t nt = 0;           // time samples of sources and receivers
+  double dt = 0;        // seconds, of the source and receiver samples
+  std::int64_t nt = 0;  // time samples of sources and receivers
   std::int64_t nshots = 1;
-  std::int64_t nsources = 0;     // per shot
-  std::int64_t nreceivers = 0;   // per shot
-  std::span<const T> source_amplitudes;               // [nshots, nsources, nt]
-  std::span<const std::int64_t> source_locations;     // [nshots, nsources, ndim]
-  std::span<const std::int64_t> receiver_locations;   // [nshots, nreceivers, ndim]
+  std::int64_t nsources = 0;                         // per shot
+  std::int64_t nreceivers = 0;                       // per shot
+  std::span<const T> source_amplitudes;              // [nshots, nsources, nt]
+  std::span<const std::int64_t> source_locations;    // [nshots, nsources, ndim]
+  std::span<const std::int64_t> receiver_locations;  // [nshots, nreceivers, ndim]
 };
 
 // The propagator's state on the padded grid (model + PML + stencil halo), so that one call can
@@ -92,12 +92,12 @@ struct ScalarState {
 
 template <class T>
 struct ScalarOutput {
-  ScalarState<T> state;                 // after the last step
-  std::vector<T> receiver_amplitudes;   // [nshots, nreceivers, nt]
-  std::int64_t step_ratio = 1;          // inner steps per dt (resampling)
+  ScalarState<T> state;                // after the last step
+  std::vector<T> receiver_amplitudes;  // [nshots, nreceivers, nt]
+  std::int64_t step_ratio = 1;         // inner steps per dt (resampling)
   double inner_dt = 0;
   WorkModel work;
-  double storage_bytes = 0;             // what the gradient pass stored (0 for a forward run)
+  double storage_bytes = 0;  // what the gradient pass stored (0 for a forward run)
 };
 
 template <class T>
@@ -134,7 +134,8 @@ std::array<std::int64_t, kMaxDims> scalar_state_shape(const ScalarInput<T>& in,
 // optionally, with respect to the final state). Runs the forward pass, then its exact adjoint.
 template <class T>
 ScalarGradient<T> scalar_gradient(const Device& device, const ScalarInput<T>& in,
-                                  const ScalarOptions& opt, std::span<const T> grad_receiver_amplitudes,
+                                  const ScalarOptions& opt,
+                                  std::span<const T> grad_receiver_amplitudes,
                                   const ScalarState<T>* initial = nullptr,
                                   const ScalarState<T>* grad_final = nullptr,
                                   Timers* timers = nullptr);
@@ -152,17 +153,17 @@ template <class T>
 struct ScalarBornInput {
   // v, the grid, the sources, and in receiver_locations the receivers of the scattered field.
   ScalarInput<T> background;
-  std::span<const T> scatter;  // [nmodels, *shape] m/s, as v; may be empty (zero) for gradients
-  std::int64_t nbg_receivers = 0;                         // per shot
-  std::span<const std::int64_t> bg_receiver_locations;    // [nshots, nbg_receivers, ndim]
+  std::span<const T> scatter;      // [nmodels, *shape] m/s, as v; may be empty (zero) for gradients
+  std::int64_t nbg_receivers = 0;  // per shot
+  std::span<const std::int64_t> bg_receiver_locations;  // [nshots, nbg_receivers, ndim]
 };
 
 template <class T>
 struct ScalarBornOutput {
-  ScalarState<T> state;                    // background field after the last step
-  ScalarState<T> scattered_state;          // scattered field after the last step
-  std::vector<T> bg_receiver_amplitudes;   // [nshots, nbg_receivers, nt]
-  std::vector<T> receiver_amplitudes;      // scattered: [nshots, nreceivers, nt]
+  ScalarState<T> state;                   // background field after the last step
+  ScalarState<T> scattered_state;         // scattered field after the last step
+  std::vector<T> bg_receiver_amplitudes;  // [nshots, nbg_receivers, nt]
+  std::vector<T> receiver_amplitudes;     // scattered: [nshots, nreceivers, nt]
   std::int64_t step_ratio = 1;
   double inner_dt = 0;
   WorkModel work;

@@ -1,9 +1,10 @@
 // sciproxy._sciproxy: thin nanobind bindings over the C++ API (include/sciproxy/stack.hpp and
-// core/device.hpp). The Python layer (python/sciproxy/stack.py, with python/sciproxy/_args.py) normalises the arguments —
-// dtype casts, int32 indices, contiguity — so these functions accept exactly the C++ types and
-// never convert implicitly: an array that reaches them is used in place, and `result` is written
-// in place. Every check of values is done (once) by the C++ library; its exceptions become
-// ValueError (InvalidArgument), TypeError (TypeError) or RuntimeError (every other Error).
+// core/device.hpp). The Python layer (python/sciproxy/stack.py, with python/sciproxy/_args.py)
+// normalises the arguments — dtype casts, int32 indices, contiguity — so these functions accept
+// exactly the C++ types and never convert implicitly: an array that reaches them is used in place,
+// and `result` is written in place. Every check of values is done (once) by the C++ library; its
+// exceptions become ValueError (InvalidArgument), TypeError (TypeError) or RuntimeError (every
+// other Error).
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
@@ -16,12 +17,12 @@
 #include <string>
 #include <vector>
 
-#include "sciproxy/core/version.hpp"
+#include "arrays.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/roofline.hpp"
+#include "sciproxy/core/version.hpp"
 #include "sciproxy/stack.hpp"
-#include "arrays.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -99,7 +100,8 @@ nb::dict plan_counters(int device_index) {
 template <class T>
 nb::tuple parstack(nb::sequence arrays, Indices offsets, IndexMatrix shifts, Matrix<T> weights,
                    int method, std::int64_t lengthout, std::int32_t offsetout, nb::object result,
-                   bool accumulate, bool clamp_max_at_zero, int nparallel, const std::string& device_spec) {
+                   bool accumulate, bool clamp_max_at_zero, int nparallel,
+                   const std::string& device_spec) {
   namespace st = sciproxy::stack;
 
   // Keep the trace arrays referenced (they hold their Python objects) until the call returns.
@@ -153,16 +155,17 @@ nb::tuple parstack(nb::sequence arrays, Indices offsets, IndexMatrix shifts, Mat
   }
   Output<T> out;
   if (!nb::try_cast<Output<T>>(out_object, out, /*convert=*/false))
-    sciproxy::throw_type_error("result", std::string("a writable C-contiguous ") + dtype_name<T>() + " array",
+    sciproxy::throw_type_error("result",
+                               std::string("a writable C-contiguous ") + dtype_name<T>() + " array",
                                describe(out_object));
   if (static_cast<std::int64_t>(out.size()) != size)
-    sciproxy::throw_invalid_argument(
-        "result",
-        opt.method == st::Method::stack
-            ? "nshifts x lengthout = " + std::to_string(in.nshifts) + " x " +
-                  std::to_string(extent.lengthout) + " = " + std::to_string(size) + " elements"
-            : "nshifts = " + std::to_string(size) + " elements",
-        describe(out_object));
+    sciproxy::throw_invalid_argument("result",
+                                     opt.method == st::Method::stack
+                                         ? "nshifts x lengthout = " + std::to_string(in.nshifts) +
+                                               " x " + std::to_string(extent.lengthout) + " = " +
+                                               std::to_string(size) + " elements"
+                                         : "nshifts = " + std::to_string(size) + " elements",
+                                     describe(out_object));
 
   const std::span<T> out_span(out.data(), out.size());
   if (device.backend == sciproxy::Backend::cuda) {
@@ -182,7 +185,8 @@ nb::object argmax(Matrix<T> a, int nparallel, bool pyrocko_compat) {
   const auto rows = static_cast<std::int64_t>(a.shape(0));
   const auto cols = static_cast<std::int64_t>(a.shape(1));
   nb::object out_object = numpy_empty({cols}, "uint32");
-  auto out = nb::cast<nb::ndarray<std::uint32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>>(out_object, false);
+  auto out = nb::cast<nb::ndarray<std::uint32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>>(
+      out_object, false);
   {
     nb::gil_scoped_release release;
     sciproxy::stack::argmax<T>(std::span<const T>(a.data(), a.size()), rows, cols,
@@ -210,7 +214,8 @@ nb::dict info() {
     nb::dict dev;
     dev["index"] = c.index;
     dev["name"] = c.name;
-    dev["compute_capability"] = std::to_string(c.compute_major) + "." + std::to_string(c.compute_minor);
+    dev["compute_capability"] =
+        std::to_string(c.compute_major) + "." + std::to_string(c.compute_minor);
     dev["multiprocessors"] = c.multiprocessors;
     dev["memory_gib"] = c.memory_gib;
     devices.append(dev);
@@ -226,9 +231,9 @@ nb::dict info() {
 
 }  // namespace
 
-void register_wave(nb::module_& m);  // wave_bindings.cpp
-void register_tti_demo(nb::module_& m);  // tti_demo_bindings.cpp
-void register_tti(nb::module_& m);   // tti_bindings.cpp
+void register_wave(nb::module_& m);       // wave_bindings.cpp
+void register_tti_demo(nb::module_& m);   // tti_demo_bindings.cpp
+void register_tti(nb::module_& m);        // tti_bindings.cpp
 void register_recording(nb::module_& m);  // recording_bindings.cpp
 
 NB_MODULE(_sciproxy, m) {
@@ -258,7 +263,8 @@ NB_MODULE(_sciproxy, m) {
   m.def("info", &info, "What this build contains and what hardware is present.");
   m.def(
       "select_device", [](const std::string& spec) { return sciproxy::select_device(spec).name(); },
-      "spec"_a, "The backend a device string resolves to here (\"auto\" -> \"cpu\" or \"cuda:0\").");
+      "spec"_a,
+      "The backend a device string resolves to here (\"auto\" -> \"cpu\" or \"cuda:0\").");
   m.def("plan_counters", &plan_counters, "device_index"_a,
         "Allocation and transfer counters of the persistent parstack plan of one CUDA device.");
   m.def("release_plans", &release_plans, "Frees the device buffers kept between parstack calls.");

@@ -55,12 +55,13 @@ nb::object tti(const Array<T>& vp, const std::optional<Array<T>>& buoyancy,
                const std::optional<Array<T>>& epsilon, const std::optional<Array<T>>& delta,
                const std::optional<Array<T>>& theta, const std::optional<Array<T>>& phi,
                const std::optional<Array<T>>& f, const std::vector<double>& spacing, double dt,
-               std::int64_t nt, std::int64_t nshots, std::int64_t nsources,
-               std::int64_t nreceivers, const Array<T>& traces, const Locations& source_locations,
+               std::int64_t nt, std::int64_t nshots, std::int64_t nsources, std::int64_t nreceivers,
+               const Array<T>& traces, const Locations& source_locations,
                const Locations& receiver_locations, const nb::dict& options, bool adjoint,
                const std::string& device) {
   if (vp.ndim() != 3)
-    sciproxy::throw_invalid_argument("vp", "a 3-D array", std::to_string(vp.ndim()) + " dimensions");
+    sciproxy::throw_invalid_argument("vp", "a 3-D array",
+                                     std::to_string(vp.ndim()) + " dimensions");
   wv::TtiInput<T> in;
   for (int d = 0; d < 3; ++d) {
     in.model.grid.shape[d] = static_cast<std::int64_t>(vp.shape(d));
@@ -100,7 +101,8 @@ double max_dt(const Array<T>& vp, const std::optional<Array<T>>& epsilon,
               const std::vector<double>& spacing, const nb::dict& options) {
   wv::TtiModel<T> m;
   if (vp.ndim() != 3)
-    sciproxy::throw_invalid_argument("vp", "a 3-D array", std::to_string(vp.ndim()) + " dimensions");
+    sciproxy::throw_invalid_argument("vp", "a 3-D array",
+                                     std::to_string(vp.ndim()) + " dimensions");
   for (int d = 0; d < 3; ++d) {
     m.grid.shape[d] = static_cast<std::int64_t>(vp.shape(d));
     m.grid.spacing[d] = d < static_cast<int>(spacing.size()) ? spacing[d] : 0.0;

@@ -42,18 +42,18 @@ nb::dict work_dict(const sciproxy::WorkModel& w) {
 template <class T>
 nb::tuple tti_demo(std::array<std::int64_t, 3> shape, std::array<double, 3> spacing, double dt,
                    std::int64_t nt, Flat<T> vp, Flat<T> b, Flat<T> epsilon, Flat<T> eta, Flat<T> f,
-                   Flat<T> theta, Flat<T> phi, Flat<T> damping, std::array<double, 3> source_position,
-                   Flat<T> source_amplitudes, Flat<T> initial_u, Flat<T> initial_u_prev,
-                   int space_order, const std::string& form, int nparallel,
-                   const std::string& device_spec) {
+                   Flat<T> theta, Flat<T> phi, Flat<T> damping,
+                   std::array<double, 3> source_position, Flat<T> source_amplitudes,
+                   Flat<T> initial_u, Flat<T> initial_u_prev, int space_order,
+                   const std::string& form, int nparallel, const std::string& device_spec) {
   namespace wv = sciproxy::tti;
   wv::TtiDemoInput<T> in;
   in.shape = shape;
   in.spacing = spacing;
   in.dt = dt;
   in.nt = nt;
-  in.material = {span_of(vp),    span_of(b),     span_of(epsilon), span_of(eta),
-                 span_of(f),     span_of(theta), span_of(phi),     span_of(damping)};
+  in.material = {span_of(vp), span_of(b),     span_of(epsilon), span_of(eta),
+                 span_of(f),  span_of(theta), span_of(phi),     span_of(damping)};
   in.source_position = source_position;
   in.source_amplitudes = span_of(source_amplitudes);
   in.initial_u = span_of(initial_u);
@@ -72,7 +72,8 @@ nb::tuple tti_demo(std::array<std::int64_t, 3> shape, std::array<double, 3> spac
   }
   nb::dict info;
   info["device"] = device.name();
-  info["form"] = device.backend == sciproxy::Backend::reference ? "two-pass" : wv::tti_demo_form_name(opt.form);
+  info["form"] = device.backend == sciproxy::Backend::reference ? "two-pass"
+                                                                : wv::tti_demo_form_name(opt.form);
   info["dt_limit"] = out.dt_limit;
   info["work"] = work_dict(out.work);
   nb::list sections;
@@ -88,12 +89,14 @@ nb::tuple tti_demo(std::array<std::int64_t, 3> shape, std::array<double, 3> spac
   info["sections"] = sections;
   info["seconds"] = seconds;  // the time steps (the sections), without setup
   const std::vector<std::int64_t> dims(shape.begin(), shape.end());
-  return nb::make_tuple(to_numpy(std::move(out.u), dims), to_numpy(std::move(out.u_prev), dims), info);
+  return nb::make_tuple(to_numpy(std::move(out.u), dims), to_numpy(std::move(out.u_prev), dims),
+                        info);
 }
 
 template <class T>
 double dt_limit(std::array<std::int64_t, 3> shape, std::array<double, 3> spacing, Flat<T> vp,
-                Flat<T> b, Flat<T> epsilon, Flat<T> eta, Flat<T> f, Flat<T> damping, int space_order) {
+                Flat<T> b, Flat<T> epsilon, Flat<T> eta, Flat<T> f, Flat<T> damping,
+                int space_order) {
   sciproxy::tti::TtiDemoInput<T> in;
   in.shape = shape;
   in.spacing = spacing;
@@ -118,14 +121,14 @@ nb::dict flops(int space_order) {
 }  // namespace
 
 void register_tti_demo(nb::module_& m) {
-#define SCIPROXY_DEF(T, suffix)                                                                     \
-  m.def("tti_demo_" suffix, &tti_demo<T>, "shape"_a, "spacing"_a, "dt"_a, "nt"_a, "vp"_a.noconvert(), \
-        "b"_a.noconvert(), "epsilon"_a.noconvert(), "eta"_a.noconvert(), "f"_a.noconvert(),          \
-        "theta"_a.noconvert(), "phi"_a.noconvert(), "damping"_a.noconvert(), "source_position"_a,    \
-        "source_amplitudes"_a.noconvert(), "initial_u"_a.noconvert(), "initial_u_prev"_a.noconvert(), \
-        "space_order"_a, "form"_a, "nparallel"_a, "device"_a);                                      \
-  m.def("tti_demo_dt_limit_" suffix, &dt_limit<T>, "shape"_a, "spacing"_a, "vp"_a.noconvert(),      \
-        "b"_a.noconvert(), "epsilon"_a.noconvert(), "eta"_a.noconvert(), "f"_a.noconvert(),          \
+#define SCIPROXY_DEF(T, suffix)                                                                 \
+  m.def("tti_demo_" suffix, &tti_demo<T>, "shape"_a, "spacing"_a, "dt"_a, "nt"_a,               \
+        "vp"_a.noconvert(), "b"_a.noconvert(), "epsilon"_a.noconvert(), "eta"_a.noconvert(),    \
+        "f"_a.noconvert(), "theta"_a.noconvert(), "phi"_a.noconvert(), "damping"_a.noconvert(), \
+        "source_position"_a, "source_amplitudes"_a.noconvert(), "initial_u"_a.noconvert(),      \
+        "initial_u_prev"_a.noconvert(), "space_order"_a, "form"_a, "nparallel"_a, "device"_a);  \
+  m.def("tti_demo_dt_limit_" suffix, &dt_limit<T>, "shape"_a, "spacing"_a, "vp"_a.noconvert(),  \
+        "b"_a.noconvert(), "epsilon"_a.noconvert(), "eta"_a.noconvert(), "f"_a.noconvert(),     \
         "damping"_a.noconvert(), "space_order"_a);
   SCIPROXY_DEF(float, "float32")
   SCIPROXY_DEF(double, "float64")

@@ -51,7 +51,6 @@ Locations locations_of(nb::handle h, const std::string& name) {
   return a;
 }
 
-
 // Options: the dict the Python layer builds (every key present).
 wv::ScalarOptions options_of(const nb::dict& d) {
   wv::ScalarOptions o;
@@ -64,19 +63,25 @@ wv::ScalarOptions options_of(const nb::dict& d) {
     const auto origin = nb::cast<std::vector<std::int64_t>>(d["origin"]);
     o.origin.emplace();
     o.origin->fill(0);
-    for (std::size_t i = 0; i < o.origin->size() && i < origin.size(); ++i) (*o.origin)[i] = origin[i];
+    for (std::size_t i = 0; i < o.origin->size() && i < origin.size(); ++i)
+      (*o.origin)[i] = origin[i];
   }
   o.pml_freq = nb::cast<double>(d["pml_freq"]);
   o.max_vel = nb::cast<double>(d["max_vel"]);
-  o.model_gradient_sampling_interval = nb::cast<std::int64_t>(d["model_gradient_sampling_interval"]);
+  o.model_gradient_sampling_interval =
+      nb::cast<std::int64_t>(d["model_gradient_sampling_interval"]);
   o.freq_taper_frac = nb::cast<double>(d["freq_taper_frac"]);
   o.time_pad_frac = nb::cast<double>(d["time_pad_frac"]);
   o.time_taper = nb::cast<bool>(d["time_taper"]);
   const auto storage = nb::cast<std::string>(d["storage_mode"]);
-  if (storage == "device") o.storage = wv::StorageMode::device;
-  else if (storage == "cpu" || storage == "host") o.storage = wv::StorageMode::host;
-  else if (storage == "disk") o.storage = wv::StorageMode::disk;
-  else if (storage == "none") o.storage = wv::StorageMode::none;
+  if (storage == "device")
+    o.storage = wv::StorageMode::device;
+  else if (storage == "cpu" || storage == "host")
+    o.storage = wv::StorageMode::host;
+  else if (storage == "disk")
+    o.storage = wv::StorageMode::disk;
+  else if (storage == "none")
+    o.storage = wv::StorageMode::none;
   else
     sciproxy::throw_invalid_argument("storage_mode", "'device', 'cpu', 'disk' or 'none'",
                                      "'" + storage + "'");
@@ -209,11 +214,12 @@ nb::dict timers_to_python(const sciproxy::Timers& timers) {
 // scalar_<dtype>(v, nmodels, ndim, shape, spacing, dt, nt, nshots, nsources, nreceivers,
 //                source_amplitudes, source_locations, receiver_locations, options, initial, device)
 template <class T>
-nb::dict scalar(nb::handle v, std::int64_t nmodels, int ndim, const std::vector<std::int64_t>& shape,
-                const std::vector<double>& spacing, double dt, std::int64_t nt, std::int64_t nshots,
-                std::int64_t nsources, std::int64_t nreceivers, nb::handle amplitudes,
-                nb::handle source_locations, nb::handle receiver_locations, nb::dict options,
-                nb::handle initial, const std::string& device_spec) {
+nb::dict scalar(nb::handle v, std::int64_t nmodels, int ndim,
+                const std::vector<std::int64_t>& shape, const std::vector<double>& spacing,
+                double dt, std::int64_t nt, std::int64_t nshots, std::int64_t nsources,
+                std::int64_t nreceivers, nb::handle amplitudes, nb::handle source_locations,
+                nb::handle receiver_locations, nb::dict options, nb::handle initial,
+                const std::string& device_spec) {
   const Inputs<T> x = inputs_of<T>(v, nmodels, ndim, shape, spacing, dt, nt, nshots, nsources,
                                    nreceivers, amplitudes, source_locations, receiver_locations);
   const wv::ScalarOptions opt = options_of(options);
@@ -237,10 +243,10 @@ template <class T>
 nb::dict scalar_gradient(nb::handle v, std::int64_t nmodels, int ndim,
                          const std::vector<std::int64_t>& shape, const std::vector<double>& spacing,
                          double dt, std::int64_t nt, std::int64_t nshots, std::int64_t nsources,
-                         std::int64_t nreceivers, nb::handle amplitudes, nb::handle source_locations,
-                         nb::handle receiver_locations, nb::dict options, nb::handle initial,
-                         nb::handle grad_receivers, nb::handle grad_final,
-                         const std::string& device_spec) {
+                         std::int64_t nreceivers, nb::handle amplitudes,
+                         nb::handle source_locations, nb::handle receiver_locations,
+                         nb::dict options, nb::handle initial, nb::handle grad_receivers,
+                         nb::handle grad_final, const std::string& device_spec) {
   const Inputs<T> x = inputs_of<T>(v, nmodels, ndim, shape, spacing, dt, nt, nshots, nsources,
                                    nreceivers, amplitudes, source_locations, receiver_locations);
   const wv::ScalarOptions opt = options_of(options);
@@ -273,12 +279,14 @@ nb::dict scalar_gradient(nb::handle v, std::int64_t nmodels, int ndim,
 // scalar_born_<dtype>(<scalar's arguments up to options>, scatter, bg_receiver_locations,
 //                     initial, initial_scattered, device); nbg receivers from the locations' shape.
 template <class T>
-nb::dict scalar_born(nb::handle v, std::int64_t nmodels, int ndim, const std::vector<std::int64_t>& shape,
-                     const std::vector<double>& spacing, double dt, std::int64_t nt, std::int64_t nshots,
-                     std::int64_t nsources, std::int64_t nreceivers, nb::handle amplitudes,
-                     nb::handle source_locations, nb::handle receiver_locations, nb::dict options,
-                     nb::handle scatter, nb::handle bg_receiver_locations, std::int64_t nbg_receivers,
-                     nb::handle initial, nb::handle initial_scattered, const std::string& device_spec) {
+nb::dict scalar_born(nb::handle v, std::int64_t nmodels, int ndim,
+                     const std::vector<std::int64_t>& shape, const std::vector<double>& spacing,
+                     double dt, std::int64_t nt, std::int64_t nshots, std::int64_t nsources,
+                     std::int64_t nreceivers, nb::handle amplitudes, nb::handle source_locations,
+                     nb::handle receiver_locations, nb::dict options, nb::handle scatter,
+                     nb::handle bg_receiver_locations, std::int64_t nbg_receivers,
+                     nb::handle initial, nb::handle initial_scattered,
+                     const std::string& device_spec) {
   const Inputs<T> x = inputs_of<T>(v, nmodels, ndim, shape, spacing, dt, nt, nshots, nsources,
                                    nreceivers, amplitudes, source_locations, receiver_locations);
   const Array<T> sc = array_of<T>(scatter, "scatter");
@@ -319,9 +327,10 @@ nb::dict scalar_born(nb::handle v, std::int64_t nmodels, int ndim, const std::ve
 //                              source_gradient, device)
 template <class T>
 nb::dict scalar_born_gradient(nb::handle v, std::int64_t nmodels, int ndim,
-                              const std::vector<std::int64_t>& shape, const std::vector<double>& spacing,
-                              double dt, std::int64_t nt, std::int64_t nshots, std::int64_t nsources,
-                              std::int64_t nreceivers, nb::handle amplitudes, nb::handle source_locations,
+                              const std::vector<std::int64_t>& shape,
+                              const std::vector<double>& spacing, double dt, std::int64_t nt,
+                              std::int64_t nshots, std::int64_t nsources, std::int64_t nreceivers,
+                              nb::handle amplitudes, nb::handle source_locations,
                               nb::handle receiver_locations, nb::dict options, nb::handle scatter,
                               nb::handle bg_receiver_locations, std::int64_t nbg_receivers,
                               nb::handle initial, nb::handle grad_receivers, nb::handle grad_bg,
@@ -385,18 +394,36 @@ void register_wave(nb::module_& m) {
   m.def("scalar_float64", &scalar<double>, "v"_a, "nmodels"_a, "ndim"_a, "shape"_a, "spacing"_a,
         "dt"_a, "nt"_a, "nshots"_a, "nsources"_a, "nreceivers"_a, "source_amplitudes"_a,
         "source_locations"_a, "receiver_locations"_a, "options"_a, "initial"_a.none(), "device"_a);
-  m.def("scalar_gradient_float32", &scalar_gradient<float>, "v"_a, "nmodels"_a, "ndim"_a,
-        "shape"_a, "spacing"_a, "dt"_a, "nt"_a, "nshots"_a, "nsources"_a, "nreceivers"_a,
+  m.def("scalar_gradient_float32", &scalar_gradient<float>, "v"_a, "nmodels"_a, "ndim"_a, "shape"_a,
+        "spacing"_a, "dt"_a, "nt"_a, "nshots"_a, "nsources"_a, "nreceivers"_a,
         "source_amplitudes"_a, "source_locations"_a, "receiver_locations"_a, "options"_a,
         "initial"_a.none(), "grad_receiver_amplitudes"_a, "grad_final"_a.none(), "device"_a);
   m.def("scalar_gradient_float64", &scalar_gradient<double>, "v"_a, "nmodels"_a, "ndim"_a,
         "shape"_a, "spacing"_a, "dt"_a, "nt"_a, "nshots"_a, "nsources"_a, "nreceivers"_a,
         "source_amplitudes"_a, "source_locations"_a, "receiver_locations"_a, "options"_a,
         "initial"_a.none(), "grad_receiver_amplitudes"_a, "grad_final"_a.none(), "device"_a);
-  m.def("scalar_born_float32", &scalar_born<float>, "v"_a, "nmodels"_a, "ndim"_a, "shape"_a, "spacing"_a, "dt"_a, "nt"_a, "nshots"_a, "nsources"_a, "nreceivers"_a, "source_amplitudes"_a, "source_locations"_a, "receiver_locations"_a, "options"_a, "scatter"_a, "bg_receiver_locations"_a, "nbg_receivers"_a, "initial"_a.none(), "initial_scattered"_a.none(), "device"_a);
-  m.def("scalar_born_float64", &scalar_born<double>, "v"_a, "nmodels"_a, "ndim"_a, "shape"_a, "spacing"_a, "dt"_a, "nt"_a, "nshots"_a, "nsources"_a, "nreceivers"_a, "source_amplitudes"_a, "source_locations"_a, "receiver_locations"_a, "options"_a, "scatter"_a, "bg_receiver_locations"_a, "nbg_receivers"_a, "initial"_a.none(), "initial_scattered"_a.none(), "device"_a);
-  m.def("scalar_born_gradient_float32", &scalar_born_gradient<float>, "v"_a, "nmodels"_a, "ndim"_a, "shape"_a, "spacing"_a, "dt"_a, "nt"_a, "nshots"_a, "nsources"_a, "nreceivers"_a, "source_amplitudes"_a, "source_locations"_a, "receiver_locations"_a, "options"_a, "scatter"_a, "bg_receiver_locations"_a, "nbg_receivers"_a, "initial"_a.none(), "grad_receiver_amplitudes"_a, "grad_bg_receiver_amplitudes"_a.none(), "source_gradient"_a, "device"_a);
-  m.def("scalar_born_gradient_float64", &scalar_born_gradient<double>, "v"_a, "nmodels"_a, "ndim"_a, "shape"_a, "spacing"_a, "dt"_a, "nt"_a, "nshots"_a, "nsources"_a, "nreceivers"_a, "source_amplitudes"_a, "source_locations"_a, "receiver_locations"_a, "options"_a, "scatter"_a, "bg_receiver_locations"_a, "nbg_receivers"_a, "initial"_a.none(), "grad_receiver_amplitudes"_a, "grad_bg_receiver_amplitudes"_a.none(), "source_gradient"_a, "device"_a);
+  m.def("scalar_born_float32", &scalar_born<float>, "v"_a, "nmodels"_a, "ndim"_a, "shape"_a,
+        "spacing"_a, "dt"_a, "nt"_a, "nshots"_a, "nsources"_a, "nreceivers"_a,
+        "source_amplitudes"_a, "source_locations"_a, "receiver_locations"_a, "options"_a,
+        "scatter"_a, "bg_receiver_locations"_a, "nbg_receivers"_a, "initial"_a.none(),
+        "initial_scattered"_a.none(), "device"_a);
+  m.def("scalar_born_float64", &scalar_born<double>, "v"_a, "nmodels"_a, "ndim"_a, "shape"_a,
+        "spacing"_a, "dt"_a, "nt"_a, "nshots"_a, "nsources"_a, "nreceivers"_a,
+        "source_amplitudes"_a, "source_locations"_a, "receiver_locations"_a, "options"_a,
+        "scatter"_a, "bg_receiver_locations"_a, "nbg_receivers"_a, "initial"_a.none(),
+        "initial_scattered"_a.none(), "device"_a);
+  m.def("scalar_born_gradient_float32", &scalar_born_gradient<float>, "v"_a, "nmodels"_a, "ndim"_a,
+        "shape"_a, "spacing"_a, "dt"_a, "nt"_a, "nshots"_a, "nsources"_a, "nreceivers"_a,
+        "source_amplitudes"_a, "source_locations"_a, "receiver_locations"_a, "options"_a,
+        "scatter"_a, "bg_receiver_locations"_a, "nbg_receivers"_a, "initial"_a.none(),
+        "grad_receiver_amplitudes"_a, "grad_bg_receiver_amplitudes"_a.none(), "source_gradient"_a,
+        "device"_a);
+  m.def("scalar_born_gradient_float64", &scalar_born_gradient<double>, "v"_a, "nmodels"_a, "ndim"_a,
+        "shape"_a, "spacing"_a, "dt"_a, "nt"_a, "nshots"_a, "nsources"_a, "nreceivers"_a,
+        "source_amplitudes"_a, "source_locations"_a, "receiver_locations"_a, "options"_a,
+        "scatter"_a, "bg_receiver_locations"_a, "nbg_receivers"_a, "initial"_a.none(),
+        "grad_receiver_amplitudes"_a, "grad_bg_receiver_amplitudes"_a.none(), "source_gradient"_a,
+        "device"_a);
   m.def("scalar_cfl", &cfl, "ndim"_a, "spacing"_a, "dt"_a, "max_vel"_a,
         "(inner_dt, step_ratio) of Deepwave's CFL rule.");
 }

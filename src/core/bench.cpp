@@ -1,8 +1,6 @@
 // Benchmark repetitions, their statistics, and the environment record that goes with them.
 #include "sciproxy/core/bench.hpp"
 
-#include "core/json.hpp"
-
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -14,10 +12,11 @@
 #include <fstream>
 #include <numeric>
 
-#include "sciproxy/core/version.hpp"
+#include "core/json.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/roofline.hpp"
+#include "sciproxy/core/version.hpp"
 
 namespace sciproxy {
 
@@ -29,7 +28,8 @@ double median_of(std::vector<double> v) {
 }
 
 BenchStats run_benchmark(const std::function<double()>& once, int warmup, int repetitions) {
-  if (repetitions < 1) throw_invalid_argument("repetitions", "at least 1", std::to_string(repetitions));
+  if (repetitions < 1)
+    throw_invalid_argument("repetitions", "at least 1", std::to_string(repetitions));
   if (warmup < 0) throw_invalid_argument("warmup", "0 or more", std::to_string(warmup));
   BenchStats s;
   s.warmup = warmup;
@@ -43,11 +43,15 @@ BenchStats run_benchmark(const std::function<double()>& once, int warmup, int re
 }
 
 nlohmann::json to_json(const BenchStats& s) {
-  return {{"warmup", s.warmup}, {"repetitions", s.seconds.size()}, {"seconds", s.seconds},
-          {"median", s.median}, {"min", s.min}, {"max", s.max}, {"mean", s.mean}};
+  return {{"warmup", s.warmup},   {"repetitions", s.seconds.size()},
+          {"seconds", s.seconds}, {"median", s.median},
+          {"min", s.min},         {"max", s.max},
+          {"mean", s.mean}};
 }
 
-std::string environment_json(int threads) { return environment_record(threads).dump(); }
+std::string environment_json(int threads) {
+  return environment_record(threads).dump();
+}
 
 nlohmann::json environment_record(int threads) {
   char host[256] = {};
@@ -57,9 +61,11 @@ nlohmann::json environment_record(int threads) {
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   nlohmann::json gpus = nlohmann::json::array();
   for (const auto& d : cuda_devices())
-    gpus.push_back({{"index", d.index}, {"name", d.name},
+    gpus.push_back({{"index", d.index},
+                    {"name", d.name},
                     {"compute_capability", fmt::format("{}.{}", d.compute_major, d.compute_minor)},
-                    {"multiprocessors", d.multiprocessors}, {"memory_gib", d.memory_gib}});
+                    {"multiprocessors", d.multiprocessors},
+                    {"memory_gib", d.memory_gib}});
   return {{"sciproxy_version", build_info().version},
           {"git_commit", build_info().git_commit},
           {"compiler", build_info().compiler},

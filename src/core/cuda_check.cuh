@@ -41,21 +41,19 @@ class DeviceGuard {
 
 }  // namespace sciproxy::cuda_detail
 
-#define SCIPROXY_CUDA_CHECK(call)                                                         \
-  do {                                                                                    \
-    const cudaError_t sciproxy_cuda_error_ = (call);                                      \
-    if (sciproxy_cuda_error_ != cudaSuccess)                                              \
-      ::sciproxy::cuda_detail::throw_cuda_error(sciproxy_cuda_error_, #call, __FILE__,    \
-                                                __LINE__);                                \
+#define SCIPROXY_CUDA_CHECK(call)                                                                 \
+  do {                                                                                            \
+    const cudaError_t sciproxy_cuda_error_ = (call);                                              \
+    if (sciproxy_cuda_error_ != cudaSuccess)                                                      \
+      ::sciproxy::cuda_detail::throw_cuda_error(sciproxy_cuda_error_, #call, __FILE__, __LINE__); \
   } while (0)
 
 // After a kernel launch: catches bad launch configurations (asynchronous faults show up at the
 // next synchronising call, which is checked too).
-#define SCIPROXY_CUDA_CHECK_LAUNCH(kernel_name)                                           \
-  do {                                                                                    \
-    const cudaError_t sciproxy_cuda_error_ = cudaGetLastError();                          \
-    if (sciproxy_cuda_error_ != cudaSuccess)                                              \
-      ::sciproxy::cuda_detail::throw_cuda_error(sciproxy_cuda_error_,                     \
-                                                "launch of " kernel_name, __FILE__,       \
-                                                __LINE__);                                \
+#define SCIPROXY_CUDA_CHECK_LAUNCH(kernel_name)                                                 \
+  do {                                                                                          \
+    const cudaError_t sciproxy_cuda_error_ = cudaGetLastError();                                \
+    if (sciproxy_cuda_error_ != cudaSuccess)                                                    \
+      ::sciproxy::cuda_detail::throw_cuda_error(sciproxy_cuda_error_, "launch of " kernel_name, \
+                                                __FILE__, __LINE__);                            \
   } while (0)

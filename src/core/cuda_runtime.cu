@@ -34,9 +34,13 @@ int probe_device_count(cudaError_t* error_out) {
 
 }  // namespace
 
-bool cuda_compiled() { return true; }
+bool cuda_compiled() {
+  return true;
+}
 
-int cuda_device_count() { return probe_device_count(nullptr); }
+int cuda_device_count() {
+  return probe_device_count(nullptr);
+}
 
 std::string cuda_unavailable_reason() {
   cudaError_t error = cudaSuccess;
@@ -195,8 +199,7 @@ double measure_bandwidth_gbs() {
   std::vector<double> seconds;
   for (int r = 0; r < warmup + repetitions; ++r) {
     events.start();
-    triad_kernel<<<blocks, kThreads>>>(a.as<double2>(), b.as<double2>(), c.as<double2>(), 3.0,
-                                       n2);
+    triad_kernel<<<blocks, kThreads>>>(a.as<double2>(), b.as<double2>(), c.as<double2>(), 3.0, n2);
     SCIPROXY_CUDA_CHECK_LAUNCH("triad_kernel");
     const double t = events.stop_seconds();
     if (r >= warmup) seconds.push_back(t);
@@ -219,8 +222,8 @@ double measure_fma_gflops(const cudaDeviceProp& prop) {
 
   auto run = [&](int trips) {
     events.start();
-    fma_kernel<T><<<blocks, kThreads>>>(out.as<T>(), static_cast<T>(0.999999), static_cast<T>(1e-6),
-                                        trips);
+    fma_kernel<T>
+        <<<blocks, kThreads>>>(out.as<T>(), static_cast<T>(0.999999), static_cast<T>(1e-6), trips);
     SCIPROXY_CUDA_CHECK_LAUNCH("fma_kernel");
     return events.stop_seconds();
   };
@@ -248,8 +251,9 @@ Roofline measure_cuda_roofline(int device_index) {
   const int count = cuda_device_count();
   if (count == 0) throw DeviceUnavailable("measure_cuda_roofline: " + cuda_unavailable_reason());
   if (device_index < 0 || device_index >= count)
-    throw DeviceUnavailable("measure_cuda_roofline: no CUDA device " + std::to_string(device_index) +
-                            " (" + std::to_string(count) + " present)");
+    throw DeviceUnavailable("measure_cuda_roofline: no CUDA device " +
+                            std::to_string(device_index) + " (" + std::to_string(count) +
+                            " present)");
   cuda_detail::DeviceGuard guard;
   SCIPROXY_CUDA_CHECK(cudaSetDevice(device_index));
   cudaDeviceProp prop{};

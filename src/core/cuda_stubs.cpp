@@ -12,9 +12,15 @@
 
 namespace sciproxy {
 
-bool cuda_compiled() { return false; }
-int cuda_device_count() { return 0; }
-std::vector<CudaDeviceInfo> cuda_devices() { return {}; }
+bool cuda_compiled() {
+  return false;
+}
+int cuda_device_count() {
+  return 0;
+}
+std::vector<CudaDeviceInfo> cuda_devices() {
+  return {};
+}
 std::string cuda_unavailable_reason() {
   return "sciproxy was built without CUDA (configure with the cuda preset)";
 }

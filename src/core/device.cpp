@@ -13,9 +13,12 @@ namespace sciproxy {
 
 std::string Device::name() const {
   switch (backend) {
-    case Backend::reference: return "reference";
-    case Backend::cpu: return "cpu";
-    case Backend::cuda: return fmt::format("cuda:{}", index);
+    case Backend::reference:
+      return "reference";
+    case Backend::cpu:
+      return "cpu";
+    case Backend::cuda:
+      return fmt::format("cuda:{}", index);
   }
   return "unknown";
 }
@@ -47,20 +50,26 @@ Device select_device(std::string_view spec) {
   }
   if (device.backend == Backend::cuda) {
     if (!cuda_compiled())
-      throw NotCompiled(fmt::format("device \"{}\": the CUDA backend was not compiled into this "
-                                    "build of sciproxy (configure with the cuda preset)", spec));
+      throw NotCompiled(
+          fmt::format("device \"{}\": the CUDA backend was not compiled into this "
+                      "build of sciproxy (configure with the cuda preset)",
+                      spec));
     const int count = cuda_device_count();
     if (count == 0)
       throw DeviceUnavailable(fmt::format("device \"{}\": no CUDA device is present ({})", spec,
                                           cuda_unavailable_reason()));
     if (device.index >= count)
-      throw DeviceUnavailable(fmt::format("device \"{}\": expected a CUDA device index below {}, "
-                                          "got {}", spec, count, device.index));
+      throw DeviceUnavailable(
+          fmt::format("device \"{}\": expected a CUDA device index below {}, "
+                      "got {}",
+                      spec, count, device.index));
   }
   return device;
 }
 
-int max_threads() { return omp_get_max_threads(); }
+int max_threads() {
+  return omp_get_max_threads();
+}
 
 double physical_memory_bytes() {
   const long pages = sysconf(_SC_PHYS_PAGES);
@@ -72,6 +81,8 @@ ThreadCount::ThreadCount(int threads) : previous_(omp_get_max_threads()) {
   if (threads > 0) omp_set_num_threads(threads);
 }
 
-ThreadCount::~ThreadCount() { omp_set_num_threads(previous_); }
+ThreadCount::~ThreadCount() {
+  omp_set_num_threads(previous_);
+}
 
 }  // namespace sciproxy

@@ -6,8 +6,9 @@
 //    sciproxy::<family>::kernels::{reference, cpu, cuda}. Every kernel takes a Context first.
 //  - SCIPROXY_RUN_KERNEL(context, name, args...) calls kernels::<backend>::name for the backend
 //    of context.device: the only switch over backends in the library.
-//  - Builds without CUDA get the cuda kernels from SCIPROXY_STUB_FLOAT_KERNEL in src/core/cuda_stubs.cpp:
-//    every one throws NotCompiled, so every target links in every configuration.
+//  - Builds without CUDA get the cuda kernels from SCIPROXY_STUB_FLOAT_KERNEL in
+//    src/core/cuda_stubs.cpp: every one throws NotCompiled, so every target links in every
+//    configuration.
 //  - Compile-time specialisations (accuracy, space order, ndim) are listed once per family as a
 //    ValueList; with_value() turns the run-time value into the compile-time one.
 #pragma once
@@ -37,9 +38,12 @@ using BackendTag = std::integral_constant<Backend, B>;
 template <class Op>
 decltype(auto) on_backend(Backend backend, Op&& op) {
   switch (backend) {
-    case Backend::reference: return op(BackendTag<Backend::reference>{});
-    case Backend::cpu: return op(BackendTag<Backend::cpu>{});
-    case Backend::cuda: return op(BackendTag<Backend::cuda>{});
+    case Backend::reference:
+      return op(BackendTag<Backend::reference>{});
+    case Backend::cpu:
+      return op(BackendTag<Backend::cpu>{});
+    case Backend::cuda:
+      return op(BackendTag<Backend::cuda>{});
   }
   throw RuntimeError("internal error: a Device names no known backend");
 }
@@ -112,28 +116,30 @@ decltype(auto) with_value(int value, std::string_view argument, Fn&& fn) {
 
 // Runs kernels::<backend>::name(context, args...) for the backend of context.device. Used
 // inside the family's namespace, where `kernels` names its kernel namespace.
-#define SCIPROXY_RUN_KERNEL(context, name, ...)                                         \
-  ::sciproxy::on_backend((context).device.backend, [&](auto backend_tag_) {             \
-    constexpr ::sciproxy::Backend backend_ = decltype(backend_tag_)::value;             \
-    if constexpr (backend_ == ::sciproxy::Backend::reference)                            \
-      return kernels::reference::name((context)__VA_OPT__(, ) __VA_ARGS__);              \
-    else if constexpr (backend_ == ::sciproxy::Backend::cpu)                             \
-      return kernels::cpu::name((context)__VA_OPT__(, ) __VA_ARGS__);                    \
-    else                                                                                 \
-      return kernels::cuda::name((context)__VA_OPT__(, ) __VA_ARGS__);                   \
+#define SCIPROXY_RUN_KERNEL(context, name, ...)                             \
+  ::sciproxy::on_backend((context).device.backend, [&](auto backend_tag_) { \
+    constexpr ::sciproxy::Backend backend_ = decltype(backend_tag_)::value; \
+    if constexpr (backend_ == ::sciproxy::Backend::reference)               \
+      return kernels::reference::name((context)__VA_OPT__(, ) __VA_ARGS__); \
+    else if constexpr (backend_ == ::sciproxy::Backend::cpu)                \
+      return kernels::cpu::name((context)__VA_OPT__(, ) __VA_ARGS__);       \
+    else                                                                    \
+      return kernels::cuda::name((context)__VA_OPT__(, ) __VA_ARGS__);      \
   })
 
 // For src/core/cuda_stubs.cpp: a definition of a templated kernel whose body throws
 // NotCompiled, instantiated for float and double. `signature` is a macro of the value type that
 // spells the kernel's declaration (the one kernels.hpp declares).
-#define SCIPROXY_STUB_FLOAT_KERNEL(signature, kernel_name)              \
-  template <class T>                                                    \
-  signature(T) {                                                        \
-    ::sciproxy::throw_not_compiled(kernel_name);                        \
-  }                                                                     \
-  template signature(float);                                            \
+#define SCIPROXY_STUB_FLOAT_KERNEL(signature, kernel_name) \
+  template <class T>                                       \
+  signature(T) {                                           \
+    ::sciproxy::throw_not_compiled(kernel_name);           \
+  }                                                        \
+  template signature(float);                               \
   template signature(double);
 
 // The same for a kernel that is not a template.
 #define SCIPROXY_STUB_KERNEL(signature, kernel_name) \
-  signature { ::sciproxy::throw_not_compiled(kernel_name); }
+  signature {                                        \
+    ::sciproxy::throw_not_compiled(kernel_name);     \
+  }

@@ -17,9 +17,10 @@ void throw_type_error(std::string_view argument, std::string_view expected, std:
 }
 
 void throw_not_compiled(std::string_view kernel) {
-  throw NotCompiled(fmt::format("{}: the CUDA backend was not compiled into this build of sciproxy "
-                                "(configure with the cuda preset)",
-                                kernel));
+  throw NotCompiled(
+      fmt::format("{}: the CUDA backend was not compiled into this build of sciproxy "
+                  "(configure with the cuda preset)",
+                  kernel));
 }
 
 }  // namespace sciproxy

@@ -2,13 +2,12 @@
 #include "sciproxy/core/harness.hpp"
 
 #include <fmt/format.h>
-
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cmath>
+#include <cstdio>
 #include <ostream>
 
 #include "core/json.hpp"
@@ -32,7 +31,8 @@ long long CaseSettings::get_int(const std::string& name, long long fallback) con
   } catch (const std::exception&) {
     used = 0;
   }
-  require(used == it->second.size() && used > 0, name, "an integer", fmt::format("\"{}\"", it->second));
+  require(used == it->second.size() && used > 0, name, "an integer",
+          fmt::format("\"{}\"", it->second));
   return v;
 }
 
@@ -127,7 +127,9 @@ std::optional<Roofline> roofline_of(const Device& device, int threads, const Har
   try {
     if (auto cached = cached_roofline(device, t)) return cached;
     if (!opt.measure_roofline) return std::nullopt;
-    if (opt.log) *opt.log << fmt::format("Measuring the roofline of {} ({} threads) once ...\n", device.name(), t);
+    if (opt.log)
+      *opt.log << fmt::format("Measuring the roofline of {} ({} threads) once ...\n", device.name(),
+                              t);
     return measure_and_cache_roofline(device, t);
   } catch (const Error& e) {
     if (opt.log) *opt.log << "Roofline unavailable: " << e.what() << "\n";
@@ -138,8 +140,10 @@ std::optional<Roofline> roofline_of(const Device& device, int threads, const Har
 }  // namespace
 
 std::vector<CaseResult> run_case(const CaseEntry& entry, const CaseSettings& settings,
-                                 const std::vector<Device>& devices, const HarnessOptions& options) {
-  require(options.repetitions >= 1, "repetitions", "at least 1", std::to_string(options.repetitions));
+                                 const std::vector<Device>& devices,
+                                 const HarnessOptions& options) {
+  require(options.repetitions >= 1, "repetitions", "at least 1",
+          std::to_string(options.repetitions));
   require(options.warmup >= 0, "warmup", "0 or more", std::to_string(options.warmup));
   ThreadCount thread_count(options.threads);
   const int threads = max_threads();
@@ -149,14 +153,17 @@ std::vector<CaseResult> run_case(const CaseEntry& entry, const CaseSettings& set
     auto reference = entry.make(settings);
     if (options.log) {
       *options.log << fmt::format(
-          "{}: verification: the reference backend runs {} (or the part of it the case checks) ...\n",
+          "{}: verification: the reference backend runs {} (or the part of it the case checks) "
+          "...\n",
           entry.name, reference->label());
       options.log->flush();
     }
     const auto t0 = Clock::now();
     reference->run_reference_window();
     expected = copy_outputs(*reference);
-    if (options.log) *options.log << fmt::format("{}: reference done in {:.2f} s\n", entry.name, seconds_since(t0));
+    if (options.log)
+      *options.log << fmt::format("{}: reference done in {:.2f} s\n", entry.name,
+                                  seconds_since(t0));
   }
 
   const bool show_progress = options.progress && isatty(STDERR_FILENO) != 0;
@@ -168,7 +175,9 @@ std::vector<CaseResult> run_case(const CaseEntry& entry, const CaseSettings& set
     report.kernel = problem->kernel();
     report.device = device;
     report.parameters = problem->parameters();
-    report.parameters.set("threads", device.backend == Backend::cuda ? 0 : (device.backend == Backend::reference ? 1 : threads));
+    report.parameters.set("threads", device.backend == Backend::cuda
+                                         ? 0
+                                         : (device.backend == Backend::reference ? 1 : threads));
     report.roofline = roofline_of(device, threads, options);
     int call = 0;
     auto once = [&]() -> double {
@@ -177,8 +186,9 @@ std::vector<CaseResult> run_case(const CaseEntry& entry, const CaseSettings& set
         problem->start_timing();
       }
       if (show_progress)
-        std::fprintf(stderr, "\r%s%s on %s: %s %d/%d\033[K", options.progress_prefix.c_str(), entry.name.c_str(),
-                     device.name().c_str(), call <= options.warmup ? "warm-up" : "repetition",
+        std::fprintf(stderr, "\r%s%s on %s: %s %d/%d\033[K", options.progress_prefix.c_str(),
+                     entry.name.c_str(), device.name().c_str(),
+                     call <= options.warmup ? "warm-up" : "repetition",
                      call <= options.warmup ? call : call - options.warmup,
                      call <= options.warmup ? options.warmup : options.repetitions);
       const auto t0 = Clock::now();

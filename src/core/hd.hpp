@@ -12,7 +12,8 @@
 #if defined(__CUDA_ARCH__)
 #define SCIPROXY_UNROLL _Pragma("unroll")
 #elif defined(__CUDACC__)
-#define SCIPROXY_UNROLL  // nvcc's host pass: gcc warns on "unroll", nvcc's front end on "GCC unroll"
+#define SCIPROXY_UNROLL  // nvcc's host pass: gcc warns on "unroll", nvcc's front end on "GCC
+                         // unroll"
 #else
 #define SCIPROXY_UNROLL _Pragma("GCC unroll 8")
 #endif

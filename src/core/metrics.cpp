@@ -2,13 +2,15 @@
 // operational intensity and the roofline fraction are computed.
 #include "sciproxy/core/metrics.hpp"
 
-#include "core/json.hpp"
-
 #include <algorithm>
+
+#include "core/json.hpp"
 
 namespace sciproxy {
 
-const char* precision_name(Precision p) { return p == Precision::fp32 ? "fp32" : "fp64"; }
+const char* precision_name(Precision p) {
+  return p == Precision::fp32 ? "fp32" : "fp64";
+}
 
 double Roofline::attainable_gflops(const WorkModel& work) const {
   double bound = std::min(peak_gflops(work.precision), work.intensity() * bandwidth_gbs);
@@ -50,9 +52,12 @@ Rates derive_rates(const WorkModel& work, double seconds, const std::optional<Ro
   }
   if (roof && roof->bandwidth_gbs > 0 && roof->peak_gflops(work.precision) > 0) {
     r.attainable_gflops = roof->attainable_gflops(work);
-    if (r.attainable_gflops >= roof->peak_gflops(work.precision)) r.bound = "compute";
-    else if (r.attainable_gflops >= r.intensity * roof->bandwidth_gbs) r.bound = "memory";
-    else r.bound = "cache";
+    if (r.attainable_gflops >= roof->peak_gflops(work.precision))
+      r.bound = "compute";
+    else if (r.attainable_gflops >= r.intensity * roof->bandwidth_gbs)
+      r.bound = "memory";
+    else
+      r.bound = "cache";
     if (r.attainable_gflops > 0) r.roofline_fraction = r.gflops_per_s / r.attainable_gflops;
   }
   return r;

@@ -23,7 +23,9 @@ Recording::~Recording() {
   if (active_recording == this) active_recording = outer_;
 }
 
-Recording* Recording::active() { return active_recording; }
+Recording* Recording::active() {
+  return active_recording;
+}
 
 bool Recording::passed() const {
   for (const auto& r : reports_)
@@ -46,8 +48,12 @@ std::string Recording::json() const {
   return j.dump(2);
 }
 
-RecordedCall::Suspend::Suspend() : saved_(active_recording) { active_recording = nullptr; }
-RecordedCall::Suspend::~Suspend() { active_recording = saved_; }
+RecordedCall::Suspend::Suspend() : saved_(active_recording) {
+  active_recording = nullptr;
+}
+RecordedCall::Suspend::~Suspend() {
+  active_recording = saved_;
+}
 
 RecordedCall::RecordedCall(std::string kernel, const Device& device, Timers* caller_timers)
     : recording_(active_recording), timers_(caller_timers) {

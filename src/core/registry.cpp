@@ -3,8 +3,8 @@
 // so adding a family adds its folder and its name to that list, and no line here.
 #include "sciproxy/core/harness.hpp"
 
-#define SCIPROXY_FAMILY(family) \
-  namespace sciproxy::family {  \
+#define SCIPROXY_FAMILY(family)                          \
+  namespace sciproxy::family {                           \
   void register_cases(std::vector<CaseEntry>& registry); \
   }
 #include "sciproxy/families.inc"

@@ -1,11 +1,11 @@
 // Kernel report: a Devito-style summary for people, the same numbers as JSON for tools.
 #include "sciproxy/core/report.hpp"
 
-#include "core/json.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
+
+#include "core/json.hpp"
 
 namespace sciproxy {
 
@@ -13,9 +13,9 @@ void KernelReport::print(std::ostream& out) const {
   const std::string unit = work.point_unit == "MAC" ? "GMAC/s" : "GPts/s";
   out << fmt::format("Operator {} ran in {:.4f} s on {}{} [{}]\n", kernel, seconds, device.name(),
                      device.automatic ? " (chosen by auto)" : "", precision_name(work.precision));
-  std::string perf = fmt::format("Global performance: [OI={:.2f}, {:.2f} GFlops/s, {:.3f} {}, {:.2f} GB/s",
-                                 rates.intensity, rates.gflops_per_s, rates.gpoints_per_s, unit,
-                                 rates.gbytes_per_s);
+  std::string perf = fmt::format(
+      "Global performance: [OI={:.2f}, {:.2f} GFlops/s, {:.3f} {}, {:.2f} GB/s", rates.intensity,
+      rates.gflops_per_s, rates.gpoints_per_s, unit, rates.gbytes_per_s);
   if (rates.attainable_gflops > 0)
     perf += fmt::format(", {:.0f}% of roofline ({} bound {:.1f} GFlops/s)",
                         100 * rates.roofline_fraction, rates.bound, rates.attainable_gflops);
@@ -38,11 +38,14 @@ void KernelReport::print(std::ostream& out) const {
 
 void KernelReport::add_check(Comparison c) {
   checks.push_back(std::move(c));
-  const auto failing = std::find_if(checks.begin(), checks.end(), [](const Comparison& x) { return !x.pass; });
+  const auto failing =
+      std::find_if(checks.begin(), checks.end(), [](const Comparison& x) { return !x.pass; });
   verification = failing != checks.end() ? *failing : checks.front();
 }
 
-std::string KernelReport::json() const { return to_json(*this).dump(); }
+std::string KernelReport::json() const {
+  return to_json(*this).dump();
+}
 
 nlohmann::json to_json(const KernelReport& r) {
   nlohmann::json j = {{"kernel", r.kernel},
@@ -69,9 +72,15 @@ void Parameters::set_json(const std::string& name, std::string json_value) {
   entries_.emplace_back(name, std::move(json_value));
 }
 
-void Parameters::set(const std::string& name, double value) { set_json(name, nlohmann::json(value).dump()); }
-void Parameters::set(const std::string& name, long long value) { set_json(name, nlohmann::json(value).dump()); }
-void Parameters::set(const std::string& name, bool value) { set_json(name, nlohmann::json(value).dump()); }
+void Parameters::set(const std::string& name, double value) {
+  set_json(name, nlohmann::json(value).dump());
+}
+void Parameters::set(const std::string& name, long long value) {
+  set_json(name, nlohmann::json(value).dump());
+}
+void Parameters::set(const std::string& name, bool value) {
+  set_json(name, nlohmann::json(value).dump());
+}
 void Parameters::set(const std::string& name, const std::string& value) {
   set_json(name, nlohmann::json(value).dump());
 }
@@ -79,7 +88,9 @@ void Parameters::set(const std::string& name, const std::vector<long long>& valu
   set_json(name, nlohmann::json(value).dump());
 }
 
-std::string Parameters::json() const { return to_json(*this).dump(); }
+std::string Parameters::json() const {
+  return to_json(*this).dump();
+}
 
 nlohmann::json to_json(const Parameters& p) {
   nlohmann::json j = nlohmann::json::object();

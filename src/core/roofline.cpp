@@ -6,8 +6,6 @@
 // flags the rest of the library used.
 #include "sciproxy/core/roofline.hpp"
 
-#include "core/json.hpp"
-
 #include <fmt/format.h>
 #include <omp.h>
 
@@ -19,6 +17,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/json.hpp"
 #include "sciproxy/core/bench.hpp"
 #include "sciproxy/core/error.hpp"
 
@@ -91,21 +90,27 @@ __attribute__((always_inline)) inline T fma_chains(long iterations, T seed) {
   return sum;
 }
 
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-float fma_chains_fp32(long iterations, float seed) { return fma_chains<VecF32>(iterations, seed); }
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) float fma_chains_fp32(
+    long iterations, float seed) {
+  return fma_chains<VecF32>(iterations, seed);
+}
 
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-double fma_chains_fp64(long iterations, double seed) { return fma_chains<VecF64>(iterations, seed); }
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) double
+fma_chains_fp64(long iterations, double seed) {
+  return fma_chains<VecF64>(iterations, seed);
+}
 
 template <class T>
 T fma_chains_dispatch(long iterations, T seed) {
-  if constexpr (sizeof(T) == 4) return fma_chains_fp32(iterations, seed);
-  else return fma_chains_fp64(iterations, seed);
+  if constexpr (sizeof(T) == 4)
+    return fma_chains_fp32(iterations, seed);
+  else
+    return fma_chains_fp64(iterations, seed);
 }
 
 // Sum of n vectors, repeated: loads with no stores, four independent accumulators.
-__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-float read_vectors(const VecF32* data, long n, long repeats) {
+__attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default"))) float read_vectors(
+    const VecF32* data, long n, long repeats) {
   VecF32 s0 = {}, s1 = {}, s2 = {}, s3 = {};
   for (long r = 0; r < repeats; ++r)
     for (long i = 0; i < n; i += 4) {
@@ -175,7 +180,8 @@ double fma_peak_gflops(int threads) {
 std::string cache_key(const Device& device, int threads) {
   if (device.backend == Backend::cuda) {
     const auto devices = cuda_devices();
-    const std::string name = device.index < (int)devices.size() ? devices[device.index].name : "GPU";
+    const std::string name =
+        device.index < (int)devices.size() ? devices[device.index].name : "GPU";
     return fmt::format("cuda|{}", name);
   }
   return fmt::format("cpu|{}|threads={}", cpu_model(), threads);
@@ -209,10 +215,14 @@ Roofline measure_cpu_roofline(int threads) {
 std::string roofline_cache_path() {
   namespace fs = std::filesystem;
   fs::path dir;
-  if (const char* d = std::getenv("SCIPROXY_CACHE_DIR"); d && *d) dir = d;
-  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) dir = fs::path(x) / "sciproxy";
-  else if (const char* h = std::getenv("HOME"); h && *h) dir = fs::path(h) / ".cache" / "sciproxy";
-  else dir = fs::temp_directory_path() / "sciproxy";
+  if (const char* d = std::getenv("SCIPROXY_CACHE_DIR"); d && *d)
+    dir = d;
+  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    dir = fs::path(x) / "sciproxy";
+  else if (const char* h = std::getenv("HOME"); h && *h)
+    dir = fs::path(h) / ".cache" / "sciproxy";
+  else
+    dir = fs::temp_directory_path() / "sciproxy";
   return (dir / "roofline.json").string();
 }
 

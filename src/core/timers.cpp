@@ -1,11 +1,11 @@
 // Nested timer regions and their ICON-style report table.
 #include "sciproxy/core/timers.hpp"
 
-#include "core/json.hpp"
-
 #include <fmt/format.h>
 
 #include <algorithm>
+
+#include "core/json.hpp"
 
 #ifdef SCIPROXY_HAVE_NVTX
 #include <nvtx3/nvToolsExt.h>
@@ -38,7 +38,8 @@ double Timers::Scope::elapsed() const {
 }
 
 Timers::Stat& Timers::stat_for(const std::string& path, int depth) {
-  auto it = std::find_if(stats_.begin(), stats_.end(), [&](const Stat& s) { return s.path == path; });
+  auto it =
+      std::find_if(stats_.begin(), stats_.end(), [&](const Stat& s) { return s.path == path; });
   if (it != stats_.end()) return *it;
   Stat s;
   s.path = path;
@@ -87,13 +88,19 @@ std::string Timers::table() const {
   return out;
 }
 
-std::string Timers::json() const { return to_json(*this).dump(); }
+std::string Timers::json() const {
+  return to_json(*this).dump();
+}
 
 nlohmann::json to_json(const Timers& timers) {
   nlohmann::json regions = nlohmann::json::array();
   for (const auto& s : timers.stats())
-    regions.push_back({{"name", s.path}, {"calls", s.calls}, {"t_min", s.min}, {"t_avg", s.avg()},
-                       {"t_max", s.max}, {"total", s.total}});
+    regions.push_back({{"name", s.path},
+                       {"calls", s.calls},
+                       {"t_min", s.min},
+                       {"t_avg", s.avg()},
+                       {"t_max", s.max},
+                       {"total", s.total}});
   return regions;
 }
 

@@ -1,11 +1,11 @@
 // Error norms of a result against its reference. Accumulates in double whatever the dtypes.
 #include "sciproxy/core/verify.hpp"
 
-#include "core/json.hpp"
-
 #include <fmt/format.h>
 
 #include <cmath>
+
+#include "core/json.hpp"
 
 namespace sciproxy {
 
@@ -23,7 +23,8 @@ Comparison compare(std::span<const T> out, std::span<const U> ref, const Toleran
     if (!std::isfinite(r)) ++c.nan_ref;
     const double d = std::abs(o - r);
     // A NaN difference is the worst of all and stays so.
-    const bool worse = std::isnan(d) ? !std::isnan(c.max_abs) : (!std::isnan(c.max_abs) && d > c.max_abs);
+    const bool worse =
+        std::isnan(d) ? !std::isnan(c.max_abs) : (!std::isnan(c.max_abs) && d > c.max_abs);
     if (worse) {
       c.max_abs = d;
       c.worst_index = i;
@@ -42,22 +43,32 @@ std::string Comparison::summary() const {
   if (!shapes_match) return "FAIL: the result and the reference differ in size";
   std::string s = fmt::format("{}: rel L2 {:.3e}, max abs {:.3e}, max rel {:.3e}, worst at [{}]",
                               pass ? "PASS" : "FAIL", rel_l2, max_abs, max_rel, worst_index);
-  if (nan_out || nan_ref) s += fmt::format(", non-finite: {} in result, {} in reference", nan_out, nan_ref);
+  if (nan_out || nan_ref)
+    s += fmt::format(", non-finite: {} in result, {} in reference", nan_out, nan_ref);
   return s;
 }
 
 nlohmann::json to_json(const Comparison& c) {
-  nlohmann::json j = {{"pass", c.pass},       {"count", c.count},     {"rel_l2", c.rel_l2},
-                      {"max_abs", c.max_abs}, {"max_rel", c.max_rel}, {"worst_index", c.worst_index},
-                      {"nonfinite_result", c.nan_out}, {"nonfinite_reference", c.nan_ref},
+  nlohmann::json j = {{"pass", c.pass},
+                      {"count", c.count},
+                      {"rel_l2", c.rel_l2},
+                      {"max_abs", c.max_abs},
+                      {"max_rel", c.max_rel},
+                      {"worst_index", c.worst_index},
+                      {"nonfinite_result", c.nan_out},
+                      {"nonfinite_reference", c.nan_ref},
                       {"shapes_match", c.shapes_match}};
   if (!c.output.empty()) j["output"] = c.output;
   return j;
 }
 
-template Comparison compare<float, float>(std::span<const float>, std::span<const float>, const Tolerance&);
-template Comparison compare<double, double>(std::span<const double>, std::span<const double>, const Tolerance&);
-template Comparison compare<float, double>(std::span<const float>, std::span<const double>, const Tolerance&);
-template Comparison compare<double, float>(std::span<const double>, std::span<const float>, const Tolerance&);
+template Comparison compare<float, float>(std::span<const float>, std::span<const float>,
+                                          const Tolerance&);
+template Comparison compare<double, double>(std::span<const double>, std::span<const double>,
+                                            const Tolerance&);
+template Comparison compare<float, double>(std::span<const float>, std::span<const double>,
+                                           const Tolerance&);
+template Comparison compare<double, float>(std::span<const double>, std::span<const float>,
+                                           const Tolerance&);
 
 }  // namespace sciproxy

@@ -41,7 +41,8 @@ void check_grid(const Grid& grid) {
 }
 
 bool is_ignored(const std::int64_t* location, int ndim) {
-  return std::all_of(location, location + ndim, [](std::int64_t c) { return c == kIgnoreLocation; });
+  return std::all_of(location, location + ndim,
+                     [](std::int64_t c) { return c == kIgnoreLocation; });
 }
 
 void check_locations(std::span<const std::int64_t> loc, std::int64_t nshots, std::int64_t count,

@@ -32,8 +32,8 @@
 
 #include "core/cuda_check.cuh"
 #include "core/cuda_resources.cuh"
-#include "sciproxy/core/error.hpp"
 #include "core/hd.hpp"
+#include "sciproxy/core/error.hpp"
 #include "tti/kernels.hpp"
 #include "tti/math.hpp"
 

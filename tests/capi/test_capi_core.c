@@ -6,9 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sciproxy/sciproxy.h"
-
 #include "check.h"
+#include "sciproxy/sciproxy.h"
 
 static void test_info(void) {
   char name[32];

@@ -3,9 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "sciproxy/sciproxy.h"
-
 #include "check.h"
+#include "sciproxy/sciproxy.h"
 
 int main(void) {
   const double a0[] = {1, 2, 3}, a1[] = {-1, -2, -3};

@@ -9,9 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sciproxy/sciproxy.h"
-
 #include "check.h"
+#include "sciproxy/sciproxy.h"
 
 enum { N0 = 10, N1 = 11, N2 = 12, CELLS = N0 * N1 * N2, NT = 40, NSHOTS = 2, NSRC = 1, NREC = 3 };
 

@@ -9,9 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sciproxy/sciproxy.h"
-
 #include "check.h"
+#include "sciproxy/sciproxy.h"
 
 enum { NZ = 24, NX = 30, NT = 60, NSHOTS = 2, NSRC = 1, NREC = 5 };
 

@@ -26,7 +26,8 @@ TEST(Bench, WarmupThenRepetitionsWithStatistics) {
 
 TEST(Bench, EnvironmentRecordHasWhatComparisonsNeed) {
   const auto env = environment_record();
-  for (const char* key : {"cpu_model", "threads", "gpus", "compiler", "flags", "git_commit", "date"})
+  for (const char* key :
+       {"cpu_model", "threads", "gpus", "compiler", "flags", "git_commit", "date"})
     EXPECT_TRUE(env.contains(key)) << key;
 }
 

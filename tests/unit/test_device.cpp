@@ -1,6 +1,5 @@
 // Device strings and run-time selection.
 #include <gtest/gtest.h>
-
 #include <omp.h>
 
 #include "sciproxy/core/device.hpp"
@@ -22,7 +21,8 @@ TEST(Device, RejectsBadStrings) {
       parse_device(bad);
       FAIL() << "accepted \"" << bad << "\"";
     } catch (const InvalidArgument& e) {
-      EXPECT_NE(std::string(e.what()).find("device: expected one of"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("device: expected one of"), std::string::npos)
+          << e.what();
     }
   }
 }

@@ -57,7 +57,9 @@ class ScaleCase final : public Case {
 };
 
 CaseEntry scale_entry() {
-  return {"scale", "test", "y = 3 x",
+  return {"scale",
+          "test",
+          "y = 3 x",
           [](const CaseSettings& s) { return std::make_unique<ScaleCase>(s); },
           {CaseSettings{}}};
 }

@@ -117,7 +117,8 @@ std::vector<T> random_vector(std::size_t n, std::uint64_t seed) {
 template <class A, class B>
 double dot(const A& a, const B& b) {
   double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += static_cast<double>(a[i]) * static_cast<double>(b[i]);
+  for (std::size_t i = 0; i < a.size(); ++i)
+    s += static_cast<double>(a[i]) * static_cast<double>(b[i]);
   return s;
 }
 

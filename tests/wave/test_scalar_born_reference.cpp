@@ -40,8 +40,8 @@ class BornDot : public ::testing::TestWithParam<DotCase> {};
 
 TEST_P(BornDot, ImageIsTheAdjointOfTheBornOperator) {
   const DotCase c = GetParam();
-  const auto p = random_born(c.ndim, c.shape, c.nshots, 2, 3, 2, c.nt, c.dt_over_cfl, 11,
-                             c.nmodels);
+  const auto p =
+      random_born(c.ndim, c.shape, c.nshots, 2, 3, 2, c.nt, c.dt_over_cfl, 11, c.nmodels);
   ScalarOptions opt;
   opt.accuracy = c.accuracy;
   opt.pml_width = c.pml;
@@ -68,15 +68,16 @@ TEST_P(BornDot, ImageIsTheAdjointOfTheBornOperator) {
 const std::array<std::int64_t, 6> kPml4 = {4, 4, 4, 4, 4, 4};
 INSTANTIATE_TEST_SUITE_P(
     Cases, BornDot,
-    ::testing::Values(DotCase{"1d_a2", 1, 2, {30, 1, 1}, 2, 1, 40, 0.9, kPml4},
-                      DotCase{"1d_a8_resampled", 1, 8, {30, 1, 1}, 1, 1, 20, 2.5, kPml4},
-                      DotCase{"2d_a4", 2, 4, {14, 12, 1}, 2, 1, 30, 0.9, kPml4},
-                      DotCase{"2d_a6_odd_nt", 2, 6, {12, 13, 1}, 1, 1, 31, 0.8, kPml4},
-                      DotCase{"2d_a4_resampled", 2, 4, {12, 12, 1}, 1, 1, 15, 3.2, kPml4},
-                      DotCase{"2d_a4_no_pml", 2, 4, {12, 12, 1}, 1, 1, 25, 0.9, {0, 0, 0, 0, 0, 0}},
-                      DotCase{"2d_a8_per_side_pml", 2, 8, {12, 14, 1}, 1, 1, 25, 0.9, {0, 3, 5, 2, 0, 0}},
-                      DotCase{"2d_a4_per_shot_models", 2, 4, {12, 12, 1}, 3, 3, 20, 0.9, kPml4},
-                      DotCase{"3d_a4", 3, 4, {8, 9, 7}, 1, 1, 15, 0.9, {3, 3, 3, 3, 3, 3}}),
+    ::testing::Values(
+        DotCase{"1d_a2", 1, 2, {30, 1, 1}, 2, 1, 40, 0.9, kPml4},
+        DotCase{"1d_a8_resampled", 1, 8, {30, 1, 1}, 1, 1, 20, 2.5, kPml4},
+        DotCase{"2d_a4", 2, 4, {14, 12, 1}, 2, 1, 30, 0.9, kPml4},
+        DotCase{"2d_a6_odd_nt", 2, 6, {12, 13, 1}, 1, 1, 31, 0.8, kPml4},
+        DotCase{"2d_a4_resampled", 2, 4, {12, 12, 1}, 1, 1, 15, 3.2, kPml4},
+        DotCase{"2d_a4_no_pml", 2, 4, {12, 12, 1}, 1, 1, 25, 0.9, {0, 0, 0, 0, 0, 0}},
+        DotCase{"2d_a8_per_side_pml", 2, 8, {12, 14, 1}, 1, 1, 25, 0.9, {0, 3, 5, 2, 0, 0}},
+        DotCase{"2d_a4_per_shot_models", 2, 4, {12, 12, 1}, 3, 3, 20, 0.9, kPml4},
+        DotCase{"3d_a4", 3, 4, {8, 9, 7}, 1, 1, 15, 0.9, {3, 3, 3, 3, 3, 3}}),
     [](const ::testing::TestParamInfo<DotCase>& i) { return std::string(i.param.name); });
 
 // The scattered data is the derivative of scalar()'s data in the direction scatter.
@@ -103,7 +104,8 @@ TEST(BornJvp, MatchesCentralFiniteDifferences) {
       std::vector<double> fd(plus.size());
       for (std::size_t i = 0; i < fd.size(); ++i) fd[i] = (plus[i] - minus[i]) / (2 * eps);
       // Truncation O(eps^2 |s|^2/|v|^2) ~ 1e-12 and rounding ~1e-16 / 1e-6: 1e-7 has margin.
-      EXPECT_LT(rel_l2(born.receiver_amplitudes, fd), 1e-7) << "ndim " << ndim << " ratio " << ratio;
+      EXPECT_LT(rel_l2(born.receiver_amplitudes, fd), 1e-7)
+          << "ndim " << ndim << " ratio " << ratio;
       // The background receivers record scalar() itself.
       auto bg = p;
       bg.nreceivers = p.nbg;

@@ -36,16 +36,17 @@ struct CudaDeviceInfo {
   double memory_gib = 0;
 };
 
-bool cuda_compiled();                               // was the CUDA backend built?
-int cuda_device_count();                            // 0 when not built or no GPU
-std::vector<CudaDeviceInfo> cuda_devices();         // empty when not built or no GPU
-std::string cuda_unavailable_reason();              // why cuda_device_count() is 0, for messages
+bool cuda_compiled();                        // was the CUDA backend built?
+int cuda_device_count();                     // 0 when not built or no GPU
+std::vector<CudaDeviceInfo> cuda_devices();  // empty when not built or no GPU
+std::string cuda_unavailable_reason();       // why cuda_device_count() is 0, for messages
 
 int max_threads();  // OpenMP threads a parallel region gets by default
 
 double physical_memory_bytes();  // of this host; 0 when unknown
 
-// Sets the OpenMP thread count for the lifetime of the object (nparallel arguments), then restores it.
+// Sets the OpenMP thread count for the lifetime of the object (nparallel arguments), then restores
+// it.
 class ThreadCount {
  public:
   explicit ThreadCount(int threads);  // threads <= 0 leaves the count as it is

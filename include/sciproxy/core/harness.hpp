@@ -29,8 +29,10 @@ struct CaseSettings {
   std::map<std::string, std::string> values;
   bool has(const std::string& name) const { return values.count(name) > 0; }
   std::string get(const std::string& name, const std::string& fallback) const;
-  long long get_int(const std::string& name, long long fallback) const;   // InvalidArgument if not an integer
-  double get_real(const std::string& name, double fallback) const;        // InvalidArgument if not a number
+  long long get_int(const std::string& name,
+                    long long fallback) const;  // InvalidArgument if not an integer
+  double get_real(const std::string& name,
+                  double fallback) const;  // InvalidArgument if not a number
   // Refuses a name the case does not know (InvalidArgument listing the known ones): a misspelt
   // size would otherwise run the default problem silently.
   void check_known(const std::vector<std::string>& known) const;

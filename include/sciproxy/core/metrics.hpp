@@ -15,11 +15,11 @@ enum class Precision { fp32, fp64 };
 const char* precision_name(Precision p);
 
 struct WorkModel {
-  double points = 0;              // points updated, or multiply-adds where point_unit is "MAC"
+  double points = 0;               // points updated, or multiply-adds where point_unit is "MAC"
   std::string point_unit = "Pts";  // "Pts" (GPts/s) or "MAC" (GMAC/s)
-  double flops = 0;               // floating-point operations the implemented expressions do
-  double bytes = 0;               // compulsory bytes: each input read once, each output written once
-  double cache_bytes = 0;         // bytes the algorithm streams from cache (0: not declared)
+  double flops = 0;                // floating-point operations the implemented expressions do
+  double bytes = 0;        // compulsory bytes: each input read once, each output written once
+  double cache_bytes = 0;  // bytes the algorithm streams from cache (0: not declared)
   Precision precision = Precision::fp64;
 
   double intensity() const { return bytes > 0 ? flops / bytes : 0.0; }  // flop per byte
@@ -27,13 +27,13 @@ struct WorkModel {
 
 // The ceilings of one machine at one thread count (or one GPU), measured by roofline.hpp.
 struct Roofline {
-  std::string machine;        // CPU model or GPU name
-  int threads = 0;            // 0 for a GPU
-  double bandwidth_gbs = 0;   // STREAM-like triad, GB/s (1e9 bytes)
+  std::string machine;             // CPU model or GPU name
+  int threads = 0;                 // 0 for a GPU
+  double bandwidth_gbs = 0;        // STREAM-like triad, GB/s (1e9 bytes)
   double cache_bandwidth_gbs = 0;  // streaming reads of an L2-resident buffer; 0 for a GPU
   double peak_gflops_fp32 = 0;
   double peak_gflops_fp64 = 0;
-  double load_average = 0;    // of the machine while it was measured: high means low ceilings
+  double load_average = 0;  // of the machine while it was measured: high means low ceilings
 
   double peak_gflops(Precision p) const {
     return p == Precision::fp32 ? peak_gflops_fp32 : peak_gflops_fp64;
@@ -44,14 +44,13 @@ struct Roofline {
 
 struct Rates {
   double seconds = 0;
-  double gpoints_per_s = 0;   // GPts/s or GMAC/s, as the work model's point_unit says
+  double gpoints_per_s = 0;  // GPts/s or GMAC/s, as the work model's point_unit says
   double gflops_per_s = 0;
   double gbytes_per_s = 0;
-  double intensity = 0;       // flop per compulsory byte
-  double attainable_gflops = 0;  // roofline bound of this work; 0 when no roofline is known
-  double roofline_fraction = 0;  // achieved / attainable; 0 when no roofline is known
+  double intensity = 0;           // flop per compulsory byte
+  double attainable_gflops = 0;   // roofline bound of this work; 0 when no roofline is known
+  double roofline_fraction = 0;   // achieved / attainable; 0 when no roofline is known
   std::string bound = "unknown";  // which ceiling binds: "compute", "memory", "cache"
-
 };
 
 Rates derive_rates(const WorkModel& work, double seconds, const std::optional<Roofline>& roof);

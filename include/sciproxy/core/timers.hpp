@@ -46,10 +46,13 @@ class Timers {
 
   const std::vector<Stat>& stats() const { return stats_; }
   const Stat* find(std::string_view path) const;
-  void clear() { stats_.clear(); open_.clear(); }
+  void clear() {
+    stats_.clear();
+    open_.clear();
+  }
 
   std::string table() const;  // aligned text table, one row per region, children indented
-  std::string json() const;  // [{"path", "calls", "min", "avg", "max", "total"}, ...]
+  std::string json() const;   // [{"path", "calls", "min", "avg", "max", "total"}, ...]
 
  private:
   void open(std::string_view name);

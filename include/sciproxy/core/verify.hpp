@@ -10,7 +10,7 @@
 namespace sciproxy {
 
 struct Tolerance {
-  double rel_l2 = 0;                                          // bound on ||out-ref|| / ||ref||
+  double rel_l2 = 0;                                         // bound on ||out-ref|| / ||ref||
   double max_abs = std::numeric_limits<double>::infinity();  // bound on max |out-ref|
 };
 
