@@ -23,7 +23,8 @@ module sciproxy
   ! Status codes (sciproxy_status, c/core.h).
   integer(c_int), parameter, public :: SCIPROXY_OK = 0, SCIPROXY_ERROR_INVALID_ARGUMENT = 1, &
     SCIPROXY_ERROR_TYPE = 2, SCIPROXY_ERROR_NOT_COMPILED = 3, &
-    SCIPROXY_ERROR_DEVICE_UNAVAILABLE = 4, SCIPROXY_ERROR_IO = 5, SCIPROXY_ERROR_RUNTIME = 6
+    SCIPROXY_ERROR_DEVICE_UNAVAILABLE = 4, SCIPROXY_ERROR_IO = 5, SCIPROXY_ERROR_RUNTIME = 6, &
+    SCIPROXY_ERROR_CANCELLED = 7, SCIPROXY_ERROR_OUT_OF_MEMORY = 8
   ! sciproxy_storage_mode (c/wave.h) and sciproxy_tti_demo_form (c/tti.h).
   integer(c_int), parameter, public :: SCIPROXY_STORAGE_DEVICE = 0, SCIPROXY_STORAGE_HOST = 1, &
     SCIPROXY_STORAGE_DISK = 2, SCIPROXY_STORAGE_NONE = 3

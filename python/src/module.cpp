@@ -247,6 +247,12 @@ NB_MODULE(_sciproxy, m) {
       PyErr_SetString(PyExc_ValueError, e.what());
     } catch (const sciproxy::TypeError& e) {
       PyErr_SetString(PyExc_TypeError, e.what());
+    } catch (const sciproxy::OutOfMemory& e) {
+      PyErr_SetString(PyExc_MemoryError, e.what());
+    } catch (const sciproxy::Cancelled& e) {
+      // A signal handler's exception (KeyboardInterrupt) is already set when Python's own
+      // signal check stopped the run; otherwise the caller's cancellation stopped it.
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyboardInterrupt, e.what());
     } catch (const sciproxy::Error& e) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
     }

@@ -35,7 +35,7 @@ sciproxy_status guarded(F&& body) {
     return static_cast<sciproxy_status>(e.code());
   } catch (const std::bad_alloc&) {
     set_last_error("out of memory");
-    return SCIPROXY_ERROR_RUNTIME;
+    return SCIPROXY_ERROR_OUT_OF_MEMORY;
   } catch (const std::exception& e) {
     set_last_error(e.what());
     return SCIPROXY_ERROR_RUNTIME;

@@ -26,7 +26,7 @@
  * - Every function returns a sciproxy_status: SCIPROXY_OK (0), or an error code; then
  *   sciproxy_last_error() gives the message on the calling thread, naming the argument, what
  *   was expected and what came. No function throws, aborts or exits, whatever it is given
- *   (out of memory included: SCIPROXY_ERROR_RUNTIME, "out of memory").
+ *   (an allocation that fails: SCIPROXY_ERROR_OUT_OF_MEMORY, "out of memory").
  * - Strings (device names) are NUL-terminated; the library copies what it keeps.
  * - Fortran: fortran/sciproxy.f90 mirrors every struct as a bind(c) derived type and binds
  *   every function (iso_c_binding). */
@@ -49,7 +49,9 @@ typedef enum sciproxy_status {
   SCIPROXY_ERROR_NOT_COMPILED = 3,       /* the backend was not built */
   SCIPROXY_ERROR_DEVICE_UNAVAILABLE = 4, /* built, but the hardware is absent */
   SCIPROXY_ERROR_IO = 5,                 /* a file could not be read or written */
-  SCIPROXY_ERROR_RUNTIME = 6             /* anything else (out of memory, a misuse of state) */
+  SCIPROXY_ERROR_RUNTIME = 6,            /* anything else (a misuse of state, ...) */
+  SCIPROXY_ERROR_CANCELLED = 7,          /* the caller's cancellation stopped the run */
+  SCIPROXY_ERROR_OUT_OF_MEMORY = 8       /* more memory needed than the process may use */
 } sciproxy_status;
 
 /* Message of the last error on this thread ("" when the last call succeeded). Valid until the

@@ -18,6 +18,8 @@ enum class ErrorCode : int {
   device_unavailable = 4,  // the backend was built, the hardware is absent -> RuntimeError
   io_error = 5,            // a file could not be read or written     -> RuntimeError
   runtime_error = 6,       // anything else that went wrong at run time -> RuntimeError
+  cancelled = 7,           // the caller asked the run to stop          -> KeyboardInterrupt
+  out_of_memory = 8,       // the call needs more memory than is available -> MemoryError
 };
 
 class Error : public std::runtime_error {
@@ -52,6 +54,18 @@ class IoError : public Error {
 class RuntimeError : public Error {
  public:
   explicit RuntimeError(const std::string& m) : Error(ErrorCode::runtime_error, m) {}
+};
+// The run stopped between steps because its cancellation was requested (core/cancel.hpp);
+// nothing the caller owns was left half-written.
+class Cancelled : public Error {
+ public:
+  explicit Cancelled(const std::string& m) : Error(ErrorCode::cancelled, m) {}
+};
+// Refused before allocating: the call needs more memory than the process may use
+// (core/resources.hpp), or an allocation failed.
+class OutOfMemory : public Error {
+ public:
+  explicit OutOfMemory(const std::string& m) : Error(ErrorCode::out_of_memory, m) {}
 };
 
 // The one way to report bad input: names the argument, what was expected and what came.
