@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "sciproxy/core/error.hpp"
+#include "sciproxy/core/resources.hpp"
 #include "sciproxy/core/roofline.hpp"
 
 extern char** environ;
@@ -24,13 +25,15 @@ extern char** environ;
 namespace sciproxy::app {
 
 void check_threads(int threads) {
-  if (threads < 0)
-    throw UsageError(
-        fmt::format("--threads: expected 0 (all) or a positive count, got {}", threads));
+  try {
+    resolve_threads(threads, "--threads");
+  } catch (const InvalidArgument& e) {
+    throw UsageError(e.what());
+  }
 }
 
 int effective_threads(int threads) {
-  return threads > 0 ? threads : max_threads();
+  return resolve_threads(threads, "--threads");
 }
 
 void check_repetitions(int reps, std::string_view option) {

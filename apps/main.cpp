@@ -91,6 +91,8 @@ int main(int argc, char** argv) {
     return fail(kUsage, e.what());
   } catch (const TypeError& e) {
     return fail(kUsage, e.what());
+  } catch (const OutOfMemory& e) {  // refused up front: a problem too large for this machine
+    return fail(kUsage, e.what());
   } catch (const Error& e) {
     return fail(kRuntimeFailure, e.what());
   } catch (const std::bad_alloc&) {

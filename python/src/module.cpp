@@ -20,6 +20,7 @@
 #include "arrays.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
+#include "sciproxy/core/resources.hpp"
 #include "sciproxy/core/roofline.hpp"
 #include "sciproxy/core/version.hpp"
 #include "sciproxy/stack.hpp"
@@ -239,6 +240,7 @@ void register_recording(nb::module_& m);  // recording_bindings.cpp
 NB_MODULE(_sciproxy, m) {
   m.doc() = "sciproxy C++ kernels (use the sciproxy package, not this module, directly)";
   m.attr("__version__") = sciproxy::build_info().version;
+  m.attr("MAX_THREADS") = sciproxy::kMaxThreads;  // the largest nparallel (core/resources.hpp)
 
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {

@@ -12,6 +12,7 @@
 
 #include "core/json.hpp"
 #include "sciproxy/core/error.hpp"
+#include "sciproxy/core/resources.hpp"
 #include "sciproxy/core/roofline.hpp"
 
 namespace sciproxy {
@@ -145,6 +146,7 @@ std::vector<CaseResult> run_case(const CaseEntry& entry, const CaseSettings& set
   require(options.repetitions >= 1, "repetitions", "at least 1",
           std::to_string(options.repetitions));
   require(options.warmup >= 0, "warmup", "0 or more", std::to_string(options.warmup));
+  resolve_threads(options.threads, "threads");
   ThreadCount thread_count(options.threads);
   const int threads = max_threads();
 

@@ -19,6 +19,7 @@
 #include "sciproxy/core/bench.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/harness.hpp"
+#include "sciproxy/core/resources.hpp"
 #include "sciproxy/stack.hpp"
 
 namespace sciproxy::stack {
@@ -29,12 +30,6 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 constexpr double kMaxProblemBytes = 64 * kGiB;
 // Sample indices are int32 (pyrocko's offsets and shifts are); keep every shifted trace inside.
 constexpr std::int64_t kIndexLimit = std::numeric_limits<std::int32_t>::max() / 2;
-
-std::string format_bytes(double bytes) {
-  if (bytes >= kGiB) return fmt::format("{:.1f} GiB", bytes / kGiB);
-  if (bytes >= 1024.0 * 1024) return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024));
-  return fmt::format("{:.1f} KiB", bytes / 1024.0);
-}
 
 // Uniform doubles from the raw 64-bit stream, so the problem for a seed is the same with any
 // standard library (std::uniform_*_distribution is implementation-defined).

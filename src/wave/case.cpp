@@ -48,6 +48,7 @@
 #include "core/json.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/harness.hpp"
+#include "sciproxy/core/resources.hpp"
 #include "sciproxy/wave.hpp"
 
 namespace sciproxy::wave {
@@ -64,12 +65,6 @@ bool is_gradient(Kind k) {
 }
 bool is_born(Kind k) {
   return k == Kind::born || k == Kind::born_gradient;
-}
-
-std::string format_bytes(double bytes) {
-  if (bytes >= kGiB) return fmt::format("{:.1f} GiB", bytes / kGiB);
-  if (bytes >= 1024.0 * 1024) return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024));
-  return fmt::format("{:.1f} KiB", bytes / 1024.0);
 }
 
 StorageMode parse_storage(const std::string& name) {
