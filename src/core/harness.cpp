@@ -71,6 +71,13 @@ const CaseEntry& find_case(const std::string& name) {
   throw_invalid_argument("case", fmt::format("one of {}", known), fmt::format("\"{}\"", name));
 }
 
+Tolerance case_tolerance(const std::string& name, const CaseSettings& settings,
+                         const std::string& output) {
+  const CaseEntry& entry = find_case(name);
+  if (!entry.tolerance) throw RuntimeError(fmt::format("case {} states no tolerance", name));
+  return entry.tolerance(settings, output);
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;

@@ -50,8 +50,8 @@ bool read_field(const std::string& text, const std::string& key, double& value) 
 }
 
 struct CgroupPaths {
-  std::string unified;                 // v2: the path of "0::<path>"
-  std::string memory_v1, cpu_v1;       // v1: the paths of the memory and cpu controllers
+  std::string unified;            // v2: the path of "0::<path>"
+  std::string memory_v1, cpu_v1;  // v1: the paths of the memory and cpu controllers
   bool has_unified = false, has_memory_v1 = false, has_cpu_v1 = false;
 };
 

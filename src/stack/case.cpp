@@ -300,6 +300,10 @@ void register_cases(std::vector<CaseEntry>& registry) {
        {variant("0", "float32"), variant("0", "float64"), variant("1", "float32"),
         variant("1", "float64")},
        parstack_sweep()});
+  registry.back().tolerance = [](const CaseSettings& s, const std::string&) {
+    return parstack_tolerance(s.get("dtype", "float64") == "float32" ? Precision::fp32
+                                                                     : Precision::fp64);
+  };
 }
 
 }  // namespace sciproxy::stack

@@ -67,6 +67,18 @@ bool is_born(Kind k) {
   return k == Kind::born || k == Kind::born_gradient;
 }
 
+// The family's tolerances (case.hpp) per output: a final wavefield gathers the rounding of
+// every step everywhere, so it is held to the state tolerance; what is computed from compressed
+// stored steps to the compressed one.
+Tolerance output_tolerance(Kind kind, Precision p, bool compressed, const std::string& output) {
+  const bool born = is_born(kind);
+  if (output == "wavefield" || output == "scattered_wavefield")
+    return scalar_state_tolerance(p, born);
+  if ((output == "grad_v" || output == "grad_scatter") && compressed)
+    return scalar_compressed_tolerance(p, born);
+  return scalar_tolerance(p, born);
+}
+
 StorageMode parse_storage(const std::string& name) {
   if (name == "device") return StorageMode::device;
   if (name == "host") return StorageMode::host;
@@ -525,15 +537,7 @@ class ScalarCase final : public Case {
   }
 
   Tolerance tolerance(const std::string& output) const override {
-    // The family's tolerances (case.hpp): a final wavefield gathers the rounding of every step
-    // everywhere, so it is held to the state tolerance; what is computed from compressed stored
-    // steps to the compressed one.
-    const bool born = is_born(spec_.kind);
-    if (output == "wavefield" || output == "scattered_wavefield")
-      return scalar_state_tolerance(precision(), born);
-    if ((output == "grad_v" || output == "grad_scatter") && compressed())
-      return scalar_compressed_tolerance(precision(), born);
-    return scalar_tolerance(precision(), born);
+    return output_tolerance(spec_.kind, precision(), compressed(), output);
   }
 
   Parameters details(const KernelReport& report) const override {
@@ -650,10 +654,23 @@ class ScalarCase final : public Case {
   std::vector<Output> outputs_;
 };
 
+// The gradient demos run in float64: their adjoint sums are compared at 1e-12 and 1e-11.
+std::string dtype_setting(const CaseSettings& s, Kind kind) {
+  return s.get("dtype", is_gradient(kind) ? "float64" : "float32");
+}
+
+template <Kind kind>
+Tolerance entry_tolerance(const CaseSettings& s, const std::string& output) {
+  const bool compressed = is_gradient(kind) && s.get_int("storage_compression", 0) == 1 &&
+                          s.get("storage", "device") != "none";
+  return output_tolerance(kind,
+                          dtype_setting(s, kind) == "float64" ? Precision::fp64 : Precision::fp32,
+                          compressed, output);
+}
+
 template <Kind kind>
 std::unique_ptr<Case> make(const CaseSettings& s) {
-  // The gradient demos run in float64: their adjoint sums are compared at 1e-12 and 1e-11.
-  const std::string dtype = s.get("dtype", is_gradient(kind) ? "float64" : "float32");
+  const std::string dtype = dtype_setting(s, kind);
   if (dtype == "float32") return std::make_unique<ScalarCase<float>>(s, kind);
   require(dtype == "float64", "dtype", "float32 or float64", fmt::format("\"{}\"", dtype));
   return std::make_unique<ScalarCase<double>>(s, kind);
@@ -708,6 +725,10 @@ void register_cases(std::vector<CaseEntry>& registry) {
                       "adjoint of Born modelling: migration image and source gradient",
                       make<Kind::born_gradient>,
                       {CaseSettings{}}});
+  registry[registry.size() - 4].tolerance = entry_tolerance<Kind::forward>;
+  registry[registry.size() - 3].tolerance = entry_tolerance<Kind::gradient>;
+  registry[registry.size() - 2].tolerance = entry_tolerance<Kind::born>;
+  registry[registry.size() - 1].tolerance = entry_tolerance<Kind::born_gradient>;
 }
 
 }  // namespace sciproxy::wave

@@ -20,9 +20,10 @@ namespace {
 class FakeTree {
  public:
   FakeTree() {
-    root_ = fs::temp_directory_path() /
-            ("sciproxy-resources-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-             "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    root_ =
+        fs::temp_directory_path() /
+        ("sciproxy-resources-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+         "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(root_);
     fs::create_directories(root_);
   }
@@ -81,8 +82,8 @@ TEST(Resources, HostMemoryWithoutCgroupLimit) {
   t.write("proc/self/cgroup", "0::/\n");
   t.write("cgroup/memory.max", "max\n");
   t.write("cgroup/memory.current", "123\n");
-  const MemoryAvailable m = detail::available_memory_under(
-      t.path("proc/meminfo"), t.path("cgroup"), t.path("proc/self/cgroup"));
+  const MemoryAvailable m = detail::available_memory_under(t.path("proc/meminfo"), t.path("cgroup"),
+                                                           t.path("proc/self/cgroup"));
   EXPECT_DOUBLE_EQ(m.bytes, 20000000.0 * 1024);
   EXPECT_DOUBLE_EQ(m.host_total, 24000000.0 * 1024);
   EXPECT_EQ(m.cgroup_limit, 0);
@@ -98,8 +99,8 @@ TEST(Resources, CgroupV2LimitOfAParentApplies) {
   t.write("cgroup/job/memory.stat", "anon 1\ninactive_file " + std::to_string(0.5 * kGiB) + "\n");
   t.write("cgroup/job/step/memory.max", "max\n");
   t.write("cgroup/job/step/memory.current", "0\n");
-  const MemoryAvailable m = detail::available_memory_under(
-      t.path("proc/meminfo"), t.path("cgroup"), t.path("proc/self/cgroup"));
+  const MemoryAvailable m = detail::available_memory_under(t.path("proc/meminfo"), t.path("cgroup"),
+                                                           t.path("proc/self/cgroup"));
   // 4 GiB less 1.5 GiB used, of which 0.5 GiB is reclaimable page cache.
   EXPECT_DOUBLE_EQ(m.bytes, 3 * kGiB);
   EXPECT_DOUBLE_EQ(m.cgroup_limit, 4 * kGiB);
@@ -114,8 +115,8 @@ TEST(Resources, CgroupV1LimitAndUnlimitedValue) {
   t.write("cgroup/memory/memory.usage_in_bytes", "100\n");
   t.write("cgroup/memory/box/memory.limit_in_bytes", std::to_string(2 * kGiB) + "\n");
   t.write("cgroup/memory/box/memory.usage_in_bytes", std::to_string(0.5 * kGiB) + "\n");
-  const MemoryAvailable m = detail::available_memory_under(
-      t.path("proc/meminfo"), t.path("cgroup"), t.path("proc/self/cgroup"));
+  const MemoryAvailable m = detail::available_memory_under(t.path("proc/meminfo"), t.path("cgroup"),
+                                                           t.path("proc/self/cgroup"));
   EXPECT_DOUBLE_EQ(m.bytes, 1.5 * kGiB);
   EXPECT_DOUBLE_EQ(m.cgroup_limit, 2 * kGiB);
 }

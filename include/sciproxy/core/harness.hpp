@@ -86,7 +86,15 @@ struct CaseEntry {
   // The settings `sciproxy bench` sweeps: the sizes and parameters users run, across their
   // range (empty: the demo variants).
   std::vector<CaseSettings> bench_sweep = {};
+  // The tolerance of an output for the case's settings (dtype, compression, ...), without
+  // making the case: what Case::tolerance returns, for callers that compare results of their
+  // own (the Python tests, through sciproxy.tolerance).
+  std::function<Tolerance(const CaseSettings&, const std::string& output)> tolerance = {};
 };
+
+// The tolerance of `output` of case `name` (find_case) for `settings`.
+Tolerance case_tolerance(const std::string& name, const CaseSettings& settings,
+                         const std::string& output);
 
 // Every case of every family built into this library, in registration order.
 const std::vector<CaseEntry>& case_registry();
