@@ -194,6 +194,8 @@ int with_option_names(const OptionNames& names, const std::function<int()>& body
     throw UsageError(names.rewrite(e.what()));
   } catch (const TypeError& e) {
     throw UsageError(names.rewrite(e.what()));
+  } catch (const OutOfMemory& e) {  // the sizes the options asked for do not fit
+    throw UsageError(names.rewrite(e.what()));
   }
 }
 

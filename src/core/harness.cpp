@@ -71,6 +71,15 @@ const CaseEntry& find_case(const std::string& name) {
   throw_invalid_argument("case", fmt::format("one of {}", known), fmt::format("\"{}\"", name));
 }
 
+void require_case_memory(double bytes, std::string_view arguments, std::string_view what,
+                         std::string_view hint) {
+  if (bytes > kMaxCaseBytes)
+    throw OutOfMemory(fmt::format("{}: {} needs about {} of host memory; a case is limited to {}{}",
+                                  arguments, what, format_bytes(bytes), format_bytes(kMaxCaseBytes),
+                                  hint));
+  require_memory(bytes, arguments, what, hint);
+}
+
 Tolerance case_tolerance(const std::string& name, const CaseSettings& settings,
                          const std::string& output) {
   const CaseEntry& entry = find_case(name);

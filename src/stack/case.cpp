@@ -27,7 +27,6 @@ namespace sciproxy::stack {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-constexpr double kMaxProblemBytes = 64 * kGiB;
 // Sample indices are int32 (pyrocko's offsets and shifts are); keep every shifted trace inside.
 constexpr std::int64_t kIndexLimit = std::numeric_limits<std::int32_t>::max() / 2;
 
@@ -88,16 +87,10 @@ struct Sizes {
     result = elem * double(nshifts) * per_set;
     const double host =
         inputs + result + 2 * elem * double(rows) * per_set + (4 + elem) * double(ntraces * rows);
-    const double physical = physical_memory_bytes();
-    const double limit =
-        physical > 0 ? std::min(kMaxProblemBytes, 0.8 * physical) : kMaxProblemBytes;
-    if (host > limit)
-      throw InvalidArgument(fmt::format(
-          "ntraces, nshifts, nsamples: {} traces x {} shift sets x {} samples ({}) needs about {} "
-          "of host memory (the result alone is {}); the limit is {} ({})",
-          ntraces, nshifts, nsamples, elem == 4 ? "float32" : "float64", format_bytes(host),
-          format_bytes(result), format_bytes(limit),
-          limit < kMaxProblemBytes ? "80% of this machine's memory" : "64 GiB"));
+    require_case_memory(host, "ntraces, nshifts, nsamples",
+                        fmt::format("{} traces x {} shift sets x {} samples ({})", ntraces, nshifts,
+                                    nsamples, elem == 4 ? "float32" : "float64"),
+                        fmt::format("; the result alone is {}", format_bytes(result)));
   }
 };
 

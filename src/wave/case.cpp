@@ -58,7 +58,6 @@ namespace {
 enum class Kind { forward, gradient, born, born_gradient };
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-constexpr double kMaxProblemBytes = 64 * kGiB;
 
 bool is_gradient(Kind k) {
   return k == Kind::gradient || k == Kind::born_gradient;
@@ -269,22 +268,16 @@ struct Spec {
       }
     }
     host_bytes += stored_bytes;
-    const double physical = physical_memory_bytes();
-    const double limit =
-        physical > 0 ? std::min(kMaxProblemBytes, 0.8 * physical) : kMaxProblemBytes;
-    if (host_bytes > limit)
-      throw InvalidArgument(fmt::format(
-          "shape, nt, shots: {}-D {} cells, {} shots, nt {} ({}) needs about {} of host memory; "
-          "the limit is {} ({}){}",
-          ndim, shape_label(), nshots, nt, elem == 4 ? "float32" : "float64",
-          format_bytes(host_bytes), format_bytes(limit),
-          limit < kMaxProblemBytes ? "80% of this machine's memory" : "64 GiB",
-          stored_bytes > 0
-              ? fmt::format("; {} of it is what the gradient stores (every {} inner step{} of {}): "
-                            "use storage=disk, storage_compression=1 or a larger gradient_sampling",
-                            format_bytes(stored_bytes), store_interval(),
-                            store_interval() == 1 ? "" : "s", nt * step_ratio)
-              : std::string()));
+    require_case_memory(
+        host_bytes, "shape, nt, shots",
+        fmt::format("{}-D {} cells, {} shots, nt {} ({})", ndim, shape_label(), nshots, nt,
+                    elem == 4 ? "float32" : "float64"),
+        stored_bytes > 0
+            ? fmt::format("; {} of it is what the gradient stores (every {} inner step{} of {}): "
+                          "use storage=disk, storage_compression=1 or a larger gradient_sampling",
+                          format_bytes(stored_bytes), store_interval(),
+                          store_interval() == 1 ? "" : "s", nt * step_ratio)
+            : std::string());
   }
 
   // The stored steps stay in host memory; the cuda backend keeps them on the GPU only when they

@@ -12,6 +12,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -75,6 +76,12 @@ class Case {
 };
 
 using CaseFactory = std::function<std::unique_ptr<Case>(const CaseSettings&)>;
+
+// The largest problem a case builds, whatever the machine: a case refuses (OutOfMemory) sizes
+// beyond it, and beyond the memory available (core/resources.hpp), before allocating.
+constexpr double kMaxCaseBytes = 64.0 * 1024 * 1024 * 1024;
+void require_case_memory(double bytes, std::string_view arguments, std::string_view what,
+                         std::string_view hint = {});
 
 struct CaseEntry {
   std::string name;         // "parstack", "scalar", "tti_forward", ...
