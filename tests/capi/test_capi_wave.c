@@ -531,7 +531,7 @@ static void test_options(void) {
   CHECK(strcmp(o.device, "auto") == 0 && o.accuracy == 4 && o.pml_freq == 25.0 &&
         o.max_vel == 0.0 && !o.has_origin && o.model_gradient_sampling_interval == 1 &&
         o.storage == SCIPROXY_STORAGE_DEVICE && !o.storage_compression &&
-        strcmp(o.storage_directory, ".") == 0 && o.nparallel == 0 && !o.time_taper);
+        o.storage_directory == NULL && o.nparallel == 0 && !o.time_taper);
   for (int i = 0; i < 6; ++i) CHECK(o.pml_width[i] == 20 && o.survey_pad[i] == -1);
   CHECK(sciproxy_scalar_f64(in, &o, NULL, r_default, NULL) == SCIPROXY_OK);
   CHECK(sciproxy_scalar_f64(in, NULL, NULL, r, NULL) == SCIPROXY_OK);
