@@ -1,6 +1,7 @@
 // sciproxy command-line tool: parses the command line and turns every error into one line.
 // SIGINT and SIGTERM stop a run between steps (core/cancel.hpp): exit status 130 or 143.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <csignal>
@@ -62,7 +63,8 @@ int interrupted(const std::string& what) {
     fmt::print(stderr, "sciproxy: error: {}\n", what);
     return kRuntimeFailure;
   }
-  fmt::print(stderr, "\nsciproxy: interrupted by {} ({})\n",
+  // On a terminal the progress line may be half drawn: start a new line.
+  fmt::print(stderr, "{}sciproxy: interrupted by {}; {}\n", isatty(2) ? "\n" : "",
              signal == SIGINT    ? "SIGINT"
              : signal == SIGTERM ? "SIGTERM"
                                  : "a signal",

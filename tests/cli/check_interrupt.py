@@ -16,8 +16,8 @@ os.makedirs(WORK, exist_ok=True)
 STORAGE = os.path.join(WORK, "storage")
 os.makedirs(STORAGE, exist_ok=True)
 JSON = os.path.join(WORK, "interrupted.json")
-# About a minute of steps on one core: far longer than the test waits.
-LONG = ["scalar", "--shape", "60", "60", "--nt", "2000000", "--shots", "1", "--receivers", "1",
+# Minutes of steps (160000 inner steps on a 240 x 240 padded grid), after a short setup.
+LONG = ["scalar", "--shape", "200", "200", "--nt", "20000", "--shots", "1", "--receivers", "1",
         "--device", "cpu", "--reps", "1"]
 LIMIT = 3.0  # seconds from the signal to the exit, with slack for a loaded machine
 
