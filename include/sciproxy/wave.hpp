@@ -11,6 +11,9 @@
 //
 // Arrays are row-major (C order), the last dimension contiguous; locations are cell indices
 // [shot, source or receiver, dim] into the model (not the padded grid), or kIgnoreLocation.
+//
+// Long calls stop between steps when asked (sciproxy/core/cancel.hpp): they throw Cancelled and
+// their outputs are unspecified.
 #pragma once
 
 #include <array>
