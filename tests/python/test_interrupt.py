@@ -102,25 +102,27 @@ CALLS = {
     """,
     "parstack_reference": """
         import sciproxy
-        rng = np.random.default_rng(0)
+        rng = np.random.default_rng(0)  # made before "started": the signal finds the call running
+        arrays = [rng.standard_normal(20_000) for _ in range(100)]
+        offsets = np.zeros(100, np.int32)
+        shifts = rng.integers(-100, 100, (20_000, 100)).astype(np.int32)
+        weights = np.ones((20_000, 100))
         def run(nshifts):
-            arrays = [rng.standard_normal(20_000) for _ in range(100)]
-            offsets = np.zeros(100, np.int32)
-            shifts = rng.integers(-100, 100, (nshifts, 100)).astype(np.int32)
-            weights = np.ones((nshifts, 100))
-            return sciproxy.parstack(arrays, offsets, shifts, weights, 1, impl="reference")[0]
+            return sciproxy.parstack(arrays, offsets, shifts[:nshifts], weights[:nshifts], 1,
+                                     impl="reference")[0]
         long = lambda: run(20_000)
         short = lambda: run(3)
     """,
     "parstack_cpu": """
         import sciproxy
         rng = np.random.default_rng(0)
+        arrays = [rng.standard_normal(100_000) for _ in range(200)]
+        offsets = np.zeros(200, np.int32)
+        shifts = rng.integers(-100, 100, (50_000, 200)).astype(np.int32)
+        weights = np.ones((50_000, 200))
         def run(nshifts):
-            arrays = [rng.standard_normal(100_000) for _ in range(200)]
-            offsets = np.zeros(200, np.int32)
-            shifts = rng.integers(-100, 100, (nshifts, 200)).astype(np.int32)
-            weights = np.ones((nshifts, 200))
-            return sciproxy.parstack(arrays, offsets, shifts, weights, 1, impl="cpu")[0]
+            return sciproxy.parstack(arrays, offsets, shifts[:nshifts], weights[:nshifts], 1,
+                                     impl="cpu")[0]
         long = lambda: run(50_000)
         short = lambda: run(3)
     """,
