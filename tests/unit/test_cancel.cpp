@@ -1,5 +1,6 @@
 // Cancellation (core/cancel.hpp): the process-wide request, tokens and rate-limited callbacks,
-// nested scopes; a token set from another thread stops long scalar, scalar_gradient (with disk
+// nested scopes; a token set from another thread stops long scalar, scalar_born (and its
+// gradient), scalar_gradient (with disk
 // storage, which must leave no file), tti and parstack runs within a second, on the reference
 // and cpu backends, with Cancelled; and a later call still works.
 #include <gtest/gtest.h>
@@ -54,6 +55,8 @@ double seconds_to_stop(const std::function<void()>& run, std::string& message,
                                               Clock::duration(set_at.load()))
                     .count();
       message = e.what();
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "not Cancelled: " << e.what();
     }
   }
   setter.join();
@@ -170,6 +173,32 @@ TEST_P(CancelBackends, ScalarStopsWithinASecond) {
   // Nothing was left in a bad state: a short call afterwards runs.
   auto p = long_scalar_problem(20);
   EXPECT_NO_THROW((void)sciproxy::wave::scalar<double>(device, p.input(), {}));
+}
+
+TEST_P(CancelBackends, BornAndItsGradientStopWithinASecond) {
+  const auto device = sciproxy::select_device(GetParam());
+  auto p = long_scalar_problem(std::string(GetParam()) == "reference" ? 100000 : 1000000);
+  std::vector<double> scatter(p.v.size(), 10.0);
+  sciproxy::wave::ScalarBornInput<double> in;
+  in.background = p.input();
+  in.scatter = scatter;
+  std::string message;
+  double s =
+      seconds_to_stop([&] { (void)sciproxy::wave::scalar_born<double>(device, in, {}); }, message);
+  EXPECT_GE(s, 0);
+  EXPECT_LT(s, 1.0);
+  EXPECT_NE(message.find("scalar_born"), std::string::npos) << message;
+  // The gradient with a sparse storage (every 200 steps), so that it fits in memory.
+  auto q = long_scalar_problem(std::string(GetParam()) == "reference" ? 100000 : 400000);
+  in.background = q.input();
+  sciproxy::wave::ScalarOptions sparse;
+  sparse.model_gradient_sampling_interval = 200;
+  std::vector<double> grad(static_cast<std::size_t>(q.nshots * q.nreceivers * q.nt), 1.0);
+  s = seconds_to_stop(
+      [&] { (void)sciproxy::wave::scalar_born_gradient<double>(device, in, sparse, grad); },
+      message);
+  EXPECT_GE(s, 0);
+  EXPECT_LT(s, 1.0);
 }
 
 TEST_P(CancelBackends, GradientWithDiskStorageStopsAndLeavesNoFile) {
