@@ -102,6 +102,8 @@ std::optional<Roofline> roofline_for(const Device& device, int threads, Roofline
         r.bandwidth_gbs, r.cache_bandwidth_gbs, r.peak_gflops_fp32, r.peak_gflops_fp64);
     warn_if_busy(r, log);
     return r;
+  } catch (const Cancelled&) {
+    throw;  // a stop asked for, not a missing roofline
   } catch (const Error& e) {
     // A missing roofline only costs the "fraction of peak" column, never the run.
     log << fmt::format("note: no roofline for {}: {}\n", device.name(), e.what());

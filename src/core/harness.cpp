@@ -148,6 +148,8 @@ std::optional<Roofline> roofline_of(const Device& device, int threads, const Har
       *opt.log << fmt::format("Measuring the roofline of {} ({} threads) once ...\n", device.name(),
                               t);
     return measure_and_cache_roofline(device, t);
+  } catch (const Cancelled&) {
+    throw;  // a stop asked for, not a missing roofline
   } catch (const Error& e) {
     if (opt.log) *opt.log << "Roofline unavailable: " << e.what() << "\n";
     return std::nullopt;

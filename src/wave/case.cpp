@@ -50,6 +50,7 @@
 #include "sciproxy/core/harness.hpp"
 #include "sciproxy/core/resources.hpp"
 #include "sciproxy/wave.hpp"
+#include "storage_directory.hpp"
 
 namespace sciproxy::wave {
 
@@ -112,7 +113,7 @@ struct Spec {
   std::int64_t sampling = 1;  // as given: 0 is the step ratio
   StorageMode storage = StorageMode::device;
   bool compression = false;
-  std::string storage_dir = ".";
+  std::string storage_dir;  // empty: the system's temporary directory
   std::int64_t verify_nt = 100, verify_shots = 2;
   std::int64_t step_ratio = 1;
   double inner_dt = 0, host_bytes = 0, stored_bytes = 0;
@@ -189,12 +190,9 @@ struct Spec {
     const auto c = s.get_int("storage_compression", 0);
     require(c == 0 || c == 1, "storage_compression", "0 or 1", std::to_string(c));
     compression = c == 1;
-    storage_dir = s.get("storage_dir", ".");
-    if (storage == StorageMode::disk) {
-      std::error_code ec;
-      require(std::filesystem::is_directory(storage_dir, ec), "storage_dir",
-              "an existing directory for storage=disk", fmt::format("'{}'", storage_dir));
-    }
+    storage_dir = s.get("storage_dir", "");
+    if (storage == StorageMode::disk)
+      storage_dir = detail::storage_directory(storage_dir, "storage_dir").string();
     for (const char* name : {"gradient_sampling", "storage", "storage_compression", "storage_dir"})
       require(gradient || !s.has(name), name, "a setting of the gradient cases only",
               s.get(name, ""));
