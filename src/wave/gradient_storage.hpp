@@ -72,21 +72,8 @@ class GradientStore {
       chunk_steps_ = std::max<std::int64_t>(s.nt_inner, 1);
       return;
     }
-    if (!disk_) {
-      // Refuse up front what would end in std::bad_alloc or in swapping, and say what helps.
-      const double needed = static_cast<double>(nstored_) * nshots_ * shot_record_bytes_;
-      const double memory = physical_memory_bytes();
-      if (memory > 0 && needed > 0.8 * memory)
-        throw_invalid_argument(
-            "storage_mode",
-            "what the gradient stores to fit in memory (0.8 of this host's " +
-                fmt::format(
-                    "{:.1f} GiB); use storage_mode 'disk', storage_compression, or a larger "
-                    "model_gradient_sampling_interval",
-                    memory / (1 << 30)),
-            fmt::format("{:.1f} GiB for {} stored steps x {} shots x {} cells", needed / (1 << 30),
-                        nstored_, nshots_, points_));
-    }
+    // What is stored in memory was checked against the available memory with the rest of the
+    // call (make_setup, host_bytes), before anything was allocated.
     if (!compress_ && !disk_) {
       chunk_stored_ = nstored_;
       allocate(nstored_ * record);
