@@ -17,6 +17,8 @@ cmake --preset debug -DSCIPROXY_PYTHON=ON -DSCIPROXY_PYTHON_STUBS=OFF \
 cmake --build --preset debug
 # UBSan stops at the first finding (-fno-sanitize-recover); ASan reports leaks of the C++ tests.
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# The interrupt tests' bound on the time to stop, for code built without optimisation.
+export SCIPROXY_STOP_LIMIT=20
 ctest --preset debug -j 2
 if [ "${1:-}" = "--ctest" ]; then exit 0; fi
 

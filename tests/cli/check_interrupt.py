@@ -19,7 +19,9 @@ JSON = os.path.join(WORK, "interrupted.json")
 # Minutes of steps (160000 inner steps on a 240 x 240 padded grid), after a short setup.
 LONG = ["scalar", "--shape", "200", "200", "--nt", "20000", "--shots", "1", "--receivers", "1",
         "--device", "cpu", "--reps", "1"]
-LIMIT = 3.0  # seconds from the signal to the exit, with slack for a loaded machine
+# Seconds from the signal to the stop that the test accepts: measured far below, with slack for a
+# loaded CI machine; scripts/test-sanitized.sh raises it for the sanitized (-O0) build.
+LIMIT = float(os.environ.get("SCIPROXY_STOP_LIMIT", "3.0"))
 
 
 def run(extra, sig, delay=1.5):

@@ -21,7 +21,9 @@ import sciproxy
 import sciproxy.tti
 import sciproxy.wave
 
-LIMIT = 3.0  # seconds from the signal to the exception; measured far below, slack for CI
+# Seconds from the signal to the stop that the test accepts: measured far below, with slack for a
+# loaded CI machine; scripts/test-sanitized.sh raises it for the sanitized (-O0) build.
+LIMIT = float(os.environ.get("SCIPROXY_STOP_LIMIT", "3.0"))
 
 # Each snippet defines long() (many seconds of work) and short() (a quick call returning an array).
 CALLS = {
