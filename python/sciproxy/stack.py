@@ -244,9 +244,10 @@ def _check_result(result, dt: np.dtype, method: int, nshifts: int, lengthout: in
 def argmax(a, nparallel=None, pyrocko_compat=False):
     """Index of the maximum along axis 0 of a 2-D float32/float64 array, as uint32.
 
-    Same as ``numpy.argmax(a, axis=0)`` (the first maximum wins). ``pyrocko_compat=True``
-    reproduces ``pyrocko.parstack.argmax``, whose running maximum starts at DBL_MIN, so that a
-    column whose values are all <= 0 gives 0.
+    Same as ``numpy.argmax(a, axis=0)``: the first maximum wins, and a column holding NaN gives
+    the index of its first NaN. ``pyrocko_compat=True`` reproduces ``pyrocko.parstack.argmax``,
+    whose running maximum starts at DBL_MIN, so that a column whose values are all <= 0 gives 0,
+    and which compares with ``>`` only, so that NaN is skipped (an all-NaN column gives 0).
     """
     x = _args.as_array("a", a)
     if x.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):

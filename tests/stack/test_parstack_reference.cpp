@@ -127,6 +127,20 @@ TEST(ParstackReference, ArgmaxFirstMaximumAndPyrockoQuirk) {
   EXPECT_EQ(out, (std::vector<std::uint32_t>{0, 1, 0}));  // all <= 0 gives 0 in pyrocko
 }
 
+TEST(ParstackReference, ArgmaxNanLikeNumpy) {
+  // Columns (3 x 6): NaN last, NaN first, all NaN, inf then NaN, -inf only, NaN between maxima.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> a{1,   nan, nan, inf, -inf, 2,    //
+                              2,   3,   nan, nan, -inf, nan,  //
+                              nan, 5,   nan, 1,   -inf, 2};
+  std::vector<std::uint32_t> out(6);
+  argmax<double>(a, 3, 6, out);  // numpy.argmax(a, axis=0): the first NaN wins
+  EXPECT_EQ(out, (std::vector<std::uint32_t>{2, 0, 0, 1, 0, 1}));
+  argmax<double>(a, 3, 6, out, 0, true);  // pyrocko: NaN never wins, the maximum from DBL_MIN
+  EXPECT_EQ(out, (std::vector<std::uint32_t>{1, 2, 0, 0, 0, 0}));
+}
+
 // ---- bad input -----------------------------------------------------------------------------
 
 namespace {
