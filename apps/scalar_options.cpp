@@ -31,6 +31,7 @@ void GradientStorageCli::add_to(CLI::App* sub) {
       sub->add_option("--storage-dir", directory,
                       "With --storage disk: an existing directory for the storage files")
           ->type_name("DIR")
+          ->check(output_directory())
           ->capture_default_str();
 }
 
