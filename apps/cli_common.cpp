@@ -46,13 +46,15 @@ std::string output_path_problem(const std::string& path) {
   if (fs::is_directory(target, ec))
     return fmt::format("expected a file name, got {}, which is a directory", path);
   if (!fs::is_directory(dir, ec))
-    return fmt::format("expected a file in an existing directory, got {} (the directory {} does "
-                       "not exist)",
-                       path, dir.string());
+    return fmt::format(
+        "expected a file in an existing directory, got {} (the directory {} does "
+        "not exist)",
+        path, dir.string());
   if (access(dir.c_str(), W_OK) != 0)
-    return fmt::format("expected a file in a writable directory, got {} (the directory {} is "
-                       "not writable)",
-                       path, dir.string());
+    return fmt::format(
+        "expected a file in a writable directory, got {} (the directory {} is "
+        "not writable)",
+        path, dir.string());
   if (fs::exists(target, ec) && access(target.c_str(), W_OK) != 0)
     return fmt::format("expected a writable file, got {} (it exists and is not writable)", path);
   return "";

@@ -88,7 +88,7 @@ Command add_info_command(CLI::App& root) {
       "info", "Version, compiler and flags, backends built, CPU and CUDA devices present, threads");
   sub->add_option("--json", opt->json_path, "Also write this information as JSON to FILE")
       ->type_name("FILE")
-        ->check(output_file());
+      ->check(output_file());
   return {sub, [opt] { return run_info(*opt); }};
 }
 

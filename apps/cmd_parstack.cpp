@@ -181,7 +181,7 @@ Command add_parstack_command(CLI::App& root) {
   sub->add_option("--json", opt->json_path,
                   "Write the report, bench statistics and environment to FILE")
       ->type_name("FILE")
-        ->check(output_file());
+      ->check(output_file());
   sub->footer(
       "The library's case `parstack` (`sciproxy run parstack --set name=value` takes the "
       "same settings).");
