@@ -28,6 +28,10 @@ struct ParstackInput {
   std::span<const std::int32_t> shifts;        // (nshifts, N), row-major
   std::span<const T> weights;                  // (nshifts, N), row-major
   std::int64_t nshifts = 0;
+  // What the caller's interface calls the traces, for error messages ("traces[3]: ..."): the
+  // C ABI's and C++'s traces, Python's arrays (pyrocko's name). The library names the argument
+  // the caller used; nothing renames its messages on the way up.
+  const char* traces_name = "traces";
 };
 
 struct ParstackOptions {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "case.hpp"
@@ -23,7 +24,8 @@ namespace {
 template <class T>
 void check_input(const ParstackInput<T>& in, const ParstackOptions& opt) {
   const auto ntraces = static_cast<std::int64_t>(in.traces.size());
-  require(ntraces >= 1, "traces", "at least one trace", "none");
+  const std::string_view traces = in.traces_name ? in.traces_name : "traces";
+  require(ntraces >= 1, traces, "at least one trace", "none");
   require(in.offsets.size() == in.traces.size(), "offsets",
           fmt::format("one offset per trace ({} values)", ntraces),
           fmt::format("{} values", in.offsets.size()));
@@ -44,8 +46,8 @@ void check_input(const ParstackInput<T>& in, const ParstackOptions& opt) {
           "weights", "finite values",
           fmt::format("{} at [{}, {}]", in.weights[j], j / ntraces, j % ntraces));
   for (std::int64_t i = 0; i < ntraces; ++i)
-    require(in.traces[i].empty() || in.traces[i].data() != nullptr, fmt::format("traces[{}]", i),
-            "a pointer to its samples", "a null pointer");
+    require(in.traces[i].empty() || in.traces[i].data() != nullptr,
+            fmt::format("{}[{}]", traces, i), "a pointer to its samples", "a null pointer");
   // NaN would poison every stack it enters; the scan is vectorised and parallel because it
   // reads all the input, and the slow search for the culprit runs only when there is one.
   bool any_nonfinite = false;
@@ -62,7 +64,7 @@ void check_input(const ParstackInput<T>& in, const ParstackOptions& opt) {
     for (std::int64_t i = 0; i < ntraces; ++i)
       for (std::size_t j = 0; j < in.traces[i].size(); ++j)
         if (!std::isfinite(in.traces[i][j]))
-          throw_invalid_argument(fmt::format("traces[{}]", i), "finite samples",
+          throw_invalid_argument(fmt::format("{}[{}]", traces, i), "finite samples",
                                  fmt::format("{} at index {}", in.traces[i][j], j));
   require(opt.method == Method::stack || opt.method == Method::max, "method",
           "0 (stack) or 1 (maximum of the stack)", std::to_string(static_cast<int>(opt.method)));
@@ -122,8 +124,8 @@ Extent parstack_extent(const ParstackInput<T>& in, const ParstackOptions& opt) {
       first = std::min(first, start);
       last = std::max(last, start + static_cast<std::int64_t>(in.traces[i].size()));
     }
-  require(last > first, "traces", "at least one non-empty trace (the default window is empty)",
-          "only empty traces");
+  require(last > first, in.traces_name ? in.traces_name : "traces",
+          "at least one non-empty trace (the default window is empty)", "only empty traces");
   require(first >= std::numeric_limits<std::int32_t>::min() &&
               first <= std::numeric_limits<std::int32_t>::max(),
           "offsets + shifts", "a window start that fits in int32", std::to_string(first));
