@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -56,6 +57,11 @@ tt::TtiModel<T> model_of(const CModel& model) {
   for (int d = 0; d < 3; ++d) {
     sciproxy::require(model.shape[d] >= 1, fmt::format("model.shape[{}]", d), "at least 1 cell",
                       std::to_string(model.shape[d]));
+    // Checked here so that the message names the C field (the library names Python's
+    // grid_spacing).
+    sciproxy::require(std::isfinite(model.spacing[d]) && model.spacing[d] > 0,
+                      fmt::format("model.spacing[{}]", d), "a positive, finite cell size in metres",
+                      fmt::format("{}", model.spacing[d]));
     m.grid.shape[d] = model.shape[d];
     m.grid.spacing[d] = model.spacing[d];
     cells = checked_product(cells, model.shape[d], "model.shape");
