@@ -106,6 +106,8 @@ sciproxy_status forward_impl(const CInput* input, const sciproxy_tti_options* op
   return guarded([&] {
     const auto opt = options_of(options);
     tt::TtiInput<T> in = input_of<T>(input);
+    // Up front, not after the run: a missing output is the caller's mistake, found at once.
+    if (in.nreceivers > 0) require_pointer(receiver_amplitudes, "receiver_amplitudes");
     in.source_amplitudes = input_span(
         input->source_amplitudes,
         checked_product(in.nshots * in.nsources, in.nt, "source_amplitudes"), "source_amplitudes");
@@ -120,6 +122,7 @@ sciproxy_status adjoint_impl(const CInput* input, const sciproxy_tti_options* op
   return guarded([&] {
     const auto opt = options_of(options);
     const tt::TtiInput<T> in = input_of<T>(input);
+    if (in.nsources > 0) require_pointer(source_amplitudes, "source_amplitudes");
     const auto data = input_span(receiver_data,
                                  checked_product(in.nshots * in.nreceivers, in.nt, "receiver_data"),
                                  "receiver_data");
