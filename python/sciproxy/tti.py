@@ -136,10 +136,18 @@ def _run(vp, grid_spacing, dt, traces, traces_name, source_locations,
     src = _locations("source_locations", source_locations, nshots)
     rec = _locations("receiver_locations", receiver_locations, nshots)
     _check_counts(traces, traces_name, src, source_locations, rec, receiver_locations, adjoint)
-    if nt is not None and _integer("nt", nt, 0) != traces.shape[2]:
-        raise ValueError(f"nt: expected None or the length of {traces_name} ({traces.shape[2]}), "
-                         f"got {nt}")
-    nt = traces.shape[2]
+    if nt is None:
+        nt = traces.shape[2]
+    else:
+        # Without traces (shape [nshots, 0, k]) nt says how long to run; with traces it is theirs.
+        nt = _integer("nt", nt, 0)
+        if traces.shape[1] > 0 and nt != traces.shape[2]:
+            raise ValueError(f"nt: expected None or the length of {traces_name} "
+                             f"({traces.shape[2]}), got {nt}")
+        per_shot = max(src.shape[1], rec.shape[1], 1)
+        if nshots * per_shot * nt * dtype.itemsize > _args.INT64_MAX:
+            raise ValueError(f"nt: expected a number of samples whose traces ({nshots * per_shot} "
+                             f"of nt {dtype.name} values) fit in int64 bytes, got {nt}")
     kernel = getattr(_sciproxy, f"tti_{dtype.name}")
     return kernel(vp, arrays["buoyancy"], arrays["epsilon"], arrays["delta"], arrays["theta"],
                   arrays["phi"], arrays["f"], spacing, _real("dt", dt), nt, max(nshots, 1),
