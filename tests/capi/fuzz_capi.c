@@ -31,7 +31,9 @@ static uint64_t next_random(void) { /* xorshift64* */
   rng_state ^= rng_state >> 27;
   return rng_state * 2685821657736338717ULL;
 }
-static int64_t pick(int64_t n) { return (int64_t)(next_random() % (uint64_t)n); }
+static int64_t pick(int64_t n) {
+  return (int64_t)(next_random() % (uint64_t)n);
+}
 
 static uint64_t checksum(const void* data, size_t bytes) { /* FNV-1a */
   const unsigned char* p = (const unsigned char*)data;
@@ -54,8 +56,7 @@ static void check_status(sciproxy_status status, const char* what, long iteratio
     }
     return;
   }
-  if ((int)status < SCIPROXY_ERROR_INVALID_ARGUMENT ||
-      (int)status > SCIPROXY_ERROR_OUT_OF_MEMORY) {
+  if ((int)status < SCIPROXY_ERROR_INVALID_ARGUMENT || (int)status > SCIPROXY_ERROR_OUT_OF_MEMORY) {
     fprintf(stderr, "%s (iteration %ld, %s): unknown status %d\n", what, iteration, mutation,
             (int)status);
     ++failures;
@@ -77,8 +78,8 @@ static void check_unchanged(uint64_t before, uint64_t after, const char* what, l
 }
 
 static const int64_t kHugeCounts[] = {0, -1, INT64_MIN, INT64_MAX};
-static const char* const kDevices[] = {NULL, "", "bogus", "cuda:99", "cuda", "reference", "cpu",
-                                       "auto"};
+static const char* const kDevices[] = {NULL,   "",          "bogus", "cuda:99",
+                                       "cuda", "reference", "cpu",   "auto"};
 static double bad_real(void) {
   const double values[] = {NAN, INFINITY, -INFINITY, 0.0, -1.0, 1e300, -1e300, 5e-324};
   return values[pick(8)];

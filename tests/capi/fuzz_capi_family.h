@@ -35,20 +35,62 @@ static void SFX(fuzz_stack)(long iterations) {
     int32_t* offset_out = &result_offset;
     const char* mutation = "none";
     switch (pick(26)) {
-      case 0: input = NULL; mutation = "input NULL"; break;
-      case 1: options = NULL; mutation = "options NULL"; break;
-      case 2: in.traces = NULL; mutation = "traces NULL"; break;
-      case 3: in.lengths = NULL; mutation = "lengths NULL"; break;
-      case 4: in.offsets = NULL; mutation = "offsets NULL"; break;
-      case 5: in.shifts = NULL; mutation = "shifts NULL"; break;
-      case 6: in.weights = NULL; mutation = "weights NULL"; break;
-      case 7: traces[pick(2)] = NULL; mutation = "traces[i] NULL"; break;
-      case 8: out = NULL; mutation = "result NULL"; break;
-      case 9: offset_out = NULL; mutation = "offsetout NULL (allowed)"; break;
-      case 10: in.ntraces = kHugeCounts[pick(4)]; mutation = "ntraces"; break;
-      case 11: in.nshifts = kHugeCounts[pick(4)]; mutation = "nshifts"; break;
-      case 12: lengths[pick(2)] = pick(2) ? -1 : INT64_MIN; mutation = "negative length"; break;
-      case 13: o.struct_size = bad_struct_size(sizeof o); mutation = "struct_size"; break;
+      case 0:
+        input = NULL;
+        mutation = "input NULL";
+        break;
+      case 1:
+        options = NULL;
+        mutation = "options NULL";
+        break;
+      case 2:
+        in.traces = NULL;
+        mutation = "traces NULL";
+        break;
+      case 3:
+        in.lengths = NULL;
+        mutation = "lengths NULL";
+        break;
+      case 4:
+        in.offsets = NULL;
+        mutation = "offsets NULL";
+        break;
+      case 5:
+        in.shifts = NULL;
+        mutation = "shifts NULL";
+        break;
+      case 6:
+        in.weights = NULL;
+        mutation = "weights NULL";
+        break;
+      case 7:
+        traces[pick(2)] = NULL;
+        mutation = "traces[i] NULL";
+        break;
+      case 8:
+        out = NULL;
+        mutation = "result NULL";
+        break;
+      case 9:
+        offset_out = NULL;
+        mutation = "offsetout NULL (allowed)";
+        break;
+      case 10:
+        in.ntraces = kHugeCounts[pick(4)];
+        mutation = "ntraces";
+        break;
+      case 11:
+        in.nshifts = kHugeCounts[pick(4)];
+        mutation = "nshifts";
+        break;
+      case 12:
+        lengths[pick(2)] = pick(2) ? -1 : INT64_MIN;
+        mutation = "negative length";
+        break;
+      case 13:
+        o.struct_size = bad_struct_size(sizeof o);
+        mutation = "struct_size";
+        break;
       case 14: {
         const int methods[] = {2, -1, 1 << 30};
         o.method = methods[pick(3)];
@@ -71,10 +113,22 @@ static void SFX(fuzz_stack)(long iterations) {
         o.lengthout = 3;
         mutation = "offsetout extreme";
         break;
-      case 18: o.device = kDevices[pick(5)]; mutation = "device"; break;
-      case 19: o.nparallel = -1; mutation = "nparallel -1"; break;
-      case 20: samples[pick(2)][pick(MAX_LEN)] = (T)NAN; mutation = "NaN sample"; break;
-      case 21: weights[pick(4)] = pick(2) ? (T)INFINITY : (T)NAN; mutation = "bad weight"; break;
+      case 18:
+        o.device = kDevices[pick(5)];
+        mutation = "device";
+        break;
+      case 19:
+        o.nparallel = -1;
+        mutation = "nparallel -1";
+        break;
+      case 20:
+        samples[pick(2)][pick(MAX_LEN)] = (T)NAN;
+        mutation = "NaN sample";
+        break;
+      case 21:
+        weights[pick(4)] = pick(2) ? (T)INFINITY : (T)NAN;
+        mutation = "bad weight";
+        break;
       case 22: {
         const int64_t sizes[] = {0, -1, 1, INT64_MAX};
         result_size = sizes[pick(4)];
@@ -93,7 +147,10 @@ static void SFX(fuzz_stack)(long iterations) {
         o.method = 0;
         mutation = "offset extreme";
         break;
-      default: o.accumulate = (int)pick(2); o.clamp_max_at_zero = (int)pick(2); break;
+      default:
+        o.accumulate = (int)pick(2);
+        o.clamp_max_at_zero = (int)pick(2);
+        break;
     }
     if (result_size == -2) {
       /* The window of the unbroken problem sizes the result (too small a buffer is not tried). */
@@ -111,9 +168,9 @@ static void SFX(fuzz_stack)(long iterations) {
                       checksum(shifts, sizeof shifts) ^ checksum(weights, sizeof weights) ^
                       checksum(samples, sizeof samples);
     memset(result, 0, sizeof result);
-    check_status(SFX(sciproxy_parstack)(input, options, out, result_size, offset_out,
-                                        &result_length),
-                 "sciproxy_parstack_" NAME, it, mutation);
+    check_status(
+        SFX(sciproxy_parstack)(input, options, out, result_size, offset_out, &result_length),
+        "sciproxy_parstack_" NAME, it, mutation);
     check_status(SFX(sciproxy_parstack_extent)(input, options, pick(8) ? &result_offset : NULL,
                                                &result_length),
                  "sciproxy_parstack_extent_" NAME, it, mutation);
@@ -136,20 +193,44 @@ static void SFX(fuzz_stack)(long iterations) {
     uint32_t* aout = where;
     const char* amutation = "none";
     switch (pick(10)) {
-      case 0: ainput = NULL; amutation = "input NULL"; break;
-      case 1: ain.a = NULL; amutation = "a NULL"; break;
-      case 2: aout = NULL; amutation = "out NULL"; break;
-      case 3: aoptions = NULL; amutation = "options NULL"; break;
-      case 4: ao.struct_size = bad_struct_size(sizeof ao); amutation = "struct_size"; break;
-      case 5: ain.rows = kHugeCounts[pick(4)]; ain.cols = 2 + pick(4); amutation = "rows"; break;
-      case 6: ain.cols = kHugeCounts[pick(4)]; ain.rows = 2 + pick(3); amutation = "cols"; break;
+      case 0:
+        ainput = NULL;
+        amutation = "input NULL";
+        break;
+      case 1:
+        ain.a = NULL;
+        amutation = "a NULL";
+        break;
+      case 2:
+        aout = NULL;
+        amutation = "out NULL";
+        break;
+      case 3:
+        aoptions = NULL;
+        amutation = "options NULL";
+        break;
+      case 4:
+        ao.struct_size = bad_struct_size(sizeof ao);
+        amutation = "struct_size";
+        break;
+      case 5:
+        ain.rows = kHugeCounts[pick(4)];
+        ain.cols = 2 + pick(4);
+        amutation = "rows";
+        break;
+      case 6:
+        ain.cols = kHugeCounts[pick(4)];
+        ain.rows = 2 + pick(3);
+        amutation = "cols";
+        break;
       case 7: {
         const T specials[] = {(T)NAN, (T)INFINITY, (T)-INFINITY};
         for (int k = 0; k < 3; ++k) a[pick(30)] = specials[pick(3)];
         amutation = "NaN and inf";
         break;
       }
-      default: break;
+      default:
+        break;
     }
     before = checksum(a, sizeof a);
     check_status(SFX(sciproxy_argmax)(ainput, aoptions, aout), "sciproxy_argmax_" NAME, it,
@@ -168,8 +249,8 @@ static void SFX(fuzz_scalar)(long iterations) {
     T v[NSHOTS * MAXC], scatter[NSHOTS * MAXC], amps[NSHOTS * NSRC * MAXNT];
     T grad_r[NSHOTS * NREC * MAXNT];
     int64_t src[NSHOTS * NSRC * 2], rec[NSHOTS * NREC * 2], bg[NSHOTS * NREC * 2];
-    static T out_r[NSHOTS * NREC * MAXNT], out_bg[NSHOTS * NREC * MAXNT],
-        grad_v[NSHOTS * MAXC], grad_src[NSHOTS * NSRC * MAXNT], fields[10][NSHOTS * MAXPAD];
+    static T out_r[NSHOTS * NREC * MAXNT], out_bg[NSHOTS * NREC * MAXNT], grad_v[NSHOTS * MAXC],
+        grad_src[NSHOTS * NSRC * MAXNT], fields[10][NSHOTS * MAXPAD];
     for (int k = 0; k < NSHOTS * MAXC; ++k) {
       v[k] = (T)(1500 + 10 * (k % 7));
       scatter[k] = (T)(k % 3);
@@ -242,32 +323,77 @@ static void SFX(fuzz_scalar)(long iterations) {
     }
     const char* mutation = "none";
     switch (pick(40)) {
-      case 0: input = NULL; binput = NULL; mutation = "input NULL"; break;
-      case 1: options = NULL; mutation = "options NULL"; break;
-      case 2: in->v = NULL; mutation = "v NULL"; break;
-      case 3: in->source_amplitudes = NULL; mutation = "source_amplitudes NULL"; break;
-      case 4: in->source_locations = NULL; mutation = "source_locations NULL"; break;
-      case 5: in->receiver_locations = NULL; mutation = "receiver_locations NULL"; break;
-      case 6: receivers = NULL; bg_receivers = NULL; mutation = "outputs NULL"; break;
-      case 7: gr = NULL; gv = NULL; mutation = "gradient arrays NULL"; break;
+      case 0:
+        input = NULL;
+        binput = NULL;
+        mutation = "input NULL";
+        break;
+      case 1:
+        options = NULL;
+        mutation = "options NULL";
+        break;
+      case 2:
+        in->v = NULL;
+        mutation = "v NULL";
+        break;
+      case 3:
+        in->source_amplitudes = NULL;
+        mutation = "source_amplitudes NULL";
+        break;
+      case 4:
+        in->source_locations = NULL;
+        mutation = "source_locations NULL";
+        break;
+      case 5:
+        in->receiver_locations = NULL;
+        mutation = "receiver_locations NULL";
+        break;
+      case 6:
+        receivers = NULL;
+        bg_receivers = NULL;
+        mutation = "outputs NULL";
+        break;
+      case 7:
+        gr = NULL;
+        gv = NULL;
+        mutation = "gradient arrays NULL";
+        break;
       case 8: {
         const int dims[] = {0, 4, -1, 1 << 30};
         in->ndim = dims[pick(4)];
         mutation = "ndim";
         break;
       }
-      case 9: in->shape[pick(2)] = kHugeCounts[pick(4)]; mutation = "shape"; break;
-      case 10: in->spacing[pick(2)] = bad_real(); mutation = "spacing"; break;
+      case 9:
+        in->shape[pick(2)] = kHugeCounts[pick(4)];
+        mutation = "shape";
+        break;
+      case 10:
+        in->spacing[pick(2)] = bad_real();
+        mutation = "spacing";
+        break;
       case 11: {
         const double dts[] = {NAN, 0.0, -1.0, INFINITY, 1e300};
         in->dt = dts[pick(5)];
         mutation = "dt";
         break;
       }
-      case 12: in->nt = kHugeCounts[1 + pick(3)]; mutation = "nt"; break;
-      case 13: in->nshots = kHugeCounts[pick(4)]; mutation = "nshots"; break;
-      case 14: in->nsources = kHugeCounts[pick(4)]; mutation = "nsources"; break;
-      case 15: in->nreceivers = kHugeCounts[pick(4)]; mutation = "nreceivers"; break;
+      case 12:
+        in->nt = kHugeCounts[1 + pick(3)];
+        mutation = "nt";
+        break;
+      case 13:
+        in->nshots = kHugeCounts[pick(4)];
+        mutation = "nshots";
+        break;
+      case 14:
+        in->nsources = kHugeCounts[pick(4)];
+        mutation = "nsources";
+        break;
+      case 15:
+        in->nreceivers = kHugeCounts[pick(4)];
+        mutation = "nreceivers";
+        break;
       case 16: {
         const int64_t values[] = {0, -1, 3, INT64_MAX, INT64_MIN};
         in->nmodels = values[pick(5)];
@@ -281,14 +407,20 @@ static void SFX(fuzz_scalar)(long iterations) {
         mutation = "location value";
         break;
       }
-      case 18: o.struct_size = bad_struct_size(sizeof o); mutation = "struct_size"; break;
+      case 18:
+        o.struct_size = bad_struct_size(sizeof o);
+        mutation = "struct_size";
+        break;
       case 19: {
         const int values[] = {0, 3, 10, -2, 1 << 30};
         o.accuracy = values[pick(5)];
         mutation = "accuracy";
         break;
       }
-      case 20: o.pml_width[pick(6)] = kHugeCounts[1 + pick(3)]; mutation = "pml_width"; break;
+      case 20:
+        o.pml_width[pick(6)] = kHugeCounts[1 + pick(3)];
+        mutation = "pml_width";
+        break;
       case 21: {
         const int64_t values[] = {-2, INT64_MAX, INT64_MIN, 0, 1};
         o.survey_pad[pick(6)] = values[pick(5)];
@@ -311,29 +443,67 @@ static void SFX(fuzz_scalar)(long iterations) {
         o.storage_directory = pick(2) ? NULL : "/no/such/directory";
         mutation = "storage_directory";
         break;
-      case 25: o.freq_taper_frac = pick(2) ? NAN : 2.0; mutation = "freq_taper_frac"; break;
-      case 26: o.time_pad_frac = pick(2) ? NAN : -1.0; mutation = "time_pad_frac"; break;
-      case 27: o.pml_freq = bad_real(); mutation = "pml_freq"; break;
-      case 28: o.max_vel = bad_real(); mutation = "max_vel"; break;
+      case 25:
+        o.freq_taper_frac = pick(2) ? NAN : 2.0;
+        mutation = "freq_taper_frac";
+        break;
+      case 26:
+        o.time_pad_frac = pick(2) ? NAN : -1.0;
+        mutation = "time_pad_frac";
+        break;
+      case 27:
+        o.pml_freq = bad_real();
+        mutation = "pml_freq";
+        break;
+      case 28:
+        o.max_vel = bad_real();
+        mutation = "max_vel";
+        break;
       case 29:
         o.model_gradient_sampling_interval = kHugeCounts[pick(4)];
         mutation = "model_gradient_sampling_interval";
         break;
-      case 30: o.device = kDevices[pick(5)]; mutation = "device"; break;
-      case 31: v[pick(cells)] = pick(2) ? (T)NAN : (T)-INFINITY; mutation = "NaN in v"; break;
-      case 32: amps[pick(NSHOTS * NSRC * nt)] = (T)NAN; mutation = "NaN amplitude"; break;
+      case 30:
+        o.device = kDevices[pick(5)];
+        mutation = "device";
+        break;
+      case 31:
+        v[pick(cells)] = pick(2) ? (T)NAN : (T)-INFINITY;
+        mutation = "NaN in v";
+        break;
+      case 32:
+        amps[pick(NSHOTS * NSRC * nt)] = (T)NAN;
+        mutation = "NaN amplitude";
+        break;
       case 33:
         state.padded_shape[pick(2)] = kHugeCounts[pick(4)];
         state.wavefield = fields[0];
         initial = &state;
         mutation = "initial padded_shape";
         break;
-      case 34: born.scatter = NULL; mutation = "scatter NULL"; break;
-      case 35: born.nbg_receivers = kHugeCounts[1 + pick(3)]; mutation = "nbg_receivers"; break;
-      case 36: born.bg_receiver_locations = NULL; born.nbg_receivers = 1; mutation = "bg NULL"; break;
-      case 37: scatter[pick(cells)] = (T)INFINITY; mutation = "inf scatter"; break;
-      case 38: gr = NULL; mutation = "grad_receiver_amplitudes NULL"; break;
-      default: break;
+      case 34:
+        born.scatter = NULL;
+        mutation = "scatter NULL";
+        break;
+      case 35:
+        born.nbg_receivers = kHugeCounts[1 + pick(3)];
+        mutation = "nbg_receivers";
+        break;
+      case 36:
+        born.bg_receiver_locations = NULL;
+        born.nbg_receivers = 1;
+        mutation = "bg NULL";
+        break;
+      case 37:
+        scatter[pick(cells)] = (T)INFINITY;
+        mutation = "inf scatter";
+        break;
+      case 38:
+        gr = NULL;
+        mutation = "grad_receiver_amplitudes NULL";
+        break;
+      default:
+        break;
     }
     const uint64_t before = checksum(v, sizeof v) ^ checksum(amps, sizeof amps) ^
                             checksum(src, sizeof src) ^ checksum(rec, sizeof rec) ^
@@ -360,9 +530,9 @@ static void SFX(fuzz_scalar)(long iterations) {
                      "sciproxy_scalar_born_" NAME, it, mutation);
         break;
       default:
-        check_status(SFX(sciproxy_scalar_born_gradient)(binput, options, gr, NULL, gv,
-                                                        pick(2) ? gs : NULL),
-                     "sciproxy_scalar_born_gradient_" NAME, it, mutation);
+        check_status(
+            SFX(sciproxy_scalar_born_gradient)(binput, options, gr, NULL, gv, pick(2) ? gs : NULL),
+            "sciproxy_scalar_born_gradient_" NAME, it, mutation);
         break;
     }
     const uint64_t after = checksum(v, sizeof v) ^ checksum(amps, sizeof amps) ^
@@ -426,21 +596,65 @@ static void SFX(fuzz_tti)(long iterations) {
     double* max_dt_out = &max_dt;
     const char* mutation = "none";
     switch (pick(30)) {
-      case 0: input = NULL; mutation = "input NULL"; break;
-      case 1: options = NULL; mutation = "options NULL"; break; /* max_dt only (below) */
-      case 2: in.model.vp = NULL; mutation = "vp NULL"; break;
-      case 3: in.source_amplitudes = NULL; mutation = "source_amplitudes NULL"; break;
-      case 4: in.source_locations = NULL; mutation = "source_locations NULL"; break;
-      case 5: in.receiver_locations = NULL; mutation = "receiver_locations NULL"; break;
-      case 6: receivers = NULL; sources = NULL; receiver_data = NULL; max_dt_out = NULL;
-        mutation = "outputs NULL"; break;
-      case 7: in.model.shape[pick(3)] = kHugeCounts[pick(4)]; mutation = "model.shape"; break;
-      case 8: in.model.spacing[pick(3)] = bad_real(); mutation = "model.spacing"; break;
-      case 9: in.dt = bad_real(); mutation = "dt"; break;
-      case 10: in.nt = kHugeCounts[pick(4)]; mutation = "nt"; break;
-      case 11: in.nshots = kHugeCounts[pick(4)]; mutation = "nshots"; break;
-      case 12: in.nsources = kHugeCounts[pick(4)]; mutation = "nsources"; break;
-      case 13: in.nreceivers = kHugeCounts[pick(4)]; mutation = "nreceivers"; break;
+      case 0:
+        input = NULL;
+        mutation = "input NULL";
+        break;
+      case 1:
+        options = NULL;
+        mutation = "options NULL";
+        break; /* max_dt only (below) */
+      case 2:
+        in.model.vp = NULL;
+        mutation = "vp NULL";
+        break;
+      case 3:
+        in.source_amplitudes = NULL;
+        mutation = "source_amplitudes NULL";
+        break;
+      case 4:
+        in.source_locations = NULL;
+        mutation = "source_locations NULL";
+        break;
+      case 5:
+        in.receiver_locations = NULL;
+        mutation = "receiver_locations NULL";
+        break;
+      case 6:
+        receivers = NULL;
+        sources = NULL;
+        receiver_data = NULL;
+        max_dt_out = NULL;
+        mutation = "outputs NULL";
+        break;
+      case 7:
+        in.model.shape[pick(3)] = kHugeCounts[pick(4)];
+        mutation = "model.shape";
+        break;
+      case 8:
+        in.model.spacing[pick(3)] = bad_real();
+        mutation = "model.spacing";
+        break;
+      case 9:
+        in.dt = bad_real();
+        mutation = "dt";
+        break;
+      case 10:
+        in.nt = kHugeCounts[pick(4)];
+        mutation = "nt";
+        break;
+      case 11:
+        in.nshots = kHugeCounts[pick(4)];
+        mutation = "nshots";
+        break;
+      case 12:
+        in.nsources = kHugeCounts[pick(4)];
+        mutation = "nsources";
+        break;
+      case 13:
+        in.nreceivers = kHugeCounts[pick(4)];
+        mutation = "nreceivers";
+        break;
       case 14: {
         const int64_t values[] = {-1, INT64_MAX, INT64_MIN, -(INT64_C(1) << 31), 100};
         int64_t* loc = pick(2) ? src : rec;
@@ -448,24 +662,59 @@ static void SFX(fuzz_tti)(long iterations) {
         mutation = "location value";
         break;
       }
-      case 15: o.struct_size = bad_struct_size(sizeof o); mutation = "struct_size"; break;
+      case 15:
+        o.struct_size = bad_struct_size(sizeof o);
+        mutation = "struct_size";
+        break;
       case 16: {
         const int values[] = {0, 5, -4, 1 << 30, 6};
         o.space_order = values[pick(5)];
         mutation = "space_order";
         break;
       }
-      case 17: o.sponge_width[pick(6)] = kHugeCounts[1 + pick(3)]; mutation = "sponge_width"; break;
-      case 18: o.q_min = bad_real(); mutation = "q_min"; break;
-      case 19: o.q_interior = bad_real(); mutation = "q_interior"; break;
-      case 20: o.freq_q = bad_real(); mutation = "freq_q"; break;
-      case 21: o.default_f = bad_real(); mutation = "default_f"; break;
-      case 22: o.device = kDevices[pick(5)]; mutation = "device"; break;
-      case 23: vp[pick(CELLS)] = pick(2) ? (T)NAN : (T)-1; mutation = "bad vp"; break;
-      case 24: eps[pick(CELLS)] = (T)NAN; in.model.epsilon = eps; mutation = "NaN epsilon"; break;
-      case 25: amps[pick(NSHOTS * NSRC * nt)] = (T)INFINITY; mutation = "inf amplitude"; break;
-      case 26: data[pick(NSHOTS * NREC * nt)] = (T)NAN; mutation = "NaN receiver data"; break;
-      default: break;
+      case 17:
+        o.sponge_width[pick(6)] = kHugeCounts[1 + pick(3)];
+        mutation = "sponge_width";
+        break;
+      case 18:
+        o.q_min = bad_real();
+        mutation = "q_min";
+        break;
+      case 19:
+        o.q_interior = bad_real();
+        mutation = "q_interior";
+        break;
+      case 20:
+        o.freq_q = bad_real();
+        mutation = "freq_q";
+        break;
+      case 21:
+        o.default_f = bad_real();
+        mutation = "default_f";
+        break;
+      case 22:
+        o.device = kDevices[pick(5)];
+        mutation = "device";
+        break;
+      case 23:
+        vp[pick(CELLS)] = pick(2) ? (T)NAN : (T)-1;
+        mutation = "bad vp";
+        break;
+      case 24:
+        eps[pick(CELLS)] = (T)NAN;
+        in.model.epsilon = eps;
+        mutation = "NaN epsilon";
+        break;
+      case 25:
+        amps[pick(NSHOTS * NSRC * nt)] = (T)INFINITY;
+        mutation = "inf amplitude";
+        break;
+      case 26:
+        data[pick(NSHOTS * NREC * nt)] = (T)NAN;
+        mutation = "NaN receiver data";
+        break;
+      default:
+        break;
     }
     const uint64_t before = checksum(vp, sizeof vp) ^ checksum(eps, sizeof eps) ^
                             checksum(amps, sizeof amps) ^ checksum(data, sizeof data) ^
@@ -543,10 +792,22 @@ static void SFX(fuzz_tti_demo)(long iterations) {
     double* limit_out = &limit;
     const char* mutation = "none";
     switch (pick(20)) {
-      case 0: input = NULL; mutation = "input NULL"; break;
-      case 1: options = NULL; mutation = "options NULL"; break;
-      case 2: in.source_amplitudes = NULL; mutation = "source_amplitudes NULL"; break;
-      case 3: limit_out = NULL; mutation = "dt_limit NULL"; break;
+      case 0:
+        input = NULL;
+        mutation = "input NULL";
+        break;
+      case 1:
+        options = NULL;
+        mutation = "options NULL";
+        break;
+      case 2:
+        in.source_amplitudes = NULL;
+        mutation = "source_amplitudes NULL";
+        break;
+      case 3:
+        limit_out = NULL;
+        mutation = "dt_limit NULL";
+        break;
       case 4: {
         const int64_t values[] = {0, -1, INT64_MIN, 3};
         in.shape[pick(3)] = values[pick(4)];
@@ -558,20 +819,46 @@ static void SFX(fuzz_tti_demo)(long iterations) {
         in.vp_field = in.theta_field = NULL; /* no array the shape would size */
         mutation = "shape huge";
         break;
-      case 6: in.spacing[pick(3)] = bad_real(); mutation = "spacing"; break;
-      case 7: in.dt = bad_real(); mutation = "dt"; break;
+      case 6:
+        in.spacing[pick(3)] = bad_real();
+        mutation = "spacing";
+        break;
+      case 7:
+        in.dt = bad_real();
+        mutation = "dt";
+        break;
       case 8: {
         const int64_t values[] = {0, -1, INT64_MIN};
         in.nt = values[pick(3)];
         mutation = "nt";
         break;
       }
-      case 9: in.nt = INT64_MAX; in.source_amplitudes = NULL; mutation = "nt huge"; break;
-      case 10: in.vp = bad_real(); in.vp_field = NULL; mutation = "vp"; break;
-      case 11: in.eta = bad_real(); mutation = "eta"; break;
-      case 12: in.f = bad_real(); mutation = "f"; break;
-      case 13: in.source_position[pick(3)] = bad_real(); mutation = "source_position"; break;
-      case 14: o.struct_size = bad_struct_size(sizeof o); mutation = "struct_size"; break;
+      case 9:
+        in.nt = INT64_MAX;
+        in.source_amplitudes = NULL;
+        mutation = "nt huge";
+        break;
+      case 10:
+        in.vp = bad_real();
+        in.vp_field = NULL;
+        mutation = "vp";
+        break;
+      case 11:
+        in.eta = bad_real();
+        mutation = "eta";
+        break;
+      case 12:
+        in.f = bad_real();
+        mutation = "f";
+        break;
+      case 13:
+        in.source_position[pick(3)] = bad_real();
+        mutation = "source_position";
+        break;
+      case 14:
+        o.struct_size = bad_struct_size(sizeof o);
+        mutation = "struct_size";
+        break;
       case 15: {
         const int values[] = {0, 3, 6, 1 << 30, -8};
         o.space_order = values[pick(5)];
@@ -584,9 +871,19 @@ static void SFX(fuzz_tti_demo)(long iterations) {
         mutation = "form";
         break;
       }
-      case 17: o.device = kDevices[pick(5)]; mutation = "device"; break;
-      case 18: vp[pick(CELLS)] = (T)NAN; in.vp_field = vp; mutation = "NaN vp field"; break;
-      default: amps[pick(MAXNT)] = (T)INFINITY; mutation = "inf amplitude"; break;
+      case 17:
+        o.device = kDevices[pick(5)];
+        mutation = "device";
+        break;
+      case 18:
+        vp[pick(CELLS)] = (T)NAN;
+        in.vp_field = vp;
+        mutation = "NaN vp field";
+        break;
+      default:
+        amps[pick(MAXNT)] = (T)INFINITY;
+        mutation = "inf amplitude";
+        break;
     }
     const uint64_t before =
         checksum(vp, sizeof vp) ^ checksum(theta, sizeof theta) ^ checksum(amps, sizeof amps);
