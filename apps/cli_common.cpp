@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "sciproxy/core/error.hpp"
+#include "sciproxy/core/resources.hpp"
 #include "sciproxy/core/roofline.hpp"
 
 extern char** environ;
@@ -24,13 +25,15 @@ extern char** environ;
 namespace sciproxy::app {
 
 void check_threads(int threads) {
-  if (threads < 0)
-    throw UsageError(
-        fmt::format("--threads: expected 0 (all) or a positive count, got {}", threads));
+  try {
+    resolve_threads(threads, "--threads");
+  } catch (const InvalidArgument& e) {
+    throw UsageError(e.what());
+  }
 }
 
 int effective_threads(int threads) {
-  return threads > 0 ? threads : max_threads();
+  return resolve_threads(threads, "--threads");
 }
 
 void check_repetitions(int reps, std::string_view option) {
@@ -131,6 +134,8 @@ std::optional<Roofline> roofline_for(const Device& device, int threads, Roofline
         r.bandwidth_gbs, r.cache_bandwidth_gbs, r.peak_gflops_fp32, r.peak_gflops_fp64);
     warn_if_busy(r, log);
     return r;
+  } catch (const Cancelled&) {
+    throw;  // a stop asked for, not a missing roofline
   } catch (const Error& e) {
     // A missing roofline only costs the "fraction of peak" column, never the run.
     log << fmt::format("note: no roofline for {}: {}\n", device.name(), e.what());
@@ -222,6 +227,8 @@ int with_option_names(const OptionNames& names, const std::function<int()>& body
   } catch (const InvalidArgument& e) {
     throw UsageError(names.rewrite(e.what()));
   } catch (const TypeError& e) {
+    throw UsageError(names.rewrite(e.what()));
+  } catch (const OutOfMemory& e) {  // the sizes the options asked for do not fit
     throw UsageError(names.rewrite(e.what()));
   }
 }

@@ -1,13 +1,17 @@
 // sciproxy command-line tool: parses the command line and turns every error into one line.
+// SIGINT and SIGTERM stop a run between steps (core/cancel.hpp): exit status 130 or 143.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <new>
 #include <vector>
 
 #include "cli_common.hpp"
+#include "sciproxy/core/cancel.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/version.hpp"
 
@@ -25,6 +29,47 @@ int fail(int status, const std::string& message) {
   std::fflush(stdout);
   fmt::print(stderr, "sciproxy: error: {}\n", line);
   return status;
+}
+
+// The signal that asked the run to stop (0: none). The handler only stores and asks for the
+// stop, both async-signal-safe; the library notices at its next step and throws Cancelled. A
+// second signal while the first is pending ends the process at once, the default way.
+volatile std::sig_atomic_t received_signal = 0;
+
+extern "C" void on_stop_signal(int signal) {
+  if (received_signal != 0) {
+    std::signal(signal, SIG_DFL);
+    std::raise(signal);
+    return;
+  }
+  received_signal = signal;
+  sciproxy::request_cancellation();
+}
+
+void install_stop_handlers() {
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;  // a write in progress (an output file) goes on
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+}
+
+// The shells' convention: 128 + the signal's number (130 for SIGINT, 143 for SIGTERM).
+int interrupted(const std::string& what) {
+  const int signal = received_signal;
+  std::fflush(stdout);
+  if (signal == 0) {  // a cancellation no signal asked for: an ordinary failure
+    fmt::print(stderr, "sciproxy: error: {}\n", what);
+    return kRuntimeFailure;
+  }
+  // On a terminal the progress line may be half drawn: start a new line.
+  fmt::print(stderr, "{}sciproxy: interrupted by {}; {}\n", isatty(2) ? "\n" : "",
+             signal == SIGINT    ? "SIGINT"
+             : signal == SIGTERM ? "SIGTERM"
+                                 : "a signal",
+             what);
+  return 128 + signal;
 }
 
 // CLI11 reports an unknown command word as a missing subcommand; name it instead.
@@ -81,15 +126,20 @@ int main(int argc, char** argv) {
     return fail(kUsage, fmt::format("{} (see sciproxy --help)", e.what()));
   }
 
+  install_stop_handlers();
   try {
     for (const auto& command : commands)
       if (command.app->parsed()) return command.run();
     return fail(kUsage, "no command given (see sciproxy --help)");
+  } catch (const Cancelled& e) {
+    return interrupted(e.what());
   } catch (const app::UsageError& e) {
     return fail(kUsage, e.what());
   } catch (const InvalidArgument& e) {
     return fail(kUsage, e.what());
   } catch (const TypeError& e) {
+    return fail(kUsage, e.what());
+  } catch (const OutOfMemory& e) {  // refused up front: a problem too large for this machine
     return fail(kUsage, e.what());
   } catch (const Error& e) {
     return fail(kRuntimeFailure, e.what());

@@ -29,10 +29,11 @@ void GradientStorageCli::add_to(CLI::App* sub) {
       "along each dimension): a quarter of the memory in float32, an eighth in float64; lossy");
   directory_option =
       sub->add_option("--storage-dir", directory,
-                      "With --storage disk: an existing directory for the storage files")
+                      "With --storage disk: an existing, writable directory for the storage "
+                      "files (default: $TMPDIR, else /tmp; the files have no name and never "
+                      "outlive the run)")
           ->type_name("DIR")
-          ->check(output_directory())
-          ->capture_default_str();
+          ->check(output_directory());
 }
 
 void GradientStorageCli::apply(CaseSettings& settings, bool gradient) const {
@@ -77,7 +78,7 @@ std::string gradient_storage_label(const nlohmann::json& p, bool born) {
   std::string where = "in the device's memory";
   if (storage == "host") where = "in host memory";
   if (storage == "disk")
-    where = fmt::format("on disk in '{}'", p.value("storage_dir", std::string(".")));
+    where = fmt::format("on disk in '{}'", p.value("storage_dir", std::string()));
   return fmt::format("every {} inner step{} ({}), {}{}", interval, interval == 1 ? "" : "s", why,
                      where, g["compression"].get<bool>() ? ", compressed to 8 bits" : "");
 }

@@ -18,7 +18,7 @@ struct GradientStorageCli {
   std::int64_t sampling = 0;
   std::string storage = "device";
   bool compression = false;
-  std::string directory = ".";
+  std::string directory;  // empty: $TMPDIR, else /tmp
   CLI::Option* sampling_option = nullptr;
   CLI::Option* storage_option = nullptr;
   CLI::Option* compression_option = nullptr;

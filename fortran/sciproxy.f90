@@ -157,6 +157,8 @@ module sciproxy
   public :: sciproxy_cuda_compiled, sciproxy_cuda_device_count, sciproxy_max_threads
   public :: sciproxy_recording_begin, sciproxy_recording_end, sciproxy_recording_json, &
             sciproxy_recording_text, sciproxy_recording_count, sciproxy_recording_passed
+  public :: sciproxy_set_cancellation, sciproxy_request_cancellation, &
+            sciproxy_clear_cancellation_request, sciproxy_cancellation_requested
   public :: sciproxy_parstack_options_default, sciproxy_parstack_extent_f64, &
             sciproxy_parstack_extent_f32, sciproxy_parstack_f64, sciproxy_parstack_f32, &
             sciproxy_argmax_options_default, sciproxy_argmax_f64, sciproxy_argmax_f32
@@ -223,6 +225,25 @@ module sciproxy
       integer(c_int64_t) :: n
     end function
     function sciproxy_recording_passed() bind(C) result(r)
+      import :: c_int
+      integer(c_int) :: r
+    end function
+    ! Cancellation (c/core.h): flag is c_loc of an integer(c_int), target (volatile where another
+    ! thread or a signal handler sets it), or c_null_ptr; callback is c_funloc of a bind(c)
+    ! function integer(c_int) f(user_data) with type(c_ptr), value :: user_data, or
+    ! c_null_funptr. Both null clear it. A cancelled call returns SCIPROXY_ERROR_CANCELLED.
+    function sciproxy_set_cancellation(flag, callback, user_data) bind(C) result(status)
+      import :: c_int, c_ptr, c_funptr
+      type(c_ptr), value :: flag
+      type(c_funptr), value :: callback
+      type(c_ptr), value :: user_data
+      integer(c_int) :: status
+    end function
+    subroutine sciproxy_request_cancellation() bind(C)
+    end subroutine
+    subroutine sciproxy_clear_cancellation_request() bind(C)
+    end subroutine
+    function sciproxy_cancellation_requested() bind(C) result(r)
       import :: c_int
       integer(c_int) :: r
     end function

@@ -5,6 +5,9 @@
 //
 // counting only samples inside trace i; traces with weight exactly 0 are skipped. Semantics of
 // pyrocko's parstack; see docs/kernels/parstack.md.
+//
+// Long calls stop between batches of shifts when asked (sciproxy/core/cancel.hpp): they throw
+// Cancelled and their outputs (result, even with accumulate) are unspecified.
 #pragma once
 
 #include <cstdint>

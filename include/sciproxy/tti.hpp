@@ -24,6 +24,9 @@
 //
 // Arrays are row-major (C order), axis 2 contiguous; locations are cell indices
 // [shot, source or receiver, axis] into the model. Angles are in radians.
+//
+// Long calls stop between steps when asked (sciproxy/core/cancel.hpp): they throw Cancelled and
+// their outputs are unspecified.
 #pragma once
 
 #include <array>

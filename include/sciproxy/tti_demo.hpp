@@ -22,6 +22,9 @@
 //
 // Arrays are row-major [NX, NY, NZ] (z fastest). A material may be given as one value (constant)
 // or as one value per grid point.
+//
+// Long calls stop between steps when asked (sciproxy/core/cancel.hpp): they throw Cancelled and
+// their outputs are unspecified.
 #pragma once
 
 #include <array>

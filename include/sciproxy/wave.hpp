@@ -11,6 +11,9 @@
 //
 // Arrays are row-major (C order), the last dimension contiguous; locations are cell indices
 // [shot, source or receiver, dim] into the model (not the padded grid), or kIgnoreLocation.
+//
+// Long calls stop between steps when asked (sciproxy/core/cancel.hpp): they throw Cancelled and
+// their outputs are unspecified.
 #pragma once
 
 #include <array>
@@ -35,7 +38,7 @@ using seismic::kMaxDims;
 enum class StorageMode {
   device,  // in the memory of the device that propagates (host memory for the host backends)
   host,    // in host memory (pinned for cuda)
-  disk,    // one file per shot in storage_directory, removed afterwards
+  disk,    // one nameless temporary file per shot in storage_directory (nothing left behind)
   none,    // nothing: no velocity gradient
 };
 
@@ -61,8 +64,9 @@ struct ScalarOptions {
   bool time_taper = false;     // Hann taper in time before resampling
   StorageMode storage = StorageMode::device;
   bool storage_compression = false;
-  std::string storage_directory = ".";  // for StorageMode::disk
-  int nparallel = 0;                    // OpenMP threads for the cpu backend; 0: all
+  // For StorageMode::disk; empty (the default): $TMPDIR, else /tmp. Never the current directory.
+  std::string storage_directory;
+  int nparallel = 0;  // OpenMP threads for the cpu backend; 0: all
 };
 
 template <class T>

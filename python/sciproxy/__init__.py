@@ -32,11 +32,23 @@ from ._recording import Record, record
 from .stack import argmax, parstack, resolve_impl
 
 __version__ = _sciproxy.__version__
-__all__ = ["parstack", "argmax", "info", "resolve_impl", "record", "Record", "stack", "wave",
-           "tti", "__version__"]
+__all__ = ["parstack", "argmax", "info", "resolve_impl", "record", "Record", "tolerance", "stack",
+           "wave", "tti", "__version__"]
 
 # The C++ buffers of the CUDA backend persist between calls; free them while CUDA is still alive.
 atexit.register(_sciproxy.release_plans)
+
+
+def tolerance(kernel: str, dtype, output: str = "", **settings) -> float:
+    """The relative L2 bound ||out - ref|| / ||ref|| within which the library holds ``output``
+    of ``kernel`` ('parstack', 'scalar', 'scalar_gradient', 'scalar_born', 'tti_forward', ...)
+    to its reference backend in ``dtype``; ``settings`` as ``sciproxy run --set`` takes them
+    (``storage_compression=1``). The same numbers the library's verification uses."""
+    import numpy as np
+
+    values = {k: str(v) for k, v in settings.items()}
+    values["dtype"] = np.dtype(dtype).name
+    return _sciproxy.case_tolerance(kernel, values, output)["rel_l2"]
 
 
 def info() -> dict:

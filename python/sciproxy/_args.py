@@ -162,11 +162,18 @@ def dtype(value, name: str = "dtype") -> np.dtype:
     return dt
 
 
+# The library's largest thread count (sciproxy::kMaxThreads); counts above the usable cores run
+# on those cores.
+MAX_THREADS = 4096
+
+
 def nparallel(value) -> int:
-    """None: every thread OpenMP offers (0 for the library); otherwise a count >= 1."""
+    """None: every core this process may use (0 for the library); otherwise 1..MAX_THREADS."""
     if value is None:
         return 0
-    return integer("nparallel", value, 1, INT32_MAX, "a thread count >= 1 (or None for all)")
+    return integer("nparallel", value, 1, MAX_THREADS,
+                   f"a thread count from 1 to {MAX_THREADS} (counts above the usable cores run "
+                   "on those cores), or None for all cores")
 
 
 def device(value, name: str = "device", aliases: dict | None = None,

@@ -195,7 +195,7 @@ def scalar(v, grid_spacing, dt, source_amplitudes=None, source_locations=None,
            survey_pad=None, wavefield_0=None, wavefield_m1=None, psiz_m1=None, psiy_m1=None,
            psix_m1=None, zetaz_m1=None, zetay_m1=None, zetax_m1=None, origin=None, nt=None,
            model_gradient_sampling_interval=1, freq_taper_frac=0.0, time_pad_frac=0.0,
-           time_taper=False, storage_mode="device", storage_path=".", storage_compression=False,
+           time_taper=False, storage_mode="device", storage_path=None, storage_compression=False,
            device="auto", nparallel=None):
     """``deepwave.scalar`` with tensors, computed by sciproxy; see sciproxy.wave.scalar.
 
@@ -253,7 +253,7 @@ def scalar_born(v, scatter, grid_spacing, dt, source_amplitudes=None, source_loc
                 pml_freq=None, max_vel=None, survey_pad=None, wavefield_0=None,
                 wavefield_m1=None, wavefield_sc_0=None, wavefield_sc_m1=None, origin=None,
                 nt=None, model_gradient_sampling_interval=1, freq_taper_frac=0.0,
-                time_pad_frac=0.0, time_taper=False, storage_mode="device", storage_path=".",
+                time_pad_frac=0.0, time_taper=False, storage_mode="device", storage_path=None,
                 storage_compression=False, device="auto", nparallel=None):
     """``deepwave.scalar_born`` with tensors, computed by sciproxy; see sciproxy.wave.scalar_born.
 

@@ -246,8 +246,9 @@ def _prepare(v, grid_spacing, dt, source_amplitudes, source_locations, receiver_
     if storage_mode not in _STORAGE_MODES:
         raise ValueError(f"storage_mode: expected one of {', '.join(map(repr, _STORAGE_MODES))}, "
                          f"got {storage_mode!r}")
-    if not isinstance(storage_path, (str, os.PathLike)):
-        raise TypeError(f"storage_path: expected a directory path, got {_describe(storage_path)}")
+    if storage_path is not None and not isinstance(storage_path, (str, os.PathLike)):
+        raise TypeError(f"storage_path: expected a directory path or None (the system's temporary "
+                        f"directory), got {_describe(storage_path)}")
     options = {
         "accuracy": accuracy,
         "pml_width": pml,
@@ -262,7 +263,7 @@ def _prepare(v, grid_spacing, dt, source_amplitudes, source_locations, receiver_
         "time_taper": _bool("time_taper", time_taper),
         "storage_mode": storage_mode,
         "storage_compression": _bool("storage_compression", storage_compression),
-        "storage_path": os.fspath(storage_path),
+        "storage_path": "" if storage_path is None else os.fspath(storage_path),
         "nparallel": _nparallel(nparallel),
     }
     if options["freq_taper_frac"] > 1:
@@ -397,7 +398,7 @@ def scalar_run(v, grid_spacing, dt, source_amplitudes=None, source_locations=Non
                survey_pad=None, wavefield_0=None, wavefield_m1=None, psiz_m1=None, psiy_m1=None,
                psix_m1=None, zetaz_m1=None, zetay_m1=None, zetax_m1=None, origin=None, nt=None,
                model_gradient_sampling_interval=1, freq_taper_frac=0.0, time_pad_frac=0.0,
-               time_taper=False, storage_mode="device", storage_path=".",
+               time_taper=False, storage_mode="device", storage_path=None,
                storage_compression=False, device="auto", nparallel=None, _stacklevel=2):
     """``scalar`` (kept for callers that used it: ``scalar`` returns the same object now)."""
     state = dict(wavefield_0=wavefield_0, wavefield_m1=wavefield_m1, psiz_m1=psiz_m1,
@@ -416,7 +417,7 @@ def scalar(v, grid_spacing, dt, source_amplitudes=None, source_locations=None,
            survey_pad=None, wavefield_0=None, wavefield_m1=None, psiz_m1=None, psiy_m1=None,
            psix_m1=None, zetaz_m1=None, zetay_m1=None, zetax_m1=None, origin=None, nt=None,
            model_gradient_sampling_interval=1, freq_taper_frac=0.0, time_pad_frac=0.0,
-           time_taper=False, storage_mode="device", storage_path=".", storage_compression=False,
+           time_taper=False, storage_mode="device", storage_path=None, storage_compression=False,
            device="auto", nparallel=None):
     """Scalar wave propagation, like ``deepwave.scalar`` (numpy arrays in and out).
 
@@ -444,7 +445,9 @@ def scalar(v, grid_spacing, dt, source_amplitudes=None, source_locations=None,
     nt : number of samples when there are no source amplitudes.
     model_gradient_sampling_interval, freq_taper_frac, time_pad_frac, time_taper,
     storage_mode ('device', 'cpu', 'disk', 'none'), storage_path, storage_compression :
-        as Deepwave's (storage matters for scalar_gradient only).
+        as Deepwave's (storage matters for scalar_gradient only). storage_path: the directory
+        of the 'disk' storage, None (the default) for $TMPDIR, else /tmp; never the current
+        directory. Its files have no name, so nothing is left behind however the process ends.
     device : 'auto', 'reference', 'cpu', 'cuda', 'cuda:N'.
     nparallel : threads of the cpu backend; None: all.
 
@@ -470,7 +473,7 @@ def scalar_gradient(v, grid_spacing, dt, source_amplitudes=None, source_location
                     psiz_m1=None, psiy_m1=None, psix_m1=None, zetaz_m1=None, zetay_m1=None,
                     zetax_m1=None, origin=None, nt=None, model_gradient_sampling_interval=1,
                     freq_taper_frac=0.0, time_pad_frac=0.0, time_taper=False,
-                    storage_mode="device", storage_path=".", storage_compression=False,
+                    storage_mode="device", storage_path=None, storage_compression=False,
                     device="auto", nparallel=None, *, grad_receiver_amplitudes=None,
                     grad_final_state=None, return_details=False):
     """Gradient of a loss with respect to v and the source amplitudes.
@@ -645,7 +648,7 @@ def scalar_born_gradient(v, scatter, grid_spacing, dt, source_amplitudes=None,
                          max_vel=None, survey_pad=None, nt=None,
                          model_gradient_sampling_interval=1, freq_taper_frac=0.0,
                          time_pad_frac=0.0, time_taper=False, storage_mode="device",
-                         storage_path=".", storage_compression=False, device="auto",
+                         storage_path=None, storage_compression=False, device="auto",
                          nparallel=None, *, grad_receiver_amplitudes,
                          grad_bg_receiver_amplitudes=None, source_gradient=True):
     """The adjoint of ``scalar_born``: returns (grad_scatter, grad_source_amplitudes).

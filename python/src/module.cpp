@@ -18,14 +18,17 @@
 #include <vector>
 
 #include "arrays.hpp"
+#include "interrupt.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
+#include "sciproxy/core/resources.hpp"
 #include "sciproxy/core/roofline.hpp"
 #include "sciproxy/core/version.hpp"
 #include "sciproxy/stack.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
+using sciproxy::python::Interruptible;
 
 namespace {
 
@@ -139,7 +142,7 @@ nb::tuple parstack(nb::sequence arrays, Indices offsets, IndexMatrix shifts, Mat
 
   st::Extent extent;
   {
-    nb::gil_scoped_release release;
+    const Interruptible interruptible;      // GIL released; Ctrl-C stops the call
     extent = st::parstack_extent(in, opt);  // checks the input (a pass over the traces)
   }
   const std::int64_t size = st::parstack_result_size(in.nshifts, extent, opt.method);
@@ -171,11 +174,11 @@ nb::tuple parstack(nb::sequence arrays, Indices offsets, IndexMatrix shifts, Mat
   const std::span<T> out_span(out.data(), out.size());
   if (device.backend == sciproxy::Backend::cuda) {
     PlanSlot& slot = plan_slot(device.index);
-    nb::gil_scoped_release release;
+    const Interruptible interruptible;  // GIL released; Ctrl-C stops the call
     std::lock_guard<std::mutex> lock(slot.mutex);
     extent = st::parstack<T>(device, in, out_span, opt, nullptr, &slot.plan);
   } else {
-    nb::gil_scoped_release release;
+    const Interruptible interruptible;  // GIL released; Ctrl-C stops the call
     extent = st::parstack<T>(device, in, out_span, opt, nullptr, nullptr);
   }
   return nb::make_tuple(out_object, extent.offsetout);
@@ -189,7 +192,7 @@ nb::object argmax(Matrix<T> a, int nparallel, bool pyrocko_compat) {
   auto out = nb::cast<nb::ndarray<std::uint32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>>(
       out_object, false);
   {
-    nb::gil_scoped_release release;
+    const Interruptible interruptible;  // GIL released; Ctrl-C stops the call
     sciproxy::stack::argmax<T>(std::span<const T>(a.data(), a.size()), rows, cols,
                                std::span<std::uint32_t>(out.data(), out.size()), nparallel,
                                pyrocko_compat);
@@ -240,6 +243,7 @@ void register_recording(nb::module_& m);  // recording_bindings.cpp
 NB_MODULE(_sciproxy, m) {
   m.doc() = "sciproxy C++ kernels (use the sciproxy package, not this module, directly)";
   m.attr("__version__") = sciproxy::build_info().version;
+  m.attr("MAX_THREADS") = sciproxy::kMaxThreads;  // the largest nparallel (core/resources.hpp)
 
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {

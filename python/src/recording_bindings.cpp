@@ -4,11 +4,13 @@
 // verify=True reruns on the reference backend and records the comparison. close() ends the
 // recording and keeps what it recorded, so the reports stay readable after the `with` block.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/string.h>
 
 #include <memory>
 #include <string>
 
+#include "sciproxy/core/harness.hpp"
 #include "sciproxy/core/recording.hpp"
 
 namespace nb = nanobind;
@@ -74,4 +76,17 @@ void register_recording(nb::module_& m) {
       .def("text", &PyRecording::text, "The reports as the command line prints them.")
       .def("passed", &PyRecording::passed, "Whether every verified call passed.")
       .def("__len__", &PyRecording::count, "The number of calls recorded.");
+
+  // The tolerances the library verifies with (each family's case.hpp), for callers that compare
+  // results of their own: the Python tests use these instead of copies.
+  m.def(
+      "case_tolerance",
+      [](const std::string& name, const std::map<std::string, std::string>& settings,
+         const std::string& output) {
+        const sciproxy::Tolerance t =
+            sciproxy::case_tolerance(name, sciproxy::CaseSettings{settings}, output);
+        return std::map<std::string, double>{{"rel_l2", t.rel_l2}, {"max_abs", t.max_abs}};
+      },
+      "case"_a, "settings"_a, "output"_a,
+      "The tolerance (rel_l2, max_abs) of an output of a registered case for its settings.");
 }

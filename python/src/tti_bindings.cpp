@@ -17,12 +17,14 @@
 #include <vector>
 
 #include "arrays.hpp"
+#include "interrupt.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/tti.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
+using sciproxy::python::Interruptible;
 
 namespace {
 
@@ -84,7 +86,7 @@ nb::object tti(const Array<T>& vp, const std::optional<Array<T>>& buoyancy,
   const wv::TtiOptions opt = options_of(options);
   std::vector<T> result;
   {
-    nb::gil_scoped_release release;
+    const Interruptible interruptible;  // GIL released; Ctrl-C stops the call
     const sciproxy::Device dev = sciproxy::select_device(device);
     if (adjoint) {
       result = wv::tti_adjoint<T>(dev, in, span_of(traces), opt).source_amplitudes;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "arrays.hpp"
+#include "interrupt.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/timers.hpp"
@@ -21,6 +22,7 @@
 
 namespace nb = nanobind;
 using namespace nb::literals;
+using sciproxy::python::Interruptible;
 
 namespace {
 
@@ -67,7 +69,7 @@ nb::tuple tti_demo(std::array<std::int64_t, 3> shape, std::array<double, 3> spac
   wv::TtiDemoOutput<T> out;
   sciproxy::Timers timers;
   {
-    nb::gil_scoped_release release;
+    const Interruptible interruptible;  // GIL released; Ctrl-C stops the call
     out = wv::tti_demo<T>(device, in, opt, &timers);
   }
   nb::dict info;

@@ -17,12 +17,14 @@
 #include <vector>
 
 #include "arrays.hpp"
+#include "interrupt.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/wave.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
+using sciproxy::python::Interruptible;
 
 namespace {
 
@@ -229,7 +231,7 @@ nb::dict scalar(nb::handle v, std::int64_t nmodels, int ndim,
   sciproxy::Timers timers;
   wv::ScalarOutput<T> out;
   {
-    nb::gil_scoped_release release;
+    const Interruptible interruptible;  // GIL released; Ctrl-C stops the call
     out = wv::scalar<T>(device, x.in, opt, has_initial ? &state : nullptr, &timers);
   }
   nb::dict d = output_to_python(std::move(out), ndim, nshots, nreceivers, nt);
@@ -258,7 +260,7 @@ nb::dict scalar_gradient(nb::handle v, std::int64_t nmodels, int ndim,
   sciproxy::Timers timers;
   wv::ScalarGradient<T> g;
   {
-    nb::gil_scoped_release release;
+    const Interruptible interruptible;  // GIL released; Ctrl-C stops the call
     g = wv::scalar_gradient<T>(device, x.in, opt, span_of(grad_r), has_initial ? &state : nullptr,
                                has_grad_final ? &grad_state : nullptr, &timers);
   }
@@ -304,7 +306,7 @@ nb::dict scalar_born(nb::handle v, std::int64_t nmodels, int ndim,
   sciproxy::Timers timers;
   wv::ScalarBornOutput<T> out;
   {
-    nb::gil_scoped_release release;
+    const Interruptible interruptible;  // GIL released; Ctrl-C stops the call
     out = wv::scalar_born<T>(device, in, opt, has_initial ? &state : nullptr,
                              has_initial_sc ? &state_sc : nullptr, &timers);
   }
@@ -354,7 +356,7 @@ nb::dict scalar_born_gradient(nb::handle v, std::int64_t nmodels, int ndim,
   sciproxy::Timers timers;
   wv::ScalarBornGradient<T> g;
   {
-    nb::gil_scoped_release release;
+    const Interruptible interruptible;  // GIL released; Ctrl-C stops the call
     g = wv::scalar_born_gradient<T>(device, in, opt, span_of(grad_r),
                                     grad_bg.is_none() ? std::span<const T>() : span_of(grad_b),
                                     source_gradient, has_initial ? &state : nullptr, &timers);

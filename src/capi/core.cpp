@@ -4,8 +4,10 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "capi/guarded.hpp"
+#include "sciproxy/core/cancel.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/recording.hpp"
@@ -28,6 +30,10 @@ struct ThreadRecording {
   bool passed = true;
 };
 thread_local ThreadRecording recording;
+
+// The cancellation a C caller installed on this thread (sciproxy_set_cancellation): a scope
+// that stays open until replaced, since C has no scope to bracket the calls with.
+thread_local std::unique_ptr<sciproxy::CancelScope> cancellation;
 
 // snprintf's protocol: the whole length back, at most size - 1 characters and a NUL written.
 std::size_t give_text(const std::string& text, char* buffer, std::size_t size) {
@@ -144,6 +150,29 @@ int sciproxy_recording_passed(void) {
   } catch (...) {
     return 0;
   }
+}
+
+sciproxy_status sciproxy_set_cancellation(const volatile int* flag, int (*callback)(void*),
+                                          void* user_data) {
+  return guarded([&] {
+    cancellation.reset();
+    if (flag == nullptr && callback == nullptr) return;
+    sciproxy::CancelScope::Callback poll;
+    if (callback != nullptr) poll = [callback, user_data] { return callback(user_data) != 0; };
+    cancellation = std::make_unique<sciproxy::CancelScope>(flag, std::move(poll));
+  });
+}
+
+void sciproxy_request_cancellation(void) {
+  sciproxy::request_cancellation();
+}
+
+void sciproxy_clear_cancellation_request(void) {
+  sciproxy::clear_cancellation_request();
+}
+
+int sciproxy_cancellation_requested(void) {
+  return sciproxy::cancellation_requested() ? 1 : 0;
 }
 
 }  // extern "C"

@@ -16,6 +16,7 @@
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/sciproxy.h"
+#include "wave/storage_directory.hpp"
 
 namespace {
 
@@ -116,8 +117,10 @@ Options options_of(const sciproxy_scalar_options* options, int ndim) {
                                        std::to_string(c.storage));
   }
   opt.storage_compression = c.storage_compression != 0;
-  require_pointer(c.storage_directory, "storage_directory");
-  opt.storage_directory = c.storage_directory;
+  opt.storage_directory = c.storage_directory != nullptr ? c.storage_directory : "";
+  if (opt.storage == wv::StorageMode::disk)  // checked here to name C's field in the error
+    opt.storage_directory =
+        wv::detail::storage_directory(opt.storage_directory, "options.storage_directory").string();
   opt.nparallel = std::max(0, c.nparallel);
   o.device = sciproxy::capi::device_of(c.device);
   return o;
@@ -313,7 +316,7 @@ void sciproxy_scalar_options_default(sciproxy_scalar_options* options) {
   options->time_taper = d.time_taper ? 1 : 0;
   options->storage = SCIPROXY_STORAGE_DEVICE;  // d.storage, the library's default
   options->storage_compression = d.storage_compression ? 1 : 0;
-  options->storage_directory = ".";  // d.storage_directory, a string the C side owns
+  options->storage_directory = nullptr;  // the system's temporary directory
   options->nparallel = d.nparallel;
 }
 

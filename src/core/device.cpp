@@ -5,9 +5,11 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 
 #include "sciproxy/core/error.hpp"
+#include "sciproxy/core/resources.hpp"
 
 namespace sciproxy {
 
@@ -78,7 +80,10 @@ double physical_memory_bytes() {
 }
 
 ThreadCount::ThreadCount(int threads) : previous_(omp_get_max_threads()) {
-  if (threads > 0) omp_set_num_threads(threads);
+  // Never more threads than usable cores (core/resources.hpp), whatever asked for them: the
+  // argument, OMP_NUM_THREADS or an earlier omp_set_num_threads.
+  const int wanted = threads > 0 ? threads : previous_;
+  omp_set_num_threads(std::max(1, std::min(wanted, usable_cores())));
 }
 
 ThreadCount::~ThreadCount() {

@@ -12,6 +12,7 @@
 
 #include "core/json.hpp"
 #include "sciproxy/core/error.hpp"
+#include "sciproxy/core/resources.hpp"
 #include "sciproxy/core/roofline.hpp"
 
 namespace sciproxy {
@@ -68,6 +69,22 @@ const CaseEntry& find_case(const std::string& name) {
     known += (known.empty() ? "" : ", ") + entry.name;
   }
   throw_invalid_argument("case", fmt::format("one of {}", known), fmt::format("\"{}\"", name));
+}
+
+void require_case_memory(double bytes, std::string_view arguments, std::string_view what,
+                         std::string_view hint) {
+  if (bytes > kMaxCaseBytes)
+    throw OutOfMemory(fmt::format("{}: {} needs about {} of host memory; a case is limited to {}{}",
+                                  arguments, what, format_bytes(bytes), format_bytes(kMaxCaseBytes),
+                                  hint));
+  require_memory(bytes, arguments, what, hint);
+}
+
+Tolerance case_tolerance(const std::string& name, const CaseSettings& settings,
+                         const std::string& output) {
+  const CaseEntry& entry = find_case(name);
+  if (!entry.tolerance) throw RuntimeError(fmt::format("case {} states no tolerance", name));
+  return entry.tolerance(settings, output);
 }
 
 namespace {
@@ -131,6 +148,8 @@ std::optional<Roofline> roofline_of(const Device& device, int threads, const Har
       *opt.log << fmt::format("Measuring the roofline of {} ({} threads) once ...\n", device.name(),
                               t);
     return measure_and_cache_roofline(device, t);
+  } catch (const Cancelled&) {
+    throw;  // a stop asked for, not a missing roofline
   } catch (const Error& e) {
     if (opt.log) *opt.log << "Roofline unavailable: " << e.what() << "\n";
     return std::nullopt;
@@ -145,6 +164,7 @@ std::vector<CaseResult> run_case(const CaseEntry& entry, const CaseSettings& set
   require(options.repetitions >= 1, "repetitions", "at least 1",
           std::to_string(options.repetitions));
   require(options.warmup >= 0, "warmup", "0 or more", std::to_string(options.warmup));
+  resolve_threads(options.threads, "threads");
   ThreadCount thread_count(options.threads);
   const int threads = max_threads();
 

@@ -19,6 +19,7 @@
 
 #include "core/json.hpp"
 #include "sciproxy/core/bench.hpp"
+#include "sciproxy/core/cancel.hpp"
 #include "sciproxy/core/error.hpp"
 
 namespace sciproxy {
@@ -52,6 +53,8 @@ double triad_bandwidth_gbs(int threads) {
   }
   double best = 1e30;
   for (int rep = 0; rep < 5; ++rep) {
+    // Between repetitions: a measurement takes seconds, and Ctrl-C must not wait for it.
+    throw_if_cancelled("roofline (triad bandwidth)", rep, 5, "repetitions");
     const auto t0 = std::chrono::steady_clock::now();
     double* __restrict pa = a.get();
     const double* __restrict pb = b.get();
@@ -133,6 +136,7 @@ double cache_bandwidth_gbs(int threads) {
   double best = 1e30;
   volatile float sink = 0;
   for (int rep = 0; rep < 5; ++rep) {
+    throw_if_cancelled("roofline (L2 bandwidth)", rep, 5, "repetitions");
     double slowest = 0;
     float total = 0;
 #pragma omp parallel num_threads(threads) reduction(max : slowest) reduction(+ : total)
@@ -167,6 +171,7 @@ double fma_peak_gflops(int threads) {
   double best = 1e30;
   volatile T sink = 0;
   for (int rep = 0; rep < 5; ++rep) {
+    throw_if_cancelled("roofline (FMA peak)", rep, 5, "repetitions");
     const auto t0 = std::chrono::steady_clock::now();
     T total = 0;
 #pragma omp parallel num_threads(threads) reduction(+ : total)

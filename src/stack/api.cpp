@@ -15,6 +15,7 @@
 #include "kernels.hpp"
 #include "math.hpp"
 #include "sciproxy/core/error.hpp"
+#include "sciproxy/core/resources.hpp"
 #include "sciproxy/stack.hpp"
 
 namespace sciproxy::stack {
@@ -69,8 +70,7 @@ void check_input(const ParstackInput<T>& in, const ParstackOptions& opt) {
   require(opt.method == Method::stack || opt.method == Method::max, "method",
           "0 (stack) or 1 (maximum of the stack)", std::to_string(static_cast<int>(opt.method)));
   require(opt.lengthout != 0, "lengthout", "a positive length, or -1 for the default window", "0");
-  require(opt.nparallel >= 0, "nparallel", "a positive thread count (or 0 for all)",
-          std::to_string(opt.nparallel));
+  resolve_threads(opt.nparallel, "nparallel");
 }
 
 template <class T>
@@ -138,10 +138,23 @@ ParstackPlan::Counters ParstackPlan::counters() const {
   return state_ ? state_->counters : Counters{};
 }
 
+// The host memory a call allocates beyond its inputs, refused before allocating: the result
+// (the caller's, or the one Python allocates from this extent) and, for method max, one stacked
+// row per thread.
+template <class T>
+Extent checked_memory(const Extent& e, std::int64_t nshifts, const ParstackOptions& opt) {
+  const double rows = opt.method == Method::stack ? double(nshifts) : double(usable_cores());
+  const double result = opt.method == Method::stack ? 0.0 : double(nshifts);
+  require_memory(sizeof(T) * (rows * double(e.lengthout) + result), "lengthout, shifts",
+                 fmt::format("a stack of {} shift sets x {} samples ({})", nshifts, e.lengthout,
+                             sizeof(T) == 4 ? "float32" : "float64"));
+  return e;
+}
+
 template <class T>
 Extent parstack_extent(const ParstackInput<T>& in, const ParstackOptions& opt) {
   check_input(in, opt);
-  if (opt.lengthout > 0) return {opt.offsetout, opt.lengthout};
+  if (opt.lengthout > 0) return checked_memory<T>({opt.offsetout, opt.lengthout}, in.nshifts, opt);
   const auto ntraces = static_cast<std::int64_t>(in.traces.size());
   std::int64_t first = std::numeric_limits<std::int64_t>::max();
   std::int64_t last = std::numeric_limits<std::int64_t>::min();
@@ -156,7 +169,7 @@ Extent parstack_extent(const ParstackInput<T>& in, const ParstackOptions& opt) {
   require(first >= std::numeric_limits<std::int32_t>::min() &&
               first <= std::numeric_limits<std::int32_t>::max(),
           "offsets + shifts", "a window start that fits in int32", std::to_string(first));
-  return {static_cast<std::int32_t>(first), last - first};
+  return checked_memory<T>({static_cast<std::int32_t>(first), last - first}, in.nshifts, opt);
 }
 
 std::int64_t parstack_result_size(std::int64_t nshifts, const Extent& extent, Method method) {
@@ -263,8 +276,7 @@ void argmax(std::span<const T> a, std::int64_t rows, std::int64_t cols,
   require(static_cast<std::int64_t>(out.size()) == cols, "out",
           fmt::format("{} elements (one per column)", cols),
           fmt::format("{} elements", out.size()));
-  require(nparallel >= 0, "nparallel", "a positive thread count (or 0 for all)",
-          std::to_string(nparallel));
+  resolve_threads(nparallel, "nparallel");
   // Host-only (kernels.hpp): the cpu kernel runs.
   const Device cpu{Backend::cpu, 0, false};
   RecordedCall call("argmax", cpu, nullptr);

@@ -19,6 +19,7 @@
 #include "sciproxy/core/bench.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/harness.hpp"
+#include "sciproxy/core/resources.hpp"
 #include "sciproxy/stack.hpp"
 
 namespace sciproxy::stack {
@@ -26,15 +27,8 @@ namespace sciproxy::stack {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-constexpr double kMaxProblemBytes = 64 * kGiB;
 // Sample indices are int32 (pyrocko's offsets and shifts are); keep every shifted trace inside.
 constexpr std::int64_t kIndexLimit = std::numeric_limits<std::int32_t>::max() / 2;
-
-std::string format_bytes(double bytes) {
-  if (bytes >= kGiB) return fmt::format("{:.1f} GiB", bytes / kGiB);
-  if (bytes >= 1024.0 * 1024) return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024));
-  return fmt::format("{:.1f} KiB", bytes / 1024.0);
-}
 
 // Uniform doubles from the raw 64-bit stream, so the problem for a seed is the same with any
 // standard library (std::uniform_*_distribution is implementation-defined).
@@ -93,16 +87,10 @@ struct Sizes {
     result = elem * double(nshifts) * per_set;
     const double host =
         inputs + result + 2 * elem * double(rows) * per_set + (4 + elem) * double(ntraces * rows);
-    const double physical = physical_memory_bytes();
-    const double limit =
-        physical > 0 ? std::min(kMaxProblemBytes, 0.8 * physical) : kMaxProblemBytes;
-    if (host > limit)
-      throw InvalidArgument(fmt::format(
-          "ntraces, nshifts, nsamples: {} traces x {} shift sets x {} samples ({}) needs about {} "
-          "of host memory (the result alone is {}); the limit is {} ({})",
-          ntraces, nshifts, nsamples, elem == 4 ? "float32" : "float64", format_bytes(host),
-          format_bytes(result), format_bytes(limit),
-          limit < kMaxProblemBytes ? "80% of this machine's memory" : "64 GiB"));
+    require_case_memory(host, "ntraces, nshifts, nsamples",
+                        fmt::format("{} traces x {} shift sets x {} samples ({})", ntraces, nshifts,
+                                    nsamples, elem == 4 ? "float32" : "float64"),
+                        fmt::format("; the result alone is {}", format_bytes(result)));
   }
 };
 
@@ -305,6 +293,10 @@ void register_cases(std::vector<CaseEntry>& registry) {
        {variant("0", "float32"), variant("0", "float64"), variant("1", "float32"),
         variant("1", "float64")},
        parstack_sweep()});
+  registry.back().tolerance = [](const CaseSettings& s, const std::string&) {
+    return parstack_tolerance(s.get("dtype", "float64") == "float32" ? Precision::fp32
+                                                                     : Precision::fp64);
+  };
 }
 
 }  // namespace sciproxy::stack

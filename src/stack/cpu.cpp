@@ -15,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/cancel_region.hpp"
 #include "kernels.hpp"
 #include "math.hpp"
 
@@ -122,6 +123,9 @@ SCIPROXY_STACK_PARSTACK(T) {
   const std::int64_t ntiles = (p.lengthout + kTile<T> - 1) / kTile<T>;
   const std::int64_t njobs = ntiles * p.nshifts;
   std::vector<T> tile_max(p.method == Method::max ? njobs : 0);
+  // Cancellation (core/cancel_region.hpp): thread 0 polls as it takes a job; once stopped, every
+  // thread skips its remaining jobs, and the calling thread throws after the region.
+  RegionStop stop;
 #pragma omp parallel
   {
     std::vector<Term<T>> terms;
@@ -129,6 +133,7 @@ SCIPROXY_STACK_PARSTACK(T) {
     std::vector<T> scratch(p.method == Method::max ? kTile<T> : 0);
 #pragma omp for schedule(dynamic, 4)
     for (std::int64_t job = 0; job < njobs; ++job) {
+      if (stop.poll(job)) continue;
       const std::int64_t s = job % p.nshifts, k0 = (job / p.nshifts) * kTile<T>;
       const std::int64_t k1 = std::min(p.lengthout, k0 + kTile<T>);
       if (p.method == Method::stack) {
@@ -141,7 +146,7 @@ SCIPROXY_STACK_PARSTACK(T) {
         tile_max[job] = m;
       }
     }
-    if (p.method == Method::max) {
+    if (p.method == Method::max && !stop.stopped()) {  // the same value on every thread here
 #pragma omp for schedule(static)
       for (std::int64_t s = 0; s < p.nshifts; ++s) {
         T m = max_initial_value<T>(p.clamp_max_at_zero);
@@ -150,6 +155,7 @@ SCIPROXY_STACK_PARSTACK(T) {
       }
     }
   }
+  stop.throw_if_stopped("parstack", njobs, "tiles of shifts");
 }
 
 template <class T>

@@ -25,6 +25,7 @@
 
 #include "core/cuda_check.cuh"
 #include "core/cuda_resources.cuh"
+#include "sciproxy/core/cancel.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/timers.hpp"
@@ -453,6 +454,8 @@ SCIPROXY_STACK_PARSTACK(T) {
       static_cast<double>(traces_bytes + 2 * index_bytes + offsets_bytes + shifts_bytes +
                           weights_bytes + (accumulate ? result_bytes : 0));
 
+  // One kernel does every shift: the only points a stop can take effect are around it.
+  throw_if_cancelled("parstack (cuda)", 0, nshifts, "shifts");
   {
     NvtxRange range("kernel");
     SCIPROXY_CUDA_CHECK(cudaEventRecord(impl->kernel_begin, stream));

@@ -9,6 +9,7 @@
 
 #include "kernels.hpp"
 #include "math.hpp"
+#include "sciproxy/core/cancel.hpp"
 
 namespace sciproxy::stack::kernels::reference {
 
@@ -18,6 +19,7 @@ SCIPROXY_STACK_PARSTACK(T) {
   auto compute = Timers::region(ctx.timers, "compute");
   std::vector<double> row(static_cast<std::size_t>(p.lengthout));
   for (std::int64_t s = 0; s < p.nshifts; ++s) {
+    throw_if_cancelled("parstack (reference)", s, p.nshifts, "shifts");
     std::fill(row.begin(), row.end(), 0.0);
     for (std::int64_t i = 0; i < p.ntraces; ++i) {
       const double w = p.weights[s * p.ntraces + i];

@@ -34,6 +34,7 @@
 #include "core/dispatch.hpp"
 #include "core/recorded_call.hpp"
 #include "sciproxy/core/error.hpp"
+#include "sciproxy/core/resources.hpp"
 #include "sciproxy/tti.hpp"
 #include "seismic/checks.hpp"
 #include "tti/case.hpp"
@@ -73,8 +74,7 @@ void check_options(const TtiOptions& opt) {
           "a finite frequency >= 0 in Hz (0: no attenuation)", fmt::format("{}", opt.freq_q));
   require(std::isfinite(opt.default_f) && opt.default_f > 0 && opt.default_f <= 1, "default_f",
           "f = 1 - vs^2/vp^2 in (0, 1]", fmt::format("{}", opt.default_f));
-  require(opt.nparallel >= 0, "nparallel", "a thread count >= 0 (0: all)",
-          std::to_string(opt.nparallel));
+  resolve_threads(opt.nparallel, "nparallel");
 }
 
 // One cell's parameters, with the defaults of empty arrays.
@@ -269,6 +269,17 @@ void make_setup(Setup<T>& s, const TtiInput<T>& in, const TtiOptions& opt,
     throw_invalid_argument("sponge_width", "a padded grid whose fields fit in int64 bytes",
                            fmt::format("{} x {} x {} cells", s.n[0], s.n[1], s.n[2]));
   s.points = points;
+  // Host memory before anything is allocated: ten padded coefficient arrays, the state (p,
+  // p_prev, m, m_prev per shot) and its returned copy, six flux arrays (the two-pass kernels,
+  // counted at full size), the traces in both layouts.
+  const double padded = static_cast<double>(s.points), elem = sizeof(T);
+  require_memory(elem * (padded * (16.0 + 8.0 * double(s.nshots)) +
+                         2.0 * double(nt) * double(s.nshots) * double(s.nsources + s.nreceivers)),
+                 "vp, nt, nshots",
+                 fmt::format("a TTI run on a model of {} cells (padded to {} x {} x {}), {} "
+                             "shot{}, nt {}, {}",
+                             shape_string(grid), s.n[0], s.n[1], s.n[2], s.nshots,
+                             s.nshots == 1 ? "" : "s", nt, sizeof(T) == 4 ? "float32" : "float64"));
 
   // Q: log-linear from q_min at the outer edge of a sponge to q_interior at the model (WaveFD's
   // profile), the smallest over the sides whose sponge the cell is in.

@@ -412,6 +412,19 @@ void register_cases(std::vector<CaseEntry>& registry) {
                       "coupled P/M TTI system, adjoint with respect to the source amplitudes",
                       make<TtiAdjointCase>,
                       {CaseSettings{}}});
+  // The tolerances of the cases' tolerance(), by output (case.hpp).
+  auto precision = [](const CaseSettings& s) {
+    return s.get("dtype", "float32") == "float64" ? Precision::fp64 : Precision::fp32;
+  };
+  registry[registry.size() - 3].tolerance = [=](const CaseSettings& s, const std::string&) {
+    return tti_demo_tolerance(precision(s));
+  };
+  registry[registry.size() - 2].tolerance = [=](const CaseSettings& s, const std::string& out) {
+    return out == "p" ? tti_state_tolerance(precision(s)) : tti_tolerance(precision(s));
+  };
+  registry[registry.size() - 1].tolerance = [=](const CaseSettings& s, const std::string&) {
+    return tti_tolerance(precision(s));
+  };
 }
 
 }  // namespace sciproxy::tti

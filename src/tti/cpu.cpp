@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "sciproxy/core/cancel.hpp"
 #include "tti/kernels.hpp"
 #include "tti/math.hpp"
 
@@ -94,6 +95,7 @@ void forward_order(const TtiProblem<T>& p, TtiFields<T> fields, const T* sources
     T* M = fields.m + shot * points;
     T* M_prev = fields.m_prev + shot * points;
     for (std::int64_t t = 0; t < p.nt; ++t) {
+      throw_if_cancelled("tti", shot * p.nt + t, p.nshots * p.nt);
       for (std::int64_t r = 0; r < p.nreceivers; ++r) {
         const std::int64_t k = p.receiver_cells[shot * p.nreceivers + r];
         receivers[(t * p.nshots + shot) * p.nreceivers + r] = p.record_m ? P[k] + M[k] : P[k];

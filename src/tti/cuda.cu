@@ -26,6 +26,7 @@
 
 #include "core/cuda_check.cuh"
 #include "core/cuda_resources.cuh"
+#include "sciproxy/core/cancel.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "tti/kernels.hpp"
@@ -213,6 +214,7 @@ void run_order(const TtiProblem<T>& p, TtiFields<T> fields, const T* sources, T*
   const unsigned mirror_blocks =
       static_cast<unsigned>(std::min<std::int64_t>((mirror_total + 255) / 256, 65535));
   for (std::int64_t t = 0; t < p.nt; ++t) {
+    throw_if_cancelled("tti (cuda)", t, p.nt);
     if (p.nreceivers > 0) {
       record_kernel<<<static_cast<unsigned>(nshots), 128, 0, s>>>(
           P, M, p.record_m, d_receiver_cells.get(), p.nreceivers, points,

@@ -13,6 +13,7 @@
 #include "core/dispatch.hpp"
 #include "core/recorded_call.hpp"
 #include "sciproxy/core/error.hpp"
+#include "sciproxy/core/resources.hpp"
 #include "sciproxy/tti_demo.hpp"
 #include "tti/case.hpp"
 #include "tti/kernels.hpp"
@@ -25,8 +26,6 @@ namespace {
 using kernels::DemoGrid;
 using kernels::SpaceOrders;
 using std::int64_t;
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 const char* const kTopRegion = "TTISelfAdjointForward";
 
@@ -108,9 +107,7 @@ void check_input(const TtiDemoInput<T>& in, const TtiDemoOptions& opt, Backend b
   if (!(in.dt > 0) || !std::isfinite(in.dt))
     throw_invalid_argument("dt", "a positive time step in seconds", fmt::format("{}", in.dt));
   if (in.nt < 1) throw_invalid_argument("nt", "at least 1 time step", std::to_string(in.nt));
-  if (opt.nparallel < 0)
-    throw_invalid_argument("nparallel", "0 (all) or a positive thread count",
-                           std::to_string(opt.nparallel));
+  resolve_threads(opt.nparallel, "nparallel");
 
   const int64_t points = in.shape[0] * in.shape[1] * in.shape[2];
   const auto& m = in.material;
@@ -170,13 +167,9 @@ void check_input(const TtiDemoInput<T>& in, const TtiDemoOptions& opt, Backend b
   const DemoGrid g = make_grid(in.shape, in.spacing, opt.space_order);
   const double arrays = backend == Backend::cpu ? 23.0 : 13.0;
   const double bytes = sizeof(T) * (arrays * static_cast<double>(g.padded_points()) + 2.0 * points);
-  const double physical = physical_memory_bytes();
-  if (physical > 0 && bytes > 0.8 * physical)
-    throw_invalid_argument("shape",
-                           fmt::format("a grid that fits in 80% of this machine's memory ({})",
-                                       fmt::format("{:.1f} GiB", 0.8 * physical / kGiB)),
-                           fmt::format("{} x {} x {} points, which need about {:.1f} GiB",
-                                       in.shape[0], in.shape[1], in.shape[2], bytes / kGiB));
+  require_memory(bytes, "shape",
+                 fmt::format("the TTI demo on {} x {} x {} points ({})", in.shape[0], in.shape[1],
+                             in.shape[2], sizeof(T) == 4 ? "float32" : "float64"));
 }
 
 template <class T>

@@ -49,6 +49,7 @@
 #include <utility>
 #include <vector>
 
+#include "sciproxy/core/cancel.hpp"
 #include "tti/kernels.hpp"
 #include "tti/math.hpp"
 
@@ -567,6 +568,7 @@ void run_order(const DemoGrid& g, const DemoCoefficients<T>& cin, const DemoSour
   T* u = ua.data();
   T* u_prev = ub.data();  // u^{t-1} on entry of a step, u^{t+1} after it
   for (int64_t t = 0; t < nt; ++t) {
+    throw_if_cancelled("tti_demo", t, nt);  // the arrays above are freed on the way out
     if (form == TtiDemoForm::two_pass) {
       {
         auto r = Timers::region(timers, "flux pass");

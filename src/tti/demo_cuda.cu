@@ -33,6 +33,7 @@
 #include "core/cuda_check.cuh"
 #include "core/cuda_resources.cuh"
 #include "core/hd.hpp"
+#include "sciproxy/core/cancel.hpp"
 #include "sciproxy/core/error.hpp"
 #include "tti/kernels.hpp"
 #include "tti/math.hpp"
@@ -285,6 +286,7 @@ void run_order(const DemoGrid& g, const DemoCoefficients<T>& c, const DemoSource
   {
     NvtxRange range("tti demo steps");
     for (int64_t t = 0; t < nt; ++t) {
+      throw_if_cancelled("tti_demo (cuda)", t, nt);
       auto& e = marks[static_cast<std::size_t>(t)];
       e[0].record(s);
       if (form == TtiDemoForm::two_pass) {

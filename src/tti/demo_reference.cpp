@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "sciproxy/core/cancel.hpp"
 #include "tti/kernels.hpp"
 #include "tti/math.hpp"
 
@@ -52,6 +53,7 @@ void run_order(const DemoGrid& g, const DemoRawMaterial<T>& mat, double dt,
   T* u_prev = fields.u_prev;  // u^{t-1} on entry of a step, u^{t+1} after it
 
   for (int64_t t = 0; t < nt; ++t) {
+    throw_if_cancelled("tti_demo (reference)", t, nt);
     {
       auto r = Timers::region(timers, "flux pass");
       for (int64_t i = 0; i < g.n[0]; ++i)

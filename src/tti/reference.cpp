@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "sciproxy/core/cancel.hpp"
 #include "tti/kernels.hpp"
 #include "tti/math.hpp"
 
@@ -97,6 +98,7 @@ SCIPROXY_TTI_FORWARD(T) {
     T* M = fields.m + shot * points;
     T* M_prev = fields.m_prev + shot * points;
     for (std::int64_t t = 0; t < p.nt; ++t) {
+      throw_if_cancelled("tti (reference)", shot * p.nt + t, p.nshots * p.nt);
       for (std::int64_t r = 0; r < p.nreceivers; ++r) {
         const std::int64_t k = p.receiver_cells[shot * p.nreceivers + r];
         double value = P[k];

@@ -19,12 +19,14 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "case.hpp"
 #include "core/recorded_call.hpp"
 #include "gradient_storage.hpp"
+#include "sciproxy/core/cancel.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/wave.hpp"
 #include "setup.hpp"
@@ -212,6 +214,21 @@ ScalarOutput<T> scalar(const Device& device, const ScalarInput<T>& in, const Sca
 
 namespace detail {
 
+// Runs one chunk of steps (`done` of `total` steps before it), so that a cancelled chunk's
+// message counts the steps of the whole pass, not of the chunk.
+template <class F>
+void in_chunk(const char* pass, std::int64_t done, std::int64_t total, F&& run) {
+  try {
+    run();
+  } catch (const Cancelled& e) {
+    const std::string what = e.what();
+    const auto at = what.find("cancelled at step ");
+    if (at == std::string::npos) throw;
+    const std::int64_t step = std::strtoll(what.c_str() + at + 18, nullptr, 10);
+    throw_cancelled(pass, done + step, total);
+  }
+}
+
 template <class T>
 ScalarGradient<T> gradient(const Context& context, const ScalarInput<T>& in,
                            const ScalarOptions& opt, std::span<const T> grad_receiver_amplitudes,
@@ -273,8 +290,10 @@ ScalarGradient<T> gradient(const Context& context, const ScalarInput<T>& in,
       const std::int64_t first = store_interval > 0 ? t0 / store_interval : 0;
       const std::int64_t count =
           store_interval > 0 ? (p.nt + store_interval - 1) / store_interval : 0;
-      SCIPROXY_RUN_KERNEL(context, scalar_forward, p, f, sources.data() + t0 * src_stride,
-                          receivers_tm.data() + t0 * rec_stride, store.forward_buffer(first));
+      in_chunk("scalar_gradient (forward)", t0, s.nt_inner, [&] {
+        SCIPROXY_RUN_KERNEL(context, scalar_forward, p, f, sources.data() + t0 * src_stride,
+                            receivers_tm.data() + t0 * rec_stride, store.forward_buffer(first));
+      });
       store.save(first, count);
     }
   }
@@ -300,9 +319,12 @@ ScalarGradient<T> gradient(const Context& context, const ScalarInput<T>& in,
       const std::int64_t first = store_interval > 0 ? t0 / store_interval : 0;
       const std::int64_t count =
           store_interval > 0 ? (p.nt + store_interval - 1) / store_interval : 0;
-      SCIPROXY_RUN_KERNEL(
-          context, scalar_backward, p, f, grad_receivers_tm.data() + t0 * rec_stride,
-          grad_sources_tm.data() + t0 * src_stride, store.load(first, count), grad_v_padded.data());
+      in_chunk("scalar_gradient (backward)", s.nt_inner - t0 - p.nt, s.nt_inner, [&] {
+        SCIPROXY_RUN_KERNEL(context, scalar_backward, p, f,
+                            grad_receivers_tm.data() + t0 * rec_stride,
+                            grad_sources_tm.data() + t0 * src_stride, store.load(first, count),
+                            grad_v_padded.data());
+      });
     }
   }
   project_state(s, adjoint);

@@ -74,7 +74,7 @@ void make_born_setup(BornSetup<T>& b, const ScalarBornInput<T>& in, const Scalar
   all.nreceivers = nsc + nbg;
   all.receiver_locations = locations;
   Setup<T>& s = b.s;
-  make_setup(s, all, opt, store_interval, initial, role);
+  make_setup(s, all, opt, store_interval, initial, role, 2);
 
   // Split the receivers again.
   b.nbg = nbg;

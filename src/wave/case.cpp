@@ -48,7 +48,9 @@
 #include "core/json.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/harness.hpp"
+#include "sciproxy/core/resources.hpp"
 #include "sciproxy/wave.hpp"
+#include "storage_directory.hpp"
 
 namespace sciproxy::wave {
 
@@ -57,7 +59,6 @@ namespace {
 enum class Kind { forward, gradient, born, born_gradient };
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-constexpr double kMaxProblemBytes = 64 * kGiB;
 
 bool is_gradient(Kind k) {
   return k == Kind::gradient || k == Kind::born_gradient;
@@ -66,10 +67,16 @@ bool is_born(Kind k) {
   return k == Kind::born || k == Kind::born_gradient;
 }
 
-std::string format_bytes(double bytes) {
-  if (bytes >= kGiB) return fmt::format("{:.1f} GiB", bytes / kGiB);
-  if (bytes >= 1024.0 * 1024) return fmt::format("{:.1f} MiB", bytes / (1024.0 * 1024));
-  return fmt::format("{:.1f} KiB", bytes / 1024.0);
+// The family's tolerances (case.hpp) per output: a final wavefield gathers the rounding of
+// every step everywhere, so it is held to the state tolerance; what is computed from compressed
+// stored steps to the compressed one.
+Tolerance output_tolerance(Kind kind, Precision p, bool compressed, const std::string& output) {
+  const bool born = is_born(kind);
+  if (output == "wavefield" || output == "scattered_wavefield")
+    return scalar_state_tolerance(p, born);
+  if ((output == "grad_v" || output == "grad_scatter") && compressed)
+    return scalar_compressed_tolerance(p, born);
+  return scalar_tolerance(p, born);
 }
 
 StorageMode parse_storage(const std::string& name) {
@@ -106,7 +113,7 @@ struct Spec {
   std::int64_t sampling = 1;  // as given: 0 is the step ratio
   StorageMode storage = StorageMode::device;
   bool compression = false;
-  std::string storage_dir = ".";
+  std::string storage_dir;  // empty: the system's temporary directory
   std::int64_t verify_nt = 100, verify_shots = 2;
   std::int64_t step_ratio = 1;
   double inner_dt = 0, host_bytes = 0, stored_bytes = 0;
@@ -183,12 +190,9 @@ struct Spec {
     const auto c = s.get_int("storage_compression", 0);
     require(c == 0 || c == 1, "storage_compression", "0 or 1", std::to_string(c));
     compression = c == 1;
-    storage_dir = s.get("storage_dir", ".");
-    if (storage == StorageMode::disk) {
-      std::error_code ec;
-      require(std::filesystem::is_directory(storage_dir, ec), "storage_dir",
-              "an existing directory for storage=disk", fmt::format("'{}'", storage_dir));
-    }
+    storage_dir = s.get("storage_dir", "");
+    if (storage == StorageMode::disk)
+      storage_dir = detail::storage_directory(storage_dir, "storage_dir").string();
     for (const char* name : {"gradient_sampling", "storage", "storage_compression", "storage_dir"})
       require(gradient || !s.has(name), name, "a setting of the gradient cases only",
               s.get(name, ""));
@@ -262,22 +266,16 @@ struct Spec {
       }
     }
     host_bytes += stored_bytes;
-    const double physical = physical_memory_bytes();
-    const double limit =
-        physical > 0 ? std::min(kMaxProblemBytes, 0.8 * physical) : kMaxProblemBytes;
-    if (host_bytes > limit)
-      throw InvalidArgument(fmt::format(
-          "shape, nt, shots: {}-D {} cells, {} shots, nt {} ({}) needs about {} of host memory; "
-          "the limit is {} ({}){}",
-          ndim, shape_label(), nshots, nt, elem == 4 ? "float32" : "float64",
-          format_bytes(host_bytes), format_bytes(limit),
-          limit < kMaxProblemBytes ? "80% of this machine's memory" : "64 GiB",
-          stored_bytes > 0
-              ? fmt::format("; {} of it is what the gradient stores (every {} inner step{} of {}): "
-                            "use storage=disk, storage_compression=1 or a larger gradient_sampling",
-                            format_bytes(stored_bytes), store_interval(),
-                            store_interval() == 1 ? "" : "s", nt * step_ratio)
-              : std::string()));
+    require_case_memory(
+        host_bytes, "shape, nt, shots",
+        fmt::format("{}-D {} cells, {} shots, nt {} ({})", ndim, shape_label(), nshots, nt,
+                    elem == 4 ? "float32" : "float64"),
+        stored_bytes > 0
+            ? fmt::format("; {} of it is what the gradient stores (every {} inner step{} of {}): "
+                          "use storage=disk, storage_compression=1 or a larger gradient_sampling",
+                          format_bytes(stored_bytes), store_interval(),
+                          store_interval() == 1 ? "" : "s", nt * step_ratio)
+            : std::string());
   }
 
   // The stored steps stay in host memory; the cuda backend keeps them on the GPU only when they
@@ -530,15 +528,7 @@ class ScalarCase final : public Case {
   }
 
   Tolerance tolerance(const std::string& output) const override {
-    // The family's tolerances (case.hpp): a final wavefield gathers the rounding of every step
-    // everywhere, so it is held to the state tolerance; what is computed from compressed stored
-    // steps to the compressed one.
-    const bool born = is_born(spec_.kind);
-    if (output == "wavefield" || output == "scattered_wavefield")
-      return scalar_state_tolerance(precision(), born);
-    if ((output == "grad_v" || output == "grad_scatter") && compressed())
-      return scalar_compressed_tolerance(precision(), born);
-    return scalar_tolerance(precision(), born);
+    return output_tolerance(spec_.kind, precision(), compressed(), output);
   }
 
   Parameters details(const KernelReport& report) const override {
@@ -655,10 +645,23 @@ class ScalarCase final : public Case {
   std::vector<Output> outputs_;
 };
 
+// The gradient demos run in float64: their adjoint sums are compared at 1e-12 and 1e-11.
+std::string dtype_setting(const CaseSettings& s, Kind kind) {
+  return s.get("dtype", is_gradient(kind) ? "float64" : "float32");
+}
+
+template <Kind kind>
+Tolerance entry_tolerance(const CaseSettings& s, const std::string& output) {
+  const bool compressed = is_gradient(kind) && s.get_int("storage_compression", 0) == 1 &&
+                          s.get("storage", "device") != "none";
+  return output_tolerance(kind,
+                          dtype_setting(s, kind) == "float64" ? Precision::fp64 : Precision::fp32,
+                          compressed, output);
+}
+
 template <Kind kind>
 std::unique_ptr<Case> make(const CaseSettings& s) {
-  // The gradient demos run in float64: their adjoint sums are compared at 1e-12 and 1e-11.
-  const std::string dtype = s.get("dtype", is_gradient(kind) ? "float64" : "float32");
+  const std::string dtype = dtype_setting(s, kind);
   if (dtype == "float32") return std::make_unique<ScalarCase<float>>(s, kind);
   require(dtype == "float64", "dtype", "float32 or float64", fmt::format("\"{}\"", dtype));
   return std::make_unique<ScalarCase<double>>(s, kind);
@@ -713,6 +716,10 @@ void register_cases(std::vector<CaseEntry>& registry) {
                       "adjoint of Born modelling: migration image and source gradient",
                       make<Kind::born_gradient>,
                       {CaseSettings{}}});
+  registry[registry.size() - 4].tolerance = entry_tolerance<Kind::forward>;
+  registry[registry.size() - 3].tolerance = entry_tolerance<Kind::gradient>;
+  registry[registry.size() - 2].tolerance = entry_tolerance<Kind::born>;
+  registry[registry.size() - 1].tolerance = entry_tolerance<Kind::born_gradient>;
 }
 
 }  // namespace sciproxy::wave

@@ -353,6 +353,7 @@ void backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_r
                       (2 * nfields + (p.v_batched ? 1 + nfields - 1 : 0) + (interval > 0 ? 2 : 0)) *
                           P * int64_t(sizeof(T)),
                       4 * nfields * int64_t(sizeof(T)));
+  RegionStop stop;  // as in cpu_forward.hpp
   auto run_shots = [&](int64_t first, int64_t last, bool shared) {
     std::array<T*, 2> lambda{set[0].u, set[1].u};
     std::array<T*, 2> other{set[0].u_prev, set[1].u_prev};  // adjoint of the u^t slot, times sign
@@ -360,6 +361,10 @@ void backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_r
     auto psi_a = psi_cur, psi_b = psi_nxt, zeta_a = zeta_cur, zeta_b = zeta_nxt;
     std::array<T*, 2> g_ab{g_fields[0].get(), g_fields[1].get()};
     for (int64_t t = nt - 1; t >= 0; --t) {
+      if (shared)
+        stop.publish(t, nt - 1 - t);
+      else if (stop.poll(nt - 1 - t))
+        break;
       const bool store = interval > 0 && t % interval == 0;
       for_items(first * blocks.nblocks, last * blocks.nblocks, shared, [&](int64_t w) {
         const int64_t shot = w / blocks.nblocks, block = w % blocks.nblocks, off = shot * P;
@@ -444,10 +449,13 @@ void backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_r
       sign = -1;
       std::swap(psi_a, psi_b);
       std::swap(zeta_a, zeta_b);
+      if (shared && stop.agreed(t)) break;
     }
   };
 #pragma omp parallel
   over_shots(nshots, batch, run_shots);
+  stop.throw_if_stopped(BORN ? "scalar_born_gradient (backward)" : "scalar_gradient (backward)",
+                        nt);
   // After the last step the adjoint of u^0 is in fields.u_prev when nt is odd, and the other
   // array holds minus the adjoint of u^{-1}.
   for (int k = 0; k < nfields; ++k) {

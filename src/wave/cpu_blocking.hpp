@@ -60,6 +60,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/cancel_region.hpp"
 #include "kernels.hpp"
 #include "math.hpp"
 #include "simd.hpp"

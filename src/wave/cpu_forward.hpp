@@ -577,11 +577,20 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
   // buffers of u (and of q) suffice: row r of step t + l overwrites row r of u^{t+l-1}, which only
   // rows up to r + h of step t + l - 1 read, and those have run; sources and receivers go with
   // their block as before.
+  // Cancellation (core/cancel_region.hpp): thread 0 polls between its steps; shared steps agree
+  // on the decision through the barrier of their `omp for`, threads alone leave at their next step.
+  RegionStop stop;
   auto run_shots = [&](int64_t first, int64_t last, bool shared) {
     const int64_t nblocks = blocks.nblocks;
     if (shared || NDIM != 2) {
-      for (int64_t t = 0; t < nt; ++t)
+      for (int64_t t = 0; t < nt; ++t) {
+        if (shared)
+          stop.publish(t, t);
+        else if (stop.poll(t))
+          break;
         for_items(first * nblocks, last * nblocks, shared, [&](int64_t w) { step_item(t, w); });
+        if (shared && stop.agreed(t)) break;
+      }
       return;
     }
     // Blocks of step t + l trail those of step t + l - 1 by the blocks that h rows span.
@@ -589,6 +598,7 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
     const int64_t lag = (A / 2 + blocks.tile - 1) / blocks.tile;
     for (int64_t shot = first; shot < last; ++shot)
       for (int64_t t0 = 0; t0 < nt; t0 += kDepth) {
+        if (stop.poll(t0)) return;
         const int64_t depth = std::min(kDepth, nt - t0);
         for (int64_t i = 0; i < nblocks + (depth - 1) * lag; ++i)
           for (int64_t l = 0; l < depth; ++l) {
@@ -599,6 +609,7 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
   };
 #pragma omp parallel
   over_shots(nshots, batch, run_shots);
+  stop.throw_if_stopped(BORN ? "scalar_born" : "scalar", nt);  // the copies are freed on the way
   // After nt steps (the buffers alternate every step) u^nt is in copy nt % 2, u^{nt-1} in the
   // other, and psi^nt in psi copy nt % 2.
   for (int k = 0; k < nfields; ++k) {

@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 
+#include "sciproxy/core/cancel.hpp"
 #include "wave/cuda_propagation.cuh"
 
 namespace sciproxy::wave::kernels::cuda {
@@ -73,6 +74,9 @@ void backward_pass(const ScalarProblem<T>& p, const std::array<ScalarFields<T>, 
     const StepGrid grid = run.step_grid();
     run.exchange(-1, p.nt - 1);  // source gradient of step nt - 1
     for (int64_t t = p.nt - 1; t >= 0; --t) {
+      throw_if_cancelled(
+          BORN ? "scalar_born_gradient (cuda backward)" : "scalar_gradient (cuda backward)",
+          p.nt - 1 - t, p.nt);
       const bool store_now = storing && t % p.store_interval == 0;
       const int64_t k = storing ? t / p.store_interval : 0;
       const int64_t j = nsnapshots - 1 - k;  // order in which the adjoint needs the snapshots

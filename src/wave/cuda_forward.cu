@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 
+#include "sciproxy/core/cancel.hpp"
 #include "wave/cuda_propagation.cuh"
 
 namespace sciproxy::wave::kernels::cuda {
@@ -60,6 +61,8 @@ void forward_pass(const ScalarProblem<T>& p, const std::array<ScalarFields<T>, 2
     const StepGrid grid = run.step_grid();
     run.exchange(-1, 0);  // receivers of step 0
     for (int64_t t = 0; t < p.nt; ++t) {
+      // The host runs ahead of the GPU by the launch queue; a stop waits for what is queued.
+      throw_if_cancelled(BORN ? "scalar_born (cuda)" : "scalar (cuda)", t, p.nt);
       const bool store_now = storing && t % p.store_interval == 0;
       const int64_t k = storing ? t / p.store_interval : 0;
       run.bind(args);

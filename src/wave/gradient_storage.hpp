@@ -1,7 +1,7 @@
 // wave: what the backward pass of scalar_gradient reads of the forward one, 2 v dt^2 W at the
 // stored steps: in memory as the kernels wrote it, or chunk by chunk compressed in memory or in
-// one temporary file per shot (storage_mode, storage_compression, storage_path). See
-// docs/kernels/scalar-wave.md.
+// one temporary file per shot (storage_mode, storage_compression, storage_path; the files have
+// no name, so nothing is left behind). See docs/kernels/scalar-wave.md.
 #pragma once
 
 #include <fmt/format.h>
@@ -21,6 +21,7 @@
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "setup.hpp"
+#include "storage_directory.hpp"
 
 namespace sciproxy::wave::detail {
 
@@ -28,8 +29,9 @@ constexpr double kChunkBytes =
     64.0 * 1024 * 1024;             // stored steps per forward call (disk, compression)
 constexpr std::int64_t kBlock = 8;  // compression block edge (cells)
 
-// One file per shot in storage_path, created exclusively under a unique name and removed when
-// the object goes (however the call ends).
+// One file per shot in the storage directory, which nothing can leave behind: opened with
+// O_TMPFILE (a file with no name) where the file system supports it, else created by mkstemp
+// and unlinked at once. Either way the OS reclaims it however the process ends (even SIGKILL).
 class TempFile {
  public:
   TempFile(const std::filesystem::path& dir, std::int64_t shot);
@@ -41,8 +43,8 @@ class TempFile {
   void read(std::int64_t offset, void* data, std::size_t bytes);
 
  private:
-  std::filesystem::path path_;
-  std::FILE* file_ = nullptr;
+  std::filesystem::path dir_;  // for messages: the file itself has no name
+  int fd_ = -1;
 };
 
 // Stores 2 v dt^2 W of the stored steps: in memory as the kernels wrote it (one chunk: the whole
@@ -102,12 +104,9 @@ class GradientStore {
     }
     chunk_steps_ = chunk_stored_ * interval_;
     if (disk_) {
-      std::error_code ec;
-      require(std::filesystem::is_directory(opt.storage_directory, ec), "storage_path",
-              "an existing directory for storage_mode 'disk'",
-              fmt::format("'{}'", opt.storage_directory));
+      const std::filesystem::path dir = storage_directory(opt.storage_directory, "storage_path");
       for (std::int64_t shot = 0; shot < nshots_; ++shot)
-        files_.push_back(std::make_unique<TempFile>(opt.storage_directory, shot));
+        files_.push_back(std::make_unique<TempFile>(dir, shot));
     }
   }
 

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "kernels.hpp"
+#include "sciproxy/core/cancel.hpp"
 
 namespace sciproxy::wave::kernels::reference {
 
@@ -239,6 +240,7 @@ SCIPROXY_WAVE_SCALAR_FORWARD(T) {
     const T* v = p.v + (p.v_batched ? shot * np : 0);
     ShotState<T> st(fields, p.ndim, shot, np);
     for (std::int64_t t = 0; t < p.nt; ++t) {
+      throw_if_cancelled("scalar (reference)", shot * p.nt + t, ns * p.nt);
       record(st.u.data(), p.nreceivers, p.receiver_cells + shot * p.nreceivers,
              receivers + (t * ns + shot) * p.nreceivers);
       T* store = nullptr;
@@ -268,6 +270,8 @@ SCIPROXY_WAVE_SCALAR_BACKWARD(T) {
     ShotState<T> st(fields, p.ndim, shot, np);             // u: lambda, the adjoint of u^{t+1}
     std::vector<double> gl(static_cast<std::size_t>(np));  // g = v^2 dt^2 lambda (zero in the halo)
     for (std::int64_t t = p.nt - 1; t >= 0; --t) {
+      throw_if_cancelled("scalar_gradient (reference backward)", shot * p.nt + (p.nt - 1 - t),
+                         ns * p.nt);
       record(st.u.data(), p.nsources, p.source_cells + shot * p.nsources,
              grad_sources + (t * ns + shot) * p.nsources);
       if (stored && gv && p.store_interval > 0 && t % p.store_interval == 0) {
@@ -298,6 +302,7 @@ SCIPROXY_WAVE_SCALAR_BORN_FORWARD(T) {
     const T* scatter = p.scatter + (p.v_batched ? shot * np : 0);
     ShotState<T> u(bg, p.ndim, shot, np), usc(sc, p.ndim, shot, np);
     for (std::int64_t t = 0; t < p.nt; ++t) {
+      throw_if_cancelled("scalar_born (reference)", shot * p.nt + t, ns * p.nt);
       record(usc.u.data(), p.nreceivers, p.receiver_cells + shot * p.nreceivers,
              receivers + (t * ns + shot) * p.nreceivers);
       record(u.u.data(), p.nbg_receivers, p.bg_receiver_cells + shot * p.nbg_receivers,
@@ -330,6 +335,8 @@ SCIPROXY_WAVE_SCALAR_BORN_BACKWARD(T) {
     const T* scatter = p.scatter + (p.v_batched ? shot * np : 0);
     ShotState<T> lam(bg, p.ndim, shot, np), lam_sc(sc, p.ndim, shot, np);
     for (std::int64_t t = p.nt - 1; t >= 0; --t) {
+      throw_if_cancelled("scalar_born_gradient (reference backward)", shot * p.nt + (p.nt - 1 - t),
+                         ns * p.nt);
       record(lam.u.data(), p.nsources, p.source_cells + shot * p.nsources,
              grad_sources + (t * ns + shot) * p.nsources);
       record(lam_sc.u.data(), p.nsources, p.source_cells + shot * p.nsources,

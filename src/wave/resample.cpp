@@ -12,6 +12,8 @@
 #include <numbers>
 #include <vector>
 
+#include "core/cancel_region.hpp"
+
 namespace sciproxy::wave::detail {
 
 namespace {
@@ -151,6 +153,7 @@ void run(std::int64_t n_in, std::int64_t n_out, const std::vector<double>& d, co
          const std::vector<double>& w_out, std::int64_t ntraces) {
   const bool parallel = ntraces >= 16 && ntraces * (n_in + n_out) >= (std::int64_t(1) << 20);
   std::exception_ptr failure;
+  RegionStop stop;  // between traces (one trace's transform is not interruptible)
 #pragma omp parallel if (parallel)
   {
     std::unique_ptr<SpectralMap> map;
@@ -162,7 +165,7 @@ void run(std::int64_t n_in, std::int64_t n_out, const std::vector<double>& d, co
     }
 #pragma omp for schedule(static)
     for (std::int64_t tr = 0; tr < ntraces; ++tr) {
-      if (!map) continue;
+      if (!map || stop.poll(tr)) continue;
       double* buf = map->input();
       const T* src = in + tr * in_len;
       for (std::int64_t j = 0; j < in_len; ++j)
@@ -176,6 +179,7 @@ void run(std::int64_t n_in, std::int64_t n_out, const std::vector<double>& d, co
     }
   }
   if (failure) std::rethrow_exception(failure);
+  stop.throw_if_stopped("resampling", ntraces, "traces");
 }
 
 }  // namespace

@@ -90,11 +90,23 @@ struct Setup {
 enum class StateRole { initial, initial_scattered, grad_final };
 
 // Fills s in place: s.problem points into s's own arrays. Checks every argument; `initial` (a
-// state to continue, of `role`) may fix the survey window.
+// state to continue, of `role`) may fix the survey window. Refuses (OutOfMemory), before it
+// allocates, a call whose host memory (host_bytes) exceeds what the process may allocate;
+// `wavefields` is 2 for Born (background and scattered), else 1.
 template <class T>
 void make_setup(Setup<T>& s, const ScalarInput<T>& in, const ScalarOptions& opt,
                 std::int64_t store_interval, const ScalarState<T>* initial,
-                StateRole role = StateRole::initial);
+                StateRole role = StateRole::initial, int wavefields = 1);
+
+// The host memory a call holds at its peak, from the sizes of s (no array of s need exist):
+// the padded model, the state per wavefield (u, u_prev, psi and zeta per dimension) and the
+// returned copy of it, the traces in inner and outer steps, and for a gradient
+// (store_interval > 0) the adjoint state, the padded gradient and what GradientStore keeps in
+// memory (storage_mode device/host: every stored step, 1 byte per cell plus a scale per block
+// when compressed; disk: a chunk).
+template <class T>
+double host_bytes(const Setup<T>& s, const ScalarOptions& opt, std::int64_t store_interval,
+                  int wavefields);
 
 // Whether st holds any field of the first ndim dimensions.
 template <class T>

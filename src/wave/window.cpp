@@ -16,6 +16,7 @@
 
 #include "pml.hpp"
 #include "sciproxy/core/error.hpp"
+#include "sciproxy/core/resources.hpp"
 #include "setup.hpp"
 
 namespace sciproxy::wave::detail {
@@ -167,8 +168,7 @@ std::int64_t check_input(const ScalarInput<T>& in, const ScalarOptions& opt) {
               opt.storage == StorageMode::disk || opt.storage == StorageMode::none,
           "storage_mode", "device, host ('cpu'), disk or none",
           std::to_string(static_cast<int>(opt.storage)));
-  require(opt.nparallel >= 0, "nparallel", "a positive thread count (or 0 for all)",
-          std::to_string(opt.nparallel));
+  resolve_threads(opt.nparallel, "nparallel");
   return nt;
 }
 
@@ -249,8 +249,32 @@ bool has_fields(const ScalarState<T>* st, int ndim) {
 
 // Fills s in place: s.problem points into s's own arrays.
 template <class T>
+double host_bytes(const Setup<T>& s, const ScalarOptions& opt, std::int64_t store_interval,
+                  int wavefields) {
+  const double elem = sizeof(T), points = static_cast<double>(s.points);
+  const double shots = static_cast<double>(s.nshots), fields = wavefields;
+  const double state = fields * (2 + 2 * s.ndim) * points * shots * elem;
+  const double traces = elem * shots *
+                        (double(s.nt_inner) * (double(s.nsources) + fields * double(s.nreceivers)) +
+                         double(s.nt) * (double(s.nsources) + fields * double(s.nreceivers)));
+  double bytes = elem * double(s.nmodels) * points + 2 * state + traces;
+  if (store_interval > 0) {
+    bytes += 2 * state + elem * points * double(s.nmodels > 1 ? s.nshots : 1) +
+             8.0 * double(s.nmodels) * double(s.model_cells);
+    double blocks = 1;
+    for (int d = 0; d < s.ndim; ++d) blocks *= double((s.n[d] + 7) / 8);
+    const double record = opt.storage_compression ? points + blocks * elem : points * elem;
+    const double stored = double((s.nt_inner + store_interval - 1) / store_interval);
+    if (opt.storage == StorageMode::device || opt.storage == StorageMode::host)
+      bytes += stored * shots * record;
+  }
+  return bytes;
+}
+
+template <class T>
 void make_setup(Setup<T>& s, const ScalarInput<T>& in, const ScalarOptions& opt,
-                std::int64_t store_interval, const ScalarState<T>* initial, StateRole role) {
+                std::int64_t store_interval, const ScalarState<T>* initial, StateRole role,
+                int wavefields) {
   s.nt = check_input(in, opt);
   const Grid& g = in.grid;
   s.ndim = g.ndim;
@@ -320,6 +344,18 @@ void make_setup(Setup<T>& s, const ScalarInput<T>& in, const ScalarOptions& opt,
   size_product(
       size_product(std::max(s.nmodels, s.nshots), s.points, "pml_width", "nshots x padded cells"),
       static_cast<std::int64_t>(sizeof(T)), "pml_width", "a wavefield in bytes");
+  require_memory(host_bytes(s, opt, store_interval, wavefields),
+                 store_interval > 0 ? "v, nt, nshots, storage_mode" : "v, nt, nshots",
+                 fmt::format("{} {}-D model of {} cells (padded to {}), {} shot{}, nt {} ({} "
+                             "inner steps), {}",
+                             store_interval > 0 ? "a gradient on a" : "a propagation on a", s.ndim,
+                             join(s.model_shape.data(), s.ndim, " x "),
+                             join(s.n.data(), s.ndim, " x "), s.nshots, s.nshots == 1 ? "" : "s",
+                             s.nt, s.nt_inner, sizeof(T) == 4 ? "float32" : "float64"),
+                 store_interval > 0 && opt.storage != StorageMode::disk
+                     ? "; storage_mode 'disk', storage_compression or a larger "
+                       "model_gradient_sampling_interval store less"
+                     : "");
 
   // Padded model(s).
   s.v.resize(static_cast<std::size_t>(s.nmodels * s.points));
@@ -459,7 +495,8 @@ kernels::ScalarFields<T> fields_of(const Setup<T>& s, ScalarState<T>& st) {
 
 #define SCIPROXY_INSTANTIATE(T)                                                             \
   template void make_setup<T>(Setup<T>&, const ScalarInput<T>&, const ScalarOptions&,       \
-                              std::int64_t, const ScalarState<T>*, StateRole);              \
+                              std::int64_t, const ScalarState<T>*, StateRole, int);         \
+  template double host_bytes<T>(const Setup<T>&, const ScalarOptions&, std::int64_t, int);  \
   template bool has_fields<T>(const ScalarState<T>*, int);                                  \
   template void project_state<T>(const Setup<T>&, ScalarState<T>&);                         \
   template ScalarState<T> make_state<T>(const Setup<T>&, const ScalarState<T>*, StateRole); \

@@ -531,7 +531,7 @@ static void test_options(void) {
   CHECK(strcmp(o.device, "auto") == 0 && o.accuracy == 4 && o.pml_freq == 25.0 &&
         o.max_vel == 0.0 && !o.has_origin && o.model_gradient_sampling_interval == 1 &&
         o.storage == SCIPROXY_STORAGE_DEVICE && !o.storage_compression &&
-        strcmp(o.storage_directory, ".") == 0 && o.nparallel == 0 && !o.time_taper);
+        o.storage_directory == NULL && o.nparallel == 0 && !o.time_taper);
   for (int i = 0; i < 6; ++i) CHECK(o.pml_width[i] == 20 && o.survey_pad[i] == -1);
   CHECK(sciproxy_scalar_f64(in, &o, NULL, r_default, NULL) == SCIPROXY_OK);
   CHECK(sciproxy_scalar_f64(in, NULL, NULL, r, NULL) == SCIPROXY_OK);
@@ -548,6 +548,20 @@ static void test_options(void) {
   o.storage = 7;
   CHECK(sciproxy_scalar_f64(in, &o, NULL, r, NULL) == SCIPROXY_ERROR_INVALID_ARGUMENT);
   CHECK(strncmp(sciproxy_last_error(), "storage", 7) == 0);
+  /* Disk storage: a missing directory is refused by C's name for it; NULL (the default) is the
+   * system's temporary directory, where the files leave nothing behind. */
+  sciproxy_scalar_options_default(&o);
+  o.storage = SCIPROXY_STORAGE_DISK;
+  o.storage_directory = "/nonexistent/sciproxy/directory";
+  CHECK(sciproxy_scalar_gradient_f64(in, &o, NULL, r, NULL, r, NULL, NULL) ==
+        SCIPROXY_ERROR_INVALID_ARGUMENT);
+  CHECK(strncmp(sciproxy_last_error(), "options.storage_directory", 25) == 0);
+  o.storage_directory = NULL;
+  {
+    double grad_v[NZ * NX];
+    CHECK(sciproxy_scalar_gradient_f64(in, &o, NULL, r_default, NULL, grad_v, NULL, NULL) ==
+          SCIPROXY_OK);
+  }
   CHECK(sciproxy_scalar_f64(NULL, NULL, NULL, r, NULL) == SCIPROXY_ERROR_INVALID_ARGUMENT);
   CHECK(strncmp(sciproxy_last_error(), "input", 5) == 0);
 }

@@ -22,6 +22,7 @@ import warnings
 import numpy as np
 import pytest
 
+import sciproxy
 import sciproxy.wave as sw
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data",
@@ -80,15 +81,20 @@ def test_born_is_the_derivative_of_scalar():
     assert np.linalg.norm(born - fd) <= 1e-7 * np.linalg.norm(fd)
 
 
-@pytest.mark.parametrize("dtype,tol", [(np.float64, 1e-11), (np.float32, 2e-4)])
-def test_cpu_matches_reference(dtype, tol):
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_cpu_matches_reference(dtype):
     v, scatter, kw = problem(3)
     kw["source_amplitudes"] = kw["source_amplitudes"].astype(dtype)
     a = sw.scalar_born(v.astype(dtype), scatter.astype(dtype), device="reference", **kw)
     b = sw.scalar_born(v.astype(dtype), scatter.astype(dtype), device="cpu", **kw)
     assert a[-1].dtype == dtype
-    for x, y in zip(a, b):
-        assert np.linalg.norm(x - y) <= tol * max(np.linalg.norm(x), 1e-30)
+    for name, x, y in zip(sw.born_names(3), a, b):
+        # The library's tolerances (src/wave/case.hpp): the final states (background and
+        # scattered) are held to the state bounds, the receivers to Born's.
+        output = ("receiver_amplitudes" if name.endswith("receiver_amplitudes")
+                  else "scattered_wavefield" if "_sc_" in name else "wavefield")
+        tol = sciproxy.tolerance("scalar_born", dtype, output)
+        assert np.linalg.norm(x - y) <= tol * max(np.linalg.norm(x), 1e-30), name
 
 
 def test_bad_input_names_the_argument():

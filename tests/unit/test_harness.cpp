@@ -145,6 +145,25 @@ TEST(Harness, TheRegistryHoldsEveryFamily) {
   }
 }
 
+// Every case states its tolerances without being made, and they are the ones its instances
+// use: a float32 bound is positive and no tighter than the float64 one.
+TEST(Harness, EveryCaseStatesItsTolerances) {
+  for (const auto& e : case_registry()) {
+    ASSERT_TRUE(static_cast<bool>(e.tolerance)) << e.name;
+    const Tolerance f32 = case_tolerance(e.name, CaseSettings{{{"dtype", "float32"}}}, "");
+    const Tolerance f64 = case_tolerance(e.name, CaseSettings{{{"dtype", "float64"}}}, "");
+    EXPECT_GT(f32.rel_l2, 0) << e.name;
+    EXPECT_GT(f64.rel_l2, 0) << e.name;
+    EXPECT_GE(f32.rel_l2, f64.rel_l2) << e.name;
+  }
+  EXPECT_EQ(case_tolerance("parstack", CaseSettings{{{"dtype", "float32"}}}, "").rel_l2, 1e-5);
+  EXPECT_EQ(case_tolerance("scalar_born", CaseSettings{{{"dtype", "float32"}}}, "").rel_l2, 1e-4);
+  const CaseSettings compressed{{{"dtype", "float32"}, {"storage_compression", "1"}}};
+  EXPECT_EQ(case_tolerance("scalar_gradient", compressed, "grad_v").rel_l2, 1e-2);
+  EXPECT_EQ(case_tolerance("scalar_gradient", compressed, "receiver_amplitudes").rel_l2, 1e-5);
+  EXPECT_THROW(case_tolerance("frobnicate", CaseSettings{}, ""), InvalidArgument);
+}
+
 TEST(Parameters, KeepTheirOrderAndLastValue) {
   Parameters p;
   p.set("nt", 100);

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -134,6 +135,35 @@ TEST(ScalarStorage, DiskFilesAreRemovedOnErrors) {
   } catch (const Error&) {
   }
   EXPECT_TRUE(dir.empty());
+}
+
+// The default directory is the system's temporary one ($TMPDIR), never the current directory;
+// one that is missing is refused naming the argument, and the files leave nothing behind.
+TEST(ScalarStorage, DiskDefaultsToTmpdir) {
+  StorageFixture f;
+  const char* saved = std::getenv("TMPDIR");
+  const std::string saved_value = saved ? saved : "";
+  ScratchDir dir;
+  ::setenv("TMPDIR", (dir.str() + "/missing").c_str(), 1);
+  try {
+    (void)f.run(StorageMode::disk, false, "");
+    ADD_FAILURE() << "a missing $TMPDIR was accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("storage_path"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("$TMPDIR"), std::string::npos) << e.what();
+  }
+  ::setenv("TMPDIR", dir.str().c_str(), 1);
+  const auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(dir.str());  // were "." used, a failed removal would show here
+  const auto device = f.run(StorageMode::device);
+  const auto disk = f.run(StorageMode::disk, false, "");
+  std::filesystem::current_path(cwd);
+  if (saved)
+    ::setenv("TMPDIR", saved_value.c_str(), 1);
+  else
+    ::unsetenv("TMPDIR");
+  EXPECT_TRUE(dir.empty());
+  EXPECT_LT(relative_l2(disk.v, device.v), 1e-13);  // chunked sums: round-off only
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -85,6 +85,28 @@ size_t sciproxy_recording_text(char* buffer, size_t size);
 int64_t sciproxy_recording_count(void); /* reports so far (0 when none) */
 int sciproxy_recording_passed(void);    /* 1 when every verified call passed (or none was) */
 
+/* Cancellation: stopping a long call (a time loop of wave or tti, parstack) between steps.
+ * A cancelled call returns SCIPROXY_ERROR_CANCELLED, with sciproxy_last_error() saying what
+ * stopped where ("scalar: cancelled at step 1234 of 100000"); it has freed what it allocated,
+ * temporary files included, and its outputs are unspecified (do not use them).
+ *
+ * sciproxy_set_cancellation installs, for the calling thread's later calls until it is called
+ * again, two optional ways to ask (NULL for either leaves it out; both NULL clears it):
+ * - flag: a stop is asked as soon as *flag != 0. It is read at every step, from the thread that
+ *   made the call; set it from any thread or a signal handler (declare it volatile
+ *   sig_atomic_t or an atomic int where the compiler needs it). It must stay valid while
+ *   installed. The library never writes it: reset it before the next call.
+ * - callback(user_data): called on the calling thread at most every 50 ms during a long call;
+ *   non-zero asks the stop. It may be costly, and must not call the library.
+ * The installation belongs to the thread: another thread's calls are not affected. */
+sciproxy_status sciproxy_set_cancellation(const volatile int* flag,
+                                          int (*callback)(void* user_data), void* user_data);
+/* The process-wide request, for a signal handler (async-signal-safe): every call on every
+ * thread stops at its next step until sciproxy_clear_cancellation_request(). */
+void sciproxy_request_cancellation(void);
+void sciproxy_clear_cancellation_request(void);
+int sciproxy_cancellation_requested(void); /* 1 while the process-wide request is set */
+
 #ifdef __cplusplus
 }
 #endif

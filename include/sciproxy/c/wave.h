@@ -82,13 +82,15 @@ typedef struct sciproxy_scalar_options {
   /* Gradients: store the forward field every this many inner steps (1, default: the exact
    * gradient of the discrete forward; Deepwave stores every step ratio). */
   int64_t model_gradient_sampling_interval;
-  double freq_taper_frac;        /* resampling: cosine taper of this fraction of the spectrum (0) */
-  double time_pad_frac;          /* resampling: zero padding of this fraction of nt (0) */
-  int time_taper;                /* resampling: non-zero for a Hann taper in time (0) */
-  int storage;                   /* a sciproxy_storage_mode (SCIPROXY_STORAGE_DEVICE) */
-  int storage_compression;       /* non-zero: 8 bits per stored value (0) */
-  const char* storage_directory; /* for SCIPROXY_STORAGE_DISK (".") */
-  int nparallel;                 /* OpenMP threads of the cpu backend; <= 0: all (0) */
+  double freq_taper_frac;  /* resampling: cosine taper of this fraction of the spectrum (0) */
+  double time_pad_frac;    /* resampling: zero padding of this fraction of nt (0) */
+  int time_taper;          /* resampling: non-zero for a Hann taper in time (0) */
+  int storage;             /* a sciproxy_storage_mode (SCIPROXY_STORAGE_DEVICE) */
+  int storage_compression; /* non-zero: 8 bits per stored value (0) */
+  /* For SCIPROXY_STORAGE_DISK: NULL (the default) or "": $TMPDIR, else /tmp, never the current
+   * directory. The files have no name: nothing is left behind, however the process ends. */
+  const char* storage_directory;
+  int nparallel; /* OpenMP threads of the cpu backend; <= 0: all (0) */
 } sciproxy_scalar_options;
 
 void sciproxy_scalar_options_default(sciproxy_scalar_options* options);

@@ -46,10 +46,11 @@ int max_threads();  // OpenMP threads a parallel region gets by default
 double physical_memory_bytes();  // of this host; 0 when unknown
 
 // Sets the OpenMP thread count for the lifetime of the object (nparallel arguments), then restores
-// it.
+// it. The count is capped at usable_cores() (core/resources.hpp); arguments are checked with
+// resolve_threads() where they enter the library.
 class ThreadCount {
  public:
-  explicit ThreadCount(int threads);  // threads <= 0 leaves the count as it is
+  explicit ThreadCount(int threads);  // threads <= 0: the current count (capped)
   ~ThreadCount();
   ThreadCount(const ThreadCount&) = delete;
   ThreadCount& operator=(const ThreadCount&) = delete;

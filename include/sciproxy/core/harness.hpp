@@ -12,6 +12,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -76,6 +77,12 @@ class Case {
 
 using CaseFactory = std::function<std::unique_ptr<Case>(const CaseSettings&)>;
 
+// The largest problem a case builds, whatever the machine: a case refuses (OutOfMemory) sizes
+// beyond it, and beyond the memory available (core/resources.hpp), before allocating.
+constexpr double kMaxCaseBytes = 64.0 * 1024 * 1024 * 1024;
+void require_case_memory(double bytes, std::string_view arguments, std::string_view what,
+                         std::string_view hint = {});
+
 struct CaseEntry {
   std::string name;         // "parstack", "scalar", "tti_forward", ...
   std::string family;       // "stack", "wave", "tti"
@@ -86,7 +93,15 @@ struct CaseEntry {
   // The settings `sciproxy bench` sweeps: the sizes and parameters users run, across their
   // range (empty: the demo variants).
   std::vector<CaseSettings> bench_sweep = {};
+  // The tolerance of an output for the case's settings (dtype, compression, ...), without
+  // making the case: what Case::tolerance returns, for callers that compare results of their
+  // own (the Python tests, through sciproxy.tolerance).
+  std::function<Tolerance(const CaseSettings&, const std::string& output)> tolerance = {};
 };
+
+// The tolerance of `output` of case `name` (find_case) for `settings`.
+Tolerance case_tolerance(const std::string& name, const CaseSettings& settings,
+                         const std::string& output);
 
 // Every case of every family built into this library, in registration order.
 const std::vector<CaseEntry>& case_registry();
