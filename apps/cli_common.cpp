@@ -79,11 +79,13 @@ CLI::Validator output_directory() {
       [](std::string& path) -> std::string {
         namespace fs = std::filesystem;
         std::error_code ec;
-        if (path.empty()) return "expected a directory, got an empty string";
+        if (path.empty()) return "expected an existing, writable directory, got an empty string";
         if (!fs::is_directory(path, ec))
-          return fmt::format("expected an existing directory, got {}", path);
+          return fmt::format("expected an existing, writable directory, got {} (it does not exist)",
+                             path);
         if (access(path.c_str(), W_OK) != 0)
-          return fmt::format("expected a writable directory, got {} (it is not writable)", path);
+          return fmt::format(
+              "expected an existing, writable directory, got {} (it is not writable)", path);
         return "";
       },
       "", "output_directory");

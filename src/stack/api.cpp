@@ -141,11 +141,31 @@ ParstackPlan::Counters ParstackPlan::counters() const {
 // The host memory a call allocates beyond its inputs, refused before allocating: the result
 // (the caller's, or the one Python allocates from this extent) and, for method max, one stacked
 // row per thread.
+// The samples of window e that some weighted trace reaches, from the first to the last: what
+// method max stacks (the rest stack to 0; see narrow_to_traces).
 template <class T>
-Extent checked_memory(const Extent& e, std::int64_t nshifts, const ParstackOptions& opt) {
+std::int64_t covered_samples(const ParstackInput<T>& in, const Extent& e) {
+  const auto ntraces = static_cast<std::int64_t>(in.traces.size());
+  std::int64_t lo = e.lengthout, hi = 0;
+  for (std::int64_t s = 0; s < in.nshifts; ++s)
+    for (std::int64_t i = 0; i < ntraces; ++i) {
+      if (in.weights[s * ntraces + i] == T(0)) continue;
+      const Overlap o =
+          trace_overlap(trace_start(in.offsets[i], in.shifts[s * ntraces + i], e.offsetout),
+                        static_cast<std::int64_t>(in.traces[i].size()), e.lengthout);
+      if (o.end <= o.begin) continue;
+      lo = std::min(lo, o.begin);
+      hi = std::max(hi, o.end);
+    }
+  return hi > lo ? hi - lo : 0;
+}
+
+template <class T>
+Extent checked_memory(const Extent& e, std::int64_t nshifts, const ParstackOptions& opt,
+                      std::int64_t stacked) {
   const double rows = opt.method == Method::stack ? double(nshifts) : double(usable_cores());
   const double result = opt.method == Method::stack ? 0.0 : double(nshifts);
-  require_memory(sizeof(T) * (rows * double(e.lengthout) + result), "lengthout, shifts",
+  require_memory(sizeof(T) * (rows * double(stacked) + result), "lengthout, shifts",
                  fmt::format("a stack of {} shift sets x {} samples ({})", nshifts, e.lengthout,
                              sizeof(T) == 4 ? "float32" : "float64"));
   return e;
@@ -154,7 +174,11 @@ Extent checked_memory(const Extent& e, std::int64_t nshifts, const ParstackOptio
 template <class T>
 Extent parstack_extent(const ParstackInput<T>& in, const ParstackOptions& opt) {
   check_input(in, opt);
-  if (opt.lengthout > 0) return checked_memory<T>({opt.offsetout, opt.lengthout}, in.nshifts, opt);
+  if (opt.lengthout > 0) {
+    const Extent e{opt.offsetout, opt.lengthout};
+    return checked_memory<T>(e, in.nshifts, opt,
+                             opt.method == Method::max ? covered_samples(in, e) : e.lengthout);
+  }
   const auto ntraces = static_cast<std::int64_t>(in.traces.size());
   std::int64_t first = std::numeric_limits<std::int64_t>::max();
   std::int64_t last = std::numeric_limits<std::int64_t>::min();
@@ -169,7 +193,8 @@ Extent parstack_extent(const ParstackInput<T>& in, const ParstackOptions& opt) {
   require(first >= std::numeric_limits<std::int32_t>::min() &&
               first <= std::numeric_limits<std::int32_t>::max(),
           "offsets + shifts", "a window start that fits in int32", std::to_string(first));
-  return checked_memory<T>({static_cast<std::int32_t>(first), last - first}, in.nshifts, opt);
+  return checked_memory<T>({static_cast<std::int32_t>(first), last - first}, in.nshifts, opt,
+                           last - first);
 }
 
 std::int64_t parstack_result_size(std::int64_t nshifts, const Extent& extent, Method method) {
