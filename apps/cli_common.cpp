@@ -40,21 +40,55 @@ void check_repetitions(int reps, std::string_view option) {
   if (reps < 1) throw UsageError(fmt::format("{}: expected at least 1, got {}", option, reps));
 }
 
-void check_output_path(const std::string& path, std::string_view option) {
+std::string output_path_problem(const std::string& path) {
   namespace fs = std::filesystem;
-  if (path.empty())
-    throw UsageError(fmt::format("{}: expected a file name, got an empty string", option));
+  if (path.empty()) return "expected a file name, got an empty string";
   const fs::path target(path);
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
   std::error_code ec;
-  if (!fs::is_directory(dir, ec))
-    throw UsageError(
-        fmt::format("{} {}: the directory {} does not exist", option, path, dir.string()));
   if (fs::is_directory(target, ec))
-    throw UsageError(fmt::format("{} {}: is a directory, expected a file name", option, path));
+    return fmt::format("expected a file name, got {}, which is a directory", path);
+  if (!fs::is_directory(dir, ec))
+    return fmt::format(
+        "expected a file in an existing directory, got {} (the directory {} does "
+        "not exist)",
+        path, dir.string());
   if (access(dir.c_str(), W_OK) != 0)
-    throw UsageError(
-        fmt::format("{} {}: the directory {} is not writable", option, path, dir.string()));
+    return fmt::format(
+        "expected a file in a writable directory, got {} (the directory {} is "
+        "not writable)",
+        path, dir.string());
+  if (fs::exists(target, ec) && access(target.c_str(), W_OK) != 0)
+    return fmt::format("expected a writable file, got {} (it exists and is not writable)", path);
+  return "";
+}
+
+void check_output_path(const std::string& path, std::string_view option) {
+  if (const std::string problem = output_path_problem(path); !problem.empty())
+    throw UsageError(fmt::format("{}: {}", option, problem));
+}
+
+CLI::Validator output_file() {
+  // CLI11 reports a failed check as "<option>: <what the function returned>".
+  return CLI::Validator([](std::string& path) { return output_path_problem(path); }, "",
+                        "output_file");
+}
+
+CLI::Validator output_directory() {
+  return CLI::Validator(
+      [](std::string& path) -> std::string {
+        namespace fs = std::filesystem;
+        std::error_code ec;
+        if (path.empty()) return "expected an existing, writable directory, got an empty string";
+        if (!fs::is_directory(path, ec))
+          return fmt::format("expected an existing, writable directory, got {} (it does not exist)",
+                             path);
+        if (access(path.c_str(), W_OK) != 0)
+          return fmt::format(
+              "expected an existing, writable directory, got {} (it is not writable)", path);
+        return "";
+      },
+      "", "output_directory");
 }
 
 Device select_device_option(const std::string& spec, std::string_view option) {

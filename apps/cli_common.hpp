@@ -78,6 +78,17 @@ void check_repetitions(int reps, std::string_view option = "--reps");
 // so a long run is not lost to a typo in --json.
 void check_output_path(const std::string& path, std::string_view option);
 
+// What is wrong with `path` as a file to write ("" when nothing is): empty, a directory, a
+// missing or unwritable parent directory. check_output_path and output_file() both use it.
+std::string output_path_problem(const std::string& path);
+
+// CLI11 checks for the options that name a file to write (--json, --plot) or a directory to
+// write in (--storage-dir). They run while the command line is parsed, so a bad path given to
+// the option, an empty one included, is a usage error that names the option before any work
+// starts (an empty value is not "the option absent").
+CLI::Validator output_file();
+CLI::Validator output_directory();
+
 // Parses the device and checks it can run here. A malformed name is a usage error (exit 2); a
 // backend that was not built or is absent stays a sciproxy::Error (exit 1).
 Device select_device_option(const std::string& spec, std::string_view option = "--device");

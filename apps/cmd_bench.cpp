@@ -174,10 +174,12 @@ struct SweepOptions {
     sub->add_option("--threads", threads, "OpenMP threads of the cpu backend; 0: all")
         ->type_name("N");
     sub->add_option("--json", json_path, "Write the results and environment record to FILE")
-        ->type_name("FILE");
+        ->type_name("FILE")
+        ->check(output_file());
     sub->add_option("--plot", plot_path,
                     fmt::format("Plot {} to FILE.png (python3 + matplotlib)", plot_what))
-        ->type_name("FILE.png");
+        ->type_name("FILE.png")
+        ->check(output_file());
   }
 };
 

@@ -159,7 +159,8 @@ Command add_demo_command(CLI::App& root) {
       "Run every kernel built so far on every available backend, verify each against the "
       "reference and print the reports and a summary table");
   sub->add_option("--json", opt->json_path, "Write every report and the summary to FILE")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(output_file());
   sub->add_option("--device", opt->device, "auto (cpu and every GPU present), cpu or cuda:N")
       ->type_name("DEVICE")
       ->capture_default_str();

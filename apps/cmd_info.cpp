@@ -87,7 +87,8 @@ Command add_info_command(CLI::App& root) {
   CLI::App* sub = root.add_subcommand(
       "info", "Version, compiler and flags, backends built, CPU and CUDA devices present, threads");
   sub->add_option("--json", opt->json_path, "Also write this information as JSON to FILE")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(output_file());
   return {sub, [opt] { return run_info(*opt); }};
 }
 

@@ -180,7 +180,8 @@ Command add_parstack_command(CLI::App& root) {
   sub->add_flag("--clamp", opt->clamp, "Method 1: pyrocko's max(0, max_t) quirk");
   sub->add_option("--json", opt->json_path,
                   "Write the report, bench statistics and environment to FILE")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(output_file());
   sub->footer(
       "The library's case `parstack` (`sciproxy run parstack --set name=value` takes the "
       "same settings).");

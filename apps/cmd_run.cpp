@@ -90,7 +90,9 @@ Command add_run_command(CLI::App& root) {
   sub->add_option("--threads", opt->threads, "OpenMP threads of the cpu backend; 0: all")
       ->type_name("N");
   sub->add_flag("--no-verify", opt->no_verify, "Do not compare with the reference backend");
-  sub->add_option("--json", opt->json_path, "Write the report to FILE")->type_name("FILE");
+  sub->add_option("--json", opt->json_path, "Write the report to FILE")
+      ->type_name("FILE")
+      ->check(output_file());
   return {sub, [opt] { return run_case_command(*opt); }};
 }
 

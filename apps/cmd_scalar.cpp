@@ -263,7 +263,8 @@ Command add_scalar_command(CLI::App& root) {
       ->capture_default_str();
   sub->add_option("--json", opt->json_path,
                   "Write the report, bench statistics and environment to FILE")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(output_file());
   sub->footer(
       "The model: velocity increasing with depth (dimension 0) in 5 layers from 1500 to 4000 m/s; "
       "shot s has a 25 Hz Ricker source at depth 2 cells, spread along the last dimension; the "

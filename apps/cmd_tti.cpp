@@ -223,7 +223,8 @@ Command add_tti_command(CLI::App& root) {
       ->capture_default_str();
   sub->add_option("--json", opt->json_path,
                   "Write the report, bench statistics and environment to FILE")
-      ->type_name("FILE");
+      ->type_name("FILE")
+      ->check(output_file());
   sub->footer(
       "The operator (Devito's 2022 workshop demo, one field u): F = b(1+2eps)[e1(e1.D+u) + "
       "e2(e2.D+u)] + n[b(1-f eta^2)(n.D+u) + b f eta sqrt(1-eta^2)], u+ = (2-d)u + (d-1)u- + "

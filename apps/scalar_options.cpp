@@ -32,7 +32,8 @@ void GradientStorageCli::add_to(CLI::App* sub) {
                       "With --storage disk: an existing, writable directory for the storage "
                       "files (default: $TMPDIR, else /tmp; the files have no name and never "
                       "outlive the run)")
-          ->type_name("DIR");
+          ->type_name("DIR")
+          ->check(output_directory());
 }
 
 void GradientStorageCli::apply(CaseSettings& settings, bool gradient) const {

@@ -31,6 +31,10 @@ struct ParstackInput {
   std::span<const std::int32_t> shifts;        // (nshifts, N), row-major
   std::span<const T> weights;                  // (nshifts, N), row-major
   std::int64_t nshifts = 0;
+  // What the caller's interface calls the traces, for error messages ("traces[3]: ..."): the
+  // C ABI's and C++'s traces, Python's arrays (pyrocko's name). The library names the argument
+  // the caller used; nothing renames its messages on the way up.
+  const char* traces_name = "traces";
 };
 
 struct ParstackOptions {
@@ -99,8 +103,9 @@ Extent parstack(const Device& device, const ParstackInput<T>& in, std::span<T> r
                 ParstackPlan* plan = nullptr);
 
 // Index of the maximum along axis 0 of a (rows, cols) row-major array: out[c] = argmax_r a[r, c].
-// The first maximum wins, like numpy. pyrocko_compat reproduces pyrocko's quirk of starting the
-// running maximum at DBL_MIN, so a column whose values are all <= 0 gives 0.
+// The first maximum wins, like numpy, and NaN counts as the largest value (numpy's argmax returns
+// the first NaN of a column). pyrocko_compat reproduces pyrocko's C code: the running maximum
+// starts at DBL_MIN, so a column whose values are all <= 0 gives 0, and NaN never wins.
 template <class T>
 void argmax(std::span<const T> a, std::int64_t rows, std::int64_t cols,
             std::span<std::uint32_t> out, int nparallel = 0, bool pyrocko_compat = false);

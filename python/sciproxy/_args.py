@@ -42,16 +42,20 @@ def is_bool(value) -> bool:
 
 
 def integer(name: str, value, lo: int, hi: int | None = None, expected: str | None = None) -> int:
-    """An integer (not a bool, not a float) in [lo, hi] (hi None: no upper bound)."""
+    """An integer (not a bool, not a float) in [lo, hi].
+
+    hi None: up to INT64_MAX, the most the library's int64 arguments hold, so that no value is
+    wrapped or refused by the binding's conversion with a message that names no argument."""
     if is_bool(value):
         raise TypeError(f"{name}: expected an integer, got {describe(value)}")
     try:
         number = operator.index(value)
     except TypeError:
         raise TypeError(f"{name}: expected an integer, got {describe(value)}") from None
-    if number < lo or (hi is not None and number > hi):
+    if number < lo or number > (INT64_MAX if hi is None else hi):
         if expected is None:
-            expected = f"an integer >= {lo}" if hi is None else f"an integer in [{lo}, {hi}]"
+            expected = (f"an integer in [{lo}, 2**63 - 1]" if hi is None
+                        else f"an integer in [{lo}, {hi}]")
         raise ValueError(f"{name}: expected {expected}, got {number}")
     return number
 
@@ -117,6 +121,34 @@ def index_array(name: str, value, dtype=np.int64) -> np.ndarray:
                     f"e.g. numpy.round({name}).astype(numpy.{np.dtype(dtype).name})")
         raise TypeError(f"{name}: expected integers ({np.dtype(dtype).name}), got {describe(a)}{hint}")
     return a
+
+
+IGNORE_LOCATION = -(2**31)  # the library's kIgnoreLocation (include/sciproxy/seismic.hpp)
+
+
+def location_array(name: str, value, ndim: int | None = None) -> np.ndarray:
+    """Cell indices [n_shots, n, ndim] as C-contiguous int64, every value range-checked first.
+
+    A value that int64 cannot hold (a uint64 near 2**64) is refused here rather than cast: the
+    cast would wrap it, possibly to IGNORE_LOCATION, and the receiver would vanish silently.
+    Whether each index lies inside the model is the library's check."""
+    a = as_array(name, value)
+    if a.dtype.kind not in "iu":
+        hint = ""
+        if a.dtype.kind == "f":
+            hint = (f"; they are cell indices, so round them explicitly, "
+                    f"e.g. numpy.round({name}).astype(numpy.int64)")
+        raise TypeError(f"{name}: expected integer (int64) cell indices, got {describe(a)}{hint}")
+    if a.ndim != 3 or (ndim is not None and a.shape[2] != ndim):
+        last = "ndim" if ndim is None else str(ndim)
+        raise ValueError(f"{name}: expected an array of shape [n_shots, n, {last}], "
+                         f"got {describe(a)}")
+    if a.size:
+        lo, hi = int(a.min()), int(a.max())
+        if lo < INT64_MIN or hi > INT64_MAX:
+            raise ValueError(f"{name}: expected cell indices inside the model (or {IGNORE_LOCATION}"
+                             f" to ignore a location), got values in [{lo}, {hi}]")
+    return np.ascontiguousarray(a, dtype=np.int64)
 
 
 def dtype(value, name: str = "dtype") -> np.dtype:

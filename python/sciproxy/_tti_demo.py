@@ -25,7 +25,6 @@ backend not built, a device absent), naming the argument.
 from __future__ import annotations
 
 import dataclasses
-import math
 import numbers
 
 import numpy as np
@@ -69,22 +68,31 @@ _describe = _args.describe
 
 
 def _shape(shape) -> tuple:
+    """Three grid sizes, each an integer >= 1 (a float or a bool is a TypeError, never truncated)."""
+    if isinstance(shape, (str, bytes)) or is_scalar(shape):
+        raise TypeError(f"shape: expected three grid sizes (NX, NY, NZ), got {_describe(shape)}")
     try:
-        values = tuple(int(n) for n in shape)
+        items = list(shape)
     except TypeError:
         raise TypeError(f"shape: expected three grid sizes (NX, NY, NZ), got {_describe(shape)}") from None
-    if len(values) != 3:
-        raise ValueError(f"shape: expected three grid sizes (NX, NY, NZ), got {len(values)}")
-    return values
+    if len(items) != 3:
+        raise ValueError(f"shape: expected three grid sizes (NX, NY, NZ), got {len(items)} values")
+    return tuple(_args.integer(f"shape[{i}]", n, 1, _args.INT64_MAX, "a grid size >= 1")
+                 for i, n in enumerate(items))
+
+
+def is_scalar(value) -> bool:
+    return isinstance(value, numbers.Number) or (isinstance(value, np.ndarray) and value.ndim == 0)
 
 
 def _spacing(spacing) -> tuple:
-    if isinstance(spacing, numbers.Real):
-        return (float(spacing),) * 3
-    values = tuple(float(h) for h in spacing)
-    if len(values) != 3:
-        raise ValueError(f"spacing: expected one number or three (hx, hy, hz), got {len(values)}")
-    return values
+    return tuple(_args.per_dimension("spacing", spacing, 3))
+
+
+def _space_order(value) -> int:
+    # The library lists the allowed orders (4, 8, 12 or 16); here only the type and int range.
+    return _args.integer("space_order", value, _args.INT32_MIN, _args.INT32_MAX,
+                         "a space order (4, 8, 12 or 16)")
 
 
 def _field(name: str, value, shape: tuple, dtype: np.dtype, allow_none: bool = False) -> np.ndarray:
@@ -98,18 +106,22 @@ def _field(name: str, value, shape: tuple, dtype: np.dtype, allow_none: bool = F
         raise TypeError(f"{name}: expected real numbers, got {_describe(value)}")
     if a.ndim == 0:
         a = a.reshape(1)
-    elif a.shape != shape and not (allow_none and a.size == 0):
+    elif a.shape != shape and not (allow_none and a.shape == (0,)):  # empty: no initial field
         raise ValueError(f"{name}: expected a number or an array of shape {shape}, got {_describe(a)}")
-    return np.ascontiguousarray(a.astype(dtype, copy=False).reshape(-1))
+    with np.errstate(over="ignore", invalid="ignore"):  # inf is reported by the library
+        return np.ascontiguousarray(a.astype(dtype, copy=False).reshape(-1))
 
 
 def ricker(f0: float, dt: float, nt: int, t0: float = 0.0, dtype=np.float32) -> np.ndarray:
     """Ricker wavelet of peak frequency f0 at t = 0, dt, ..., (nt-1) dt, delayed by t0
     (Devito's RickerSource: t0 = 1 / f0 when t0 <= 0)."""
-    if not f0 > 0 or not math.isfinite(f0):
-        raise ValueError(f"f0: expected a positive peak frequency in Hz, got {f0!r}")
+    f0 = _args.real("f0", f0, positive=True)
+    dt = _args.real("dt", dt, positive=True)
+    nt = _args.integer("nt", nt, 0, _args.INT32_MAX, "a number of samples >= 0")
+    t0 = _args.real("t0", t0)
+    dtype = _args.dtype(dtype)
     t0 = t0 if t0 > 0 else 1.0 / f0
-    a = np.pi * f0 * (np.arange(int(nt)) * dt - t0)
+    a = np.pi * f0 * (np.arange(nt) * dt - t0)
     return ((1 - 2 * a * a) * np.exp(-a * a)).astype(dtype)
 
 
@@ -121,12 +133,12 @@ def tti_demo_dt_limit(shape, spacing, vp, b, epsilon, eta, f, damping=0.0, space
     fields = [_field(n, v, shape, dt) for n, v in
               (("vp", vp), ("b", b), ("epsilon", epsilon), ("eta", eta), ("f", f), ("damping", damping))]
     kernel = getattr(_sciproxy, f"tti_demo_dt_limit_{dt.name}")
-    return kernel(shape, _spacing(spacing), *fields, int(space_order))
+    return kernel(shape, _spacing(spacing), *fields, _space_order(space_order))
 
 
 def tti_demo_flops(space_order: int = 8) -> dict:
     """Flops per grid point per step of the implemented expressions: flux, divergence, total."""
-    return dict(_sciproxy.tti_demo_flops(int(space_order)))
+    return dict(_sciproxy.tti_demo_flops(_space_order(space_order)))
 
 
 def tti_demo(shape, spacing, dt, *, vp, b, epsilon, eta, f, theta, phi, damping=0.0,
@@ -141,21 +153,40 @@ def tti_demo(shape, spacing, dt, *, vp, b, epsilon, eta, f, theta, phi, damping=
     """
     dt_type = _args.dtype(dtype)
     shape = _shape(shape)
+    spacing = _spacing(spacing)
+    dt = _args.real("dt", dt)
     if not isinstance(form, str):
         raise TypeError(f"form: expected 'two-pass' or 'fused', got {_describe(form)}")
     device = _args.device(device)
     threads = _args.nparallel(nparallel)
+    order = _space_order(space_order)
     materials = dict(vp=vp, b=b, epsilon=epsilon, eta=eta, f=f, theta=theta, phi=phi, damping=damping)
     fields = [_field(name, materials[name], shape, dt_type) for name in _MATERIALS]
-    amps = np.ascontiguousarray(np.asarray(source_amplitudes, dtype=dt_type).reshape(-1))
-    position = tuple(float(p) for p in source_position)
-    if len(position) != 3:
-        raise ValueError(f"source_position: expected (x, y, z) in metres, got {len(position)} values")
+    if source_amplitudes is None:
+        raise TypeError("source_amplitudes: expected a 1-D array of nt amplitudes, got None")
+    amps = _args.real_array("source_amplitudes", source_amplitudes)
+    if amps.ndim != 1:
+        raise ValueError(f"source_amplitudes: expected a 1-D array of nt amplitudes (one per step), "
+                         f"got {_describe(amps)}")
+    if amps.size == 0:  # the library's nt, which this function takes from the amplitudes
+        raise ValueError("source_amplitudes: expected at least one amplitude (one per step), "
+                         f"got {_describe(amps)}")
+    amps = _args.real_array("source_amplitudes", amps, dt_type)
+    if source_position is None or isinstance(source_position, (str, bytes)) or is_scalar(source_position):
+        raise TypeError(f"source_position: expected (x, y, z) in metres, got {_describe(source_position)}")
+    try:
+        items = list(source_position)
+    except TypeError:
+        raise TypeError(f"source_position: expected (x, y, z) in metres, "
+                        f"got {_describe(source_position)}") from None
+    if len(items) != 3:
+        raise ValueError(f"source_position: expected (x, y, z) in metres, got {len(items)} values")
+    position = tuple(_args.real(f"source_position[{i}]", p) for i, p in enumerate(items))
     u0 = _field("initial_u", initial_u, shape, dt_type, allow_none=True)
     um = _field("initial_u_prev", initial_u_prev, shape, dt_type, allow_none=True)
     kernel = getattr(_sciproxy, f"tti_demo_{dt_type.name}")
-    u, u_prev, info = kernel(shape, _spacing(spacing), float(dt), int(amps.size), *fields, position,
-                             amps, u0, um, int(space_order), form, threads, device)
+    u, u_prev, info = kernel(shape, spacing, dt, int(amps.size), *fields, position,
+                             amps, u0, um, order, form, threads, device)
     work = info["work"]
     return TtiDemoRun(u=u, u_prev=u_prev, seconds=info["seconds"], points=work["points"],
                       flops=work["flops"], bytes=work["bytes"], dt_limit=info["dt_limit"],

@@ -94,14 +94,6 @@ def _traces(arrays, dtype: np.dtype) -> list:
     return traces
 
 
-def _rename_traces(error: Exception) -> Exception:
-    """The C++ layer calls the traces 'traces'; this function's argument is 'arrays'."""
-    message = str(error)
-    if message.startswith("traces"):
-        return type(error)("arrays" + message[len("traces"):])
-    return error
-
-
 def parstack(
     arrays,
     offsets,
@@ -189,19 +181,21 @@ def parstack(
     with np.errstate(over="ignore", invalid="ignore"):  # inf is reported by the C++ layer
         w = np.ascontiguousarray(w.astype(dt, copy=False))
 
+    if method == 0 and lengthout > 0 and nshifts * lengthout * dt.itemsize > _args.INT64_MAX:
+        # The result is (nshifts, lengthout): refused by name, not as numpy's "array is too big".
+        raise ValueError(f"lengthout: expected a window whose result (nshifts x lengthout = "
+                         f"{nshifts} x lengthout {dt.name} values) fits in int64 bytes, "
+                         f"got {lengthout}")
     accumulate = False
     if result is not None:
         _check_result(result, dt, method, nshifts, lengthout)
         accumulate = method == 0
 
     kernel = _sciproxy.parstack_float32 if dt == np.float32 else _sciproxy.parstack_float64
-    try:
-        out, offset = kernel(
-            traces, offsets, shifts, w, method, lengthout, offsetout, result, accumulate,
-            bool(clamp_max_at_zero), threads, device,
-        )
-    except (ValueError, TypeError) as error:
-        raise _rename_traces(error) from None
+    out, offset = kernel(
+        traces, offsets, shifts, w, method, lengthout, offsetout, result, accumulate,
+        bool(clamp_max_at_zero), threads, device,
+    )
     if method == 0 and out.ndim == 1:
         out = out.reshape((nshifts, out.size // nshifts))
     return out, int(offset)
@@ -244,9 +238,10 @@ def _check_result(result, dt: np.dtype, method: int, nshifts: int, lengthout: in
 def argmax(a, nparallel=None, pyrocko_compat=False):
     """Index of the maximum along axis 0 of a 2-D float32/float64 array, as uint32.
 
-    Same as ``numpy.argmax(a, axis=0)`` (the first maximum wins). ``pyrocko_compat=True``
-    reproduces ``pyrocko.parstack.argmax``, whose running maximum starts at DBL_MIN, so that a
-    column whose values are all <= 0 gives 0.
+    Same as ``numpy.argmax(a, axis=0)``: the first maximum wins, and a column holding NaN gives
+    the index of its first NaN. ``pyrocko_compat=True`` reproduces ``pyrocko.parstack.argmax``,
+    whose running maximum starts at DBL_MIN, so that a column whose values are all <= 0 gives 0,
+    and which compares with ``>`` only, so that NaN is skipped (an all-NaN column gives 0).
     """
     x = _args.as_array("a", a)
     if x.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):

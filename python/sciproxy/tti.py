@@ -74,26 +74,44 @@ def _model(vp, grid_spacing, model: dict):
 def _locations(name, value, nshots):
     if value is None:
         return np.zeros((nshots, 0, 3), np.int64)
-    a = _as_array(name, value)
-    if not np.issubdtype(a.dtype, np.integer):
-        raise TypeError(f"{name}: expected an integer array, got {_describe(a)}")
-    if a.ndim != 3 or a.shape[2] != 3:
-        raise ValueError(f"{name}: expected shape [nshots, n, 3], got {a.shape}")
-    return np.ascontiguousarray(a, dtype=np.int64)
+    a = _args.location_array(name, value, 3)
+    if a.shape[0] != nshots:
+        raise ValueError(f"{name}: expected {nshots} shots (as the traces), got {_describe(a)}")
+    return a
+
+
+def _check_counts(traces, traces_name, src, source_locations, rec, receiver_locations, adjoint):
+    """The traces' second axis counts the sources (forward) or the receivers (adjoint): a
+    mismatch is the locations' fault when they are missing, the traces' otherwise."""
+    name, locations, given = (("receiver_locations", rec, receiver_locations) if adjoint
+                              else ("source_locations", src, source_locations))
+    if traces.shape[1] == locations.shape[1]:
+        return
+    if given is None:
+        raise ValueError(f"{name}: expected an array of shape [nshots, {traces.shape[1]}, 3] "
+                         f"(one location per trace of {traces_name}), got None")
+    raise ValueError(f"{traces_name}: expected shape [nshots, {locations.shape[1]}, nt] (one "
+                     f"trace per location of {name}), got {_describe(traces)}")
 
 
 def _options(model: dict, space_order, sponge_width, q_min, q_interior, freq_q, free_surface,
              nparallel) -> dict:
     if np.ndim(sponge_width) == 0:
-        width = [_integer("sponge_width", sponge_width, 0)] * 6
+        width = [_integer("sponge_width", sponge_width, 0, _args.INT32_MAX)] * 6
     else:
-        width = [_integer(f"sponge_width[{i}]", w, 0) for i, w in enumerate(sponge_width)]
+        try:
+            items = list(sponge_width)
+        except TypeError:
+            raise TypeError(f"sponge_width: expected an integer or 6 integers, "
+                            f"got {_describe(sponge_width)}") from None
+        width = [_integer(f"sponge_width[{i}]", w, 0, _args.INT32_MAX) for i, w in enumerate(items)]
         if len(width) != 6:
             raise ValueError(f"sponge_width: expected an integer or 6 integers, got {len(width)}")
     f = model.get("f")
     default_f = 0.85 if f is None or np.ndim(f) != 0 else _real("f", f)
     return {
-        "space_order": _integer("space_order", space_order, 1),
+        "space_order": _integer("space_order", space_order, 1, _args.INT32_MAX,
+                                "a space order (4, 8, 12 or 16)"),
         "sponge_width": width,
         "q_min": _real("q_min", q_min),
         "q_interior": _real("q_interior", q_interior),
@@ -107,6 +125,8 @@ def _options(model: dict, space_order, sponge_width, q_min, q_interior, freq_q, 
 def _run(vp, grid_spacing, dt, traces, traces_name, source_locations,
          receiver_locations, nt, model, options, adjoint, device):
     vp, dtype, arrays, spacing = _model(vp, grid_spacing, model)
+    if traces is None:
+        raise TypeError(f"{traces_name}: expected a {dtype} array [nshots, n, nt], got None")
     traces = _as_array(traces_name, traces)
     if traces.dtype != dtype:
         raise TypeError(f"{traces_name}: expected a {dtype} array like vp, got {_describe(traces)}")
@@ -115,7 +135,19 @@ def _run(vp, grid_spacing, dt, traces, traces_name, source_locations,
     nshots = traces.shape[0]
     src = _locations("source_locations", source_locations, nshots)
     rec = _locations("receiver_locations", receiver_locations, nshots)
-    nt = traces.shape[2] if nt is None else _integer("nt", nt, 0)
+    _check_counts(traces, traces_name, src, source_locations, rec, receiver_locations, adjoint)
+    if nt is None:
+        nt = traces.shape[2]
+    else:
+        # Without traces (shape [nshots, 0, k]) nt says how long to run; with traces it is theirs.
+        nt = _integer("nt", nt, 0)
+        if traces.shape[1] > 0 and nt != traces.shape[2]:
+            raise ValueError(f"nt: expected None or the length of {traces_name} "
+                             f"({traces.shape[2]}), got {nt}")
+        per_shot = max(src.shape[1], rec.shape[1], 1)
+        if nshots * per_shot * nt * dtype.itemsize > _args.INT64_MAX:
+            raise ValueError(f"nt: expected a number of samples whose traces ({nshots * per_shot} "
+                             f"of nt {dtype.name} values) fit in int64 bytes, got {nt}")
     kernel = getattr(_sciproxy, f"tti_{dtype.name}")
     return kernel(vp, arrays["buoyancy"], arrays["epsilon"], arrays["delta"], arrays["theta"],
                   arrays["phi"], arrays["f"], spacing, _real("dt", dt), nt, max(nshots, 1),

@@ -33,7 +33,7 @@ import warnings
 
 import numpy as np
 
-from . import _sciproxy
+from . import _args, _sciproxy
 from ._args import as_array as _as_array
 from ._args import boolean as _bool
 from ._args import describe as _describe
@@ -100,7 +100,7 @@ def _per_side(name: str, value, ndim: int, *, allow_none: bool, default: int) ->
     if value is None:
         return [default] * (2 * ndim) + [default] * (6 - 2 * ndim)
     if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
-        sides = [int(value)] * (2 * ndim)
+        sides = [_integer(name, value, -1 if allow_none else 0)] * (2 * ndim)
     else:
         try:
             items = list(value)
@@ -133,12 +133,7 @@ def _prepare(v, grid_spacing, dt, source_amplitudes, source_locations, receiver_
     dtype = v.dtype
 
     def locations(name, value):
-        if value is None:
-            return None
-        a = _as_array(name, value)
-        if a.dtype.kind not in "iu":
-            raise TypeError(f"{name}: expected integer (int64) cell indices, got {_describe(a)}")
-        return a
+        return None if value is None else _args.location_array(name, value)
 
     source_locations = locations("source_locations", source_locations)
     receiver_locations = locations("receiver_locations", receiver_locations)
@@ -212,6 +207,12 @@ def _prepare(v, grid_spacing, dt, source_amplitudes, source_locations, receiver_
         nt = _integer("nt", nt, 0)
     nsources = 0 if source_locations is None else source_locations.shape[1]
     nreceivers = 0 if receiver_locations is None else receiver_locations.shape[1]
+    # The traces are [n_shots, n, nt] arrays: refuse an nt whose arrays no address can hold here,
+    # by name, rather than as numpy's "array is too big" (or a wrapped size further down).
+    traces = nshots * max(nsources, nreceivers, 1)
+    if traces * nt * np.dtype(dtype).itemsize > _args.INT64_MAX:
+        raise ValueError(f"nt: expected a number of samples whose traces ({traces} of nt "
+                         f"{np.dtype(dtype).name} values) fit in int64 bytes, got {nt}")
     if amplitudes is None:
         amplitudes = np.zeros((nshots, 0, nt), dtype)
     with np.errstate(over="ignore", invalid="ignore"):
@@ -220,8 +221,6 @@ def _prepare(v, grid_spacing, dt, source_amplitudes, source_locations, receiver_
         source_locations = np.zeros((nshots, 0, ndim), np.int64)
     if receiver_locations is None:
         receiver_locations = np.zeros((nshots, 0, ndim), np.int64)
-    source_locations = np.ascontiguousarray(source_locations, dtype=np.int64)
-    receiver_locations = np.ascontiguousarray(receiver_locations, dtype=np.int64)
 
     accuracy = _integer("accuracy", accuracy, 2, 8, "2, 4, 6 or 8")
     if accuracy not in (2, 4, 6, 8):
@@ -271,7 +270,7 @@ def _prepare(v, grid_spacing, dt, source_amplitudes, source_locations, receiver_
         raise ValueError(f"freq_taper_frac: expected a fraction in [0, 1], "
                          f"got {options['freq_taper_frac']}")
 
-    initial = _state_tuple(state, names, ndim, nshots, dtype, "")
+    initial = _state_tuple(state, names, ndim, nshots, dtype)
     v = np.ascontiguousarray(v)
     args = (v, int(nmodels), ndim, [int(n) for n in shape], spacing, dt, int(nt), int(nshots),
             int(nsources), int(nreceivers), amplitudes, source_locations, receiver_locations,
@@ -279,14 +278,18 @@ def _prepare(v, grid_spacing, dt, source_amplitudes, source_locations, receiver_
     return args, initial, _device(device), dtype
 
 
-def _state_tuple(state: dict, names: list, ndim: int, nshots: int, dtype, prefix: str):
-    """(wavefield_0, wavefield_m1, [psi], [zeta]) with zeros for what was not given, or None."""
+def _state_tuple(state: dict, names: list, ndim: int, nshots: int, dtype, label=None):
+    """(wavefield_0, wavefield_m1, [psi], [zeta]) with zeros for what was not given, or None.
+
+    label(name): the caller's argument for the state field `name` (errors name it); default
+    the name itself."""
+    label = label or (lambda k: k)
     given = [k for k in names if state.get(k) is not None]
     if not given:
         return None
     shape = state[given[0]].shape
     if len(shape) != ndim + 1:
-        raise ValueError(f"{prefix}{given[0]}: expected shape [n_shots, *padded_shape] with {ndim} "
+        raise ValueError(f"{label(given[0])}: expected shape [n_shots, *padded_shape] with {ndim} "
                          f"spatial dimensions, got {_describe(state[given[0]])}")
     arrays = {}
     for k in names:
@@ -295,9 +298,9 @@ def _state_tuple(state: dict, names: list, ndim: int, nshots: int, dtype, prefix
             arrays[k] = np.zeros(shape, dtype)
             continue
         if a.dtype.kind not in "biuf":
-            raise TypeError(f"{prefix}{k}: expected real numbers, got {_describe(a)}")
+            raise TypeError(f"{label(k)}: expected real numbers, got {_describe(a)}")
         if a.shape != shape:
-            raise ValueError(f"{prefix}{k}: expected shape {shape} (that of {prefix}{given[0]}), "
+            raise ValueError(f"{label(k)}: expected shape {shape} (that of {label(given[0])}), "
                              f"got {_describe(a)}")
         arrays[k] = np.ascontiguousarray(a, dtype=dtype)
     return (arrays["wavefield_0"], arrays["wavefield_m1"],
@@ -510,7 +513,8 @@ def scalar_gradient(v, grid_spacing, dt, source_amplitudes=None, source_location
                              f"of {', '.join(names)}")
         grad_final = _state_tuple(
             {k: (None if a is None else _as_array(f"grad_final_state[{k!r}]", a))
-             for k, a in grad_final_state.items()}, names, ndim, nshots, dtype, "grad_")
+             for k, a in grad_final_state.items()}, names, ndim, nshots, dtype,
+            lambda k: f"grad_final_state[{k!r}]")
     if grad_receiver_amplitudes is None:
         if grad_final is None:
             raise ValueError("grad_receiver_amplitudes: expected an array [n_shots, n_receivers, "
@@ -550,8 +554,15 @@ def cfl(grid_spacing, dt, max_vel):
     if isinstance(grid_spacing, numbers.Real) and not isinstance(grid_spacing, (bool, np.bool_)):
         spacing = [_real("grid_spacing", grid_spacing, positive=True)]
     else:
-        spacing = [_real(f"grid_spacing[{i}]", x, positive=True)
-                   for i, x in enumerate(grid_spacing)]
+        if isinstance(grid_spacing, (str, bytes)):
+            raise TypeError(f"grid_spacing: expected a number or one per dimension, "
+                            f"got {_describe(grid_spacing)}")
+        try:
+            items = list(grid_spacing)
+        except TypeError:
+            raise TypeError(f"grid_spacing: expected a number or one per dimension, "
+                            f"got {_describe(grid_spacing)}") from None
+        spacing = [_real(f"grid_spacing[{i}]", x, positive=True) for i, x in enumerate(items)]
         if not 1 <= len(spacing) <= 3:
             raise ValueError(f"grid_spacing: expected 1 to 3 values, got {len(spacing)}")
     inner_dt, step_ratio = _sciproxy.scalar_cfl(len(spacing), spacing, _real("dt", dt, positive=True),
@@ -583,14 +594,10 @@ def _born_arrays(v, scatter, bg_receiver_locations, args, dtype, required):
     if bg_receiver_locations is None:
         bg = np.zeros((nshots, 0, ndim), np.int64)
     else:
-        bg = _as_array("bg_receiver_locations", bg_receiver_locations)
-        if bg.dtype.kind not in "iu":
-            raise TypeError(f"bg_receiver_locations: expected integer (int64) cell indices, "
-                            f"got {_describe(bg)}")
-        if bg.ndim != 3 or bg.shape[0] != nshots or bg.shape[2] != ndim:
+        bg = _args.location_array("bg_receiver_locations", bg_receiver_locations)
+        if bg.shape[0] != nshots or bg.shape[2] != ndim:
             raise ValueError(f"bg_receiver_locations: expected shape [n_shots={nshots}, "
                              f"n_receivers, ndim={ndim}], got {_describe(bg)}")
-        bg = np.ascontiguousarray(bg, dtype=np.int64)
     return scatter, bg
 
 
@@ -624,7 +631,8 @@ def scalar_born(v, scatter, grid_spacing, dt, source_amplitudes=None, source_loc
                                                                               wavefield_sc_0),
                 "wavefield_m1": None if wavefield_sc_m1 is None else _as_array(
                     "wavefield_sc_m1", wavefield_sc_m1)}
-    initial_sc = _state_tuple(sc_state, state_names(ndim), ndim, nshots, dtype, "scattered ")
+    initial_sc = _state_tuple(sc_state, state_names(ndim), ndim, nshots, dtype,
+                              lambda k: k.replace("wavefield_", "wavefield_sc_"))
     out = _kernel("scalar_born", dtype, ndim)(*args, scatter, bg, int(bg.shape[1]), initial,
                                                initial_sc, dev)
     b, s = out["background"], out["scattered"]

@@ -122,6 +122,7 @@ nb::tuple parstack(nb::sequence arrays, Indices offsets, IndexMatrix shifts, Mat
 
   st::ParstackInput<T> in;
   in.traces = spans;
+  in.traces_name = "arrays";  // this API's name: the library's messages name it
   in.offsets = std::span<const std::int32_t>(offsets.data(), offsets.size());
   in.shifts = std::span<const std::int32_t>(shifts.data(), shifts.size());
   in.weights = std::span<const T>(weights.data(), weights.size());

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -56,6 +57,11 @@ tt::TtiModel<T> model_of(const CModel& model) {
   for (int d = 0; d < 3; ++d) {
     sciproxy::require(model.shape[d] >= 1, fmt::format("model.shape[{}]", d), "at least 1 cell",
                       std::to_string(model.shape[d]));
+    // Checked here so that the message names the C field (the library names Python's
+    // grid_spacing).
+    sciproxy::require(std::isfinite(model.spacing[d]) && model.spacing[d] > 0,
+                      fmt::format("model.spacing[{}]", d), "a positive, finite cell size in metres",
+                      fmt::format("{}", model.spacing[d]));
     m.grid.shape[d] = model.shape[d];
     m.grid.spacing[d] = model.spacing[d];
     cells = checked_product(cells, model.shape[d], "model.shape");
@@ -100,6 +106,8 @@ sciproxy_status forward_impl(const CInput* input, const sciproxy_tti_options* op
   return guarded([&] {
     const auto opt = options_of(options);
     tt::TtiInput<T> in = input_of<T>(input);
+    // Up front, not after the run: a missing output is the caller's mistake, found at once.
+    if (in.nreceivers > 0) require_pointer(receiver_amplitudes, "receiver_amplitudes");
     in.source_amplitudes = input_span(
         input->source_amplitudes,
         checked_product(in.nshots * in.nsources, in.nt, "source_amplitudes"), "source_amplitudes");
@@ -114,6 +122,7 @@ sciproxy_status adjoint_impl(const CInput* input, const sciproxy_tti_options* op
   return guarded([&] {
     const auto opt = options_of(options);
     const tt::TtiInput<T> in = input_of<T>(input);
+    if (in.nsources > 0) require_pointer(source_amplitudes, "source_amplitudes");
     const auto data = input_span(receiver_data,
                                  checked_product(in.nshots * in.nreceivers, in.nt, "receiver_data"),
                                  "receiver_data");

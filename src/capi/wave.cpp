@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -45,6 +46,11 @@ wv::ScalarInput<T> input_of(const CInput* c) {
   for (int d = 0; d < ndim; ++d) {
     sciproxy::require(c->shape[d] >= 1, fmt::format("shape[{}]", d), "at least 1 cell",
                       std::to_string(c->shape[d]));
+    // Checked here so that the message names the C field (the library names Python's
+    // grid_spacing).
+    sciproxy::require(std::isfinite(c->spacing[d]) && c->spacing[d] > 0,
+                      fmt::format("spacing[{}]", d), "a positive, finite cell size in metres",
+                      fmt::format("{}", c->spacing[d]));
     in.grid.shape[d] = c->shape[d];
     in.grid.spacing[d] = c->spacing[d];
     cells = checked_product(cells, c->shape[d], "shape");

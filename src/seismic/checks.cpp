@@ -29,10 +29,12 @@ std::string shape_string(const Grid& grid) {
 }
 
 void check_grid(const Grid& grid) {
-  require(grid.ndim >= 1 && grid.ndim <= kMaxDims, "model ndim", "1, 2 or 3 dimensions",
-          std::to_string(grid.ndim));
+  // The grid is the shape of the model v (Python's v, C's v with ndim and shape): its messages
+  // name v, the argument every interface has, not the C++ struct that carries the shape.
+  require(grid.ndim >= 1 && grid.ndim <= kMaxDims, "v", "a model of 1, 2 or 3 dimensions",
+          fmt::format("{} dimensions", grid.ndim));
   for (int d = 0; d < grid.ndim; ++d) {
-    require(grid.shape[d] >= 1, fmt::format("model shape[{}]", d), "at least 1 cell",
+    require(grid.shape[d] >= 1, "v", fmt::format("at least 1 cell along dimension {}", d),
             std::to_string(grid.shape[d]));
     require(std::isfinite(grid.spacing[d]) && grid.spacing[d] > 0,
             fmt::format("grid_spacing[{}]", d), "a positive, finite cell size in metres",

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "case.hpp"
@@ -24,7 +25,8 @@ namespace {
 template <class T>
 void check_input(const ParstackInput<T>& in, const ParstackOptions& opt) {
   const auto ntraces = static_cast<std::int64_t>(in.traces.size());
-  require(ntraces >= 1, "traces", "at least one trace", "none");
+  const std::string_view traces = in.traces_name ? in.traces_name : "traces";
+  require(ntraces >= 1, traces, "at least one trace", "none");
   require(in.offsets.size() == in.traces.size(), "offsets",
           fmt::format("one offset per trace ({} values)", ntraces),
           fmt::format("{} values", in.offsets.size()));
@@ -45,8 +47,8 @@ void check_input(const ParstackInput<T>& in, const ParstackOptions& opt) {
           "weights", "finite values",
           fmt::format("{} at [{}, {}]", in.weights[j], j / ntraces, j % ntraces));
   for (std::int64_t i = 0; i < ntraces; ++i)
-    require(in.traces[i].empty() || in.traces[i].data() != nullptr, fmt::format("traces[{}]", i),
-            "a pointer to its samples", "a null pointer");
+    require(in.traces[i].empty() || in.traces[i].data() != nullptr,
+            fmt::format("{}[{}]", traces, i), "a pointer to its samples", "a null pointer");
   // NaN would poison every stack it enters; the scan is vectorised and parallel because it
   // reads all the input, and the slow search for the culprit runs only when there is one.
   bool any_nonfinite = false;
@@ -63,7 +65,7 @@ void check_input(const ParstackInput<T>& in, const ParstackOptions& opt) {
     for (std::int64_t i = 0; i < ntraces; ++i)
       for (std::size_t j = 0; j < in.traces[i].size(); ++j)
         if (!std::isfinite(in.traces[i][j]))
-          throw_invalid_argument(fmt::format("traces[{}]", i), "finite samples",
+          throw_invalid_argument(fmt::format("{}[{}]", traces, i), "finite samples",
                                  fmt::format("{} at index {}", in.traces[i][j], j));
   require(opt.method == Method::stack || opt.method == Method::max, "method",
           "0 (stack) or 1 (maximum of the stack)", std::to_string(static_cast<int>(opt.method)));
@@ -98,6 +100,33 @@ kernels::Problem<T> make_problem(const ParstackInput<T>& in, const Extent& e,
   return p;
 }
 
+// Method 1 over a window wider than the traces reach: a sample no weighted trace covers stacks
+// to exactly 0, so the kernel runs on the covered part of the window only, and the maximum takes
+// in 0 when part of the window was left out (narrow_to_traces returns true then). A window of
+// 2^40 samples around a few short traces costs what the traces cost, instead of a loop (and, on
+// the reference, a row) over every sample. `empty`: no trace reaches the window at all.
+template <class T>
+bool narrow_to_traces(kernels::Problem<T>& p, bool& empty) {
+  std::int64_t lo = p.lengthout, hi = 0;
+  for (std::int64_t s = 0; s < p.nshifts; ++s)
+    for (std::int64_t i = 0; i < p.ntraces; ++i) {
+      if (p.weights[s * p.ntraces + i] == T(0)) continue;
+      const Overlap o =
+          trace_overlap(trace_start(p.offsets[i], p.shifts[s * p.ntraces + i], p.offsetout),
+                        p.lengths[i], p.lengthout);
+      if (o.end <= o.begin) continue;
+      lo = std::min(lo, o.begin);
+      hi = std::max(hi, o.end);
+    }
+  empty = hi <= lo;
+  if (empty || (lo == 0 && hi == p.lengthout)) return false;
+  const std::int64_t start = static_cast<std::int64_t>(p.offsetout) + lo;
+  if (start > std::numeric_limits<std::int32_t>::max()) return false;  // keep the whole window
+  p.offsetout = static_cast<std::int32_t>(start);
+  p.lengthout = hi - lo;
+  return true;
+}
+
 }  // namespace
 
 ParstackPlan::ParstackPlan() : state_(std::make_unique<State>()) {}
@@ -112,11 +141,31 @@ ParstackPlan::Counters ParstackPlan::counters() const {
 // The host memory a call allocates beyond its inputs, refused before allocating: the result
 // (the caller's, or the one Python allocates from this extent) and, for method max, one stacked
 // row per thread.
+// The samples of window e that some weighted trace reaches, from the first to the last: what
+// method max stacks (the rest stack to 0; see narrow_to_traces).
 template <class T>
-Extent checked_memory(const Extent& e, std::int64_t nshifts, const ParstackOptions& opt) {
+std::int64_t covered_samples(const ParstackInput<T>& in, const Extent& e) {
+  const auto ntraces = static_cast<std::int64_t>(in.traces.size());
+  std::int64_t lo = e.lengthout, hi = 0;
+  for (std::int64_t s = 0; s < in.nshifts; ++s)
+    for (std::int64_t i = 0; i < ntraces; ++i) {
+      if (in.weights[s * ntraces + i] == T(0)) continue;
+      const Overlap o =
+          trace_overlap(trace_start(in.offsets[i], in.shifts[s * ntraces + i], e.offsetout),
+                        static_cast<std::int64_t>(in.traces[i].size()), e.lengthout);
+      if (o.end <= o.begin) continue;
+      lo = std::min(lo, o.begin);
+      hi = std::max(hi, o.end);
+    }
+  return hi > lo ? hi - lo : 0;
+}
+
+template <class T>
+Extent checked_memory(const Extent& e, std::int64_t nshifts, const ParstackOptions& opt,
+                      std::int64_t stacked) {
   const double rows = opt.method == Method::stack ? double(nshifts) : double(usable_cores());
   const double result = opt.method == Method::stack ? 0.0 : double(nshifts);
-  require_memory(sizeof(T) * (rows * double(e.lengthout) + result), "lengthout, shifts",
+  require_memory(sizeof(T) * (rows * double(stacked) + result), "lengthout, shifts",
                  fmt::format("a stack of {} shift sets x {} samples ({})", nshifts, e.lengthout,
                              sizeof(T) == 4 ? "float32" : "float64"));
   return e;
@@ -125,7 +174,11 @@ Extent checked_memory(const Extent& e, std::int64_t nshifts, const ParstackOptio
 template <class T>
 Extent parstack_extent(const ParstackInput<T>& in, const ParstackOptions& opt) {
   check_input(in, opt);
-  if (opt.lengthout > 0) return checked_memory<T>({opt.offsetout, opt.lengthout}, in.nshifts, opt);
+  if (opt.lengthout > 0) {
+    const Extent e{opt.offsetout, opt.lengthout};
+    return checked_memory<T>(e, in.nshifts, opt,
+                             opt.method == Method::max ? covered_samples(in, e) : e.lengthout);
+  }
   const auto ntraces = static_cast<std::int64_t>(in.traces.size());
   std::int64_t first = std::numeric_limits<std::int64_t>::max();
   std::int64_t last = std::numeric_limits<std::int64_t>::min();
@@ -135,12 +188,13 @@ Extent parstack_extent(const ParstackInput<T>& in, const ParstackOptions& opt) {
       first = std::min(first, start);
       last = std::max(last, start + static_cast<std::int64_t>(in.traces[i].size()));
     }
-  require(last > first, "traces", "at least one non-empty trace (the default window is empty)",
-          "only empty traces");
+  require(last > first, in.traces_name ? in.traces_name : "traces",
+          "at least one non-empty trace (the default window is empty)", "only empty traces");
   require(first >= std::numeric_limits<std::int32_t>::min() &&
               first <= std::numeric_limits<std::int32_t>::max(),
           "offsets + shifts", "a window start that fits in int32", std::to_string(first));
-  return checked_memory<T>({static_cast<std::int32_t>(first), last - first}, in.nshifts, opt);
+  return checked_memory<T>({static_cast<std::int32_t>(first), last - first}, in.nshifts, opt,
+                           last - first);
 }
 
 std::int64_t parstack_result_size(std::int64_t nshifts, const Extent& extent, Method method) {
@@ -196,14 +250,16 @@ Extent parstack(const Device& device, const ParstackInput<T>& in, std::span<T> r
 
     std::vector<const T*> pointers;
     std::vector<std::int64_t> lengths;
-    const kernels::Problem<T> problem = make_problem(in, extent, opt, pointers, lengths);
+    kernels::Problem<T> problem = make_problem(in, extent, opt, pointers, lengths);
+    bool empty = false;
+    const bool narrowed = problem.method == Method::max && narrow_to_traces(problem, empty);
     if (call.recording()) {
       call.set_work(parstack_work(in, extent, opt.method));
       auto& parameters = call.parameters();
       parameters.set("ntraces", problem.ntraces);
       parameters.set("nshifts", problem.nshifts);
-      parameters.set("lengthout", problem.lengthout);
-      parameters.set("offsetout", problem.offsetout);
+      parameters.set("lengthout", extent.lengthout);  // the caller's window, not the narrowed one
+      parameters.set("offsetout", extent.offsetout);
       parameters.set("method", static_cast<int>(opt.method));
     }
     // An accumulating call adds to what result holds: the reference rerun starts from the same.
@@ -214,7 +270,13 @@ Extent parstack(const Device& device, const ParstackInput<T>& in, std::span<T> r
     std::optional<ParstackPlan> local_plan;
     if (!plan) plan = &local_plan.emplace();
     const Context ctx{device, call.timers()};
-    SCIPROXY_RUN_KERNEL(ctx, parstack, problem, result.data(), *plan);
+    if (problem.method == Method::max && empty) {
+      std::fill(result.begin(), result.end(), T(0));  // every sample of every stack is 0
+    } else {
+      SCIPROXY_RUN_KERNEL(ctx, parstack, problem, result.data(), *plan);
+      if (narrowed)  // the samples left out stack to 0
+        for (T& m : result) m = std::max(m, T(0));
+    }
   }
   if (call.verifying()) {
     reference_result.resize(result.size());

@@ -179,7 +179,7 @@ SCIPROXY_STACK_ARGMAX(T) {
 #pragma omp simd
       for (std::int64_t j = 0; j < n; ++j) {
         const double v = row[j];
-        const bool larger = v > best[j];
+        const bool larger = argmax_replaces(v, best[j], pyrocko_compat);
         best[j] = larger ? v : best[j];
         where[j] = larger ? static_cast<std::uint32_t>(r) : where[j];
       }

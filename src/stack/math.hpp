@@ -36,4 +36,14 @@ SCIPROXY_HD T max_initial_value(bool clamp_max_at_zero) {
   return clamp_max_at_zero ? T(0) : -std::numeric_limits<T>::infinity();
 }
 
+// argmax's step: does v replace the running maximum `best`? numpy's argmax returns the first
+// NaN of a column (NaN propagates like a maximum), so a NaN wins over any number and nothing
+// replaces a NaN. pyrocko's C code compares with `>` only, so NaN never wins there:
+// pyrocko_compat keeps that, and reproduces pyrocko's output exactly (docs/kernels/parstack.md).
+// Written with comparisons only (v != v is NaN), so it vectorises and needs no <cmath> on the GPU.
+SCIPROXY_HD bool argmax_replaces(double v, double best, bool pyrocko_compat) {
+  if (pyrocko_compat) return v > best;
+  return v > best || (v != v && best == best);
+}
+
 }  // namespace sciproxy::stack

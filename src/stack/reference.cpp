@@ -46,12 +46,13 @@ template <class T>
 SCIPROXY_STACK_ARGMAX(T) {
   (void)ctx;
   for (std::int64_t c = 0; c < cols; ++c) {
-    // numpy: the first maximum wins. pyrocko: the running maximum starts at DBL_MIN.
+    // numpy: the first maximum (or the first NaN) wins. pyrocko: the running maximum starts at
+    // DBL_MIN and NaN never wins (math.hpp: argmax_replaces).
     std::int64_t best = 0;
     double value = pyrocko_compat ? DBL_MIN : static_cast<double>(a[c]);
     for (std::int64_t r = pyrocko_compat ? 0 : 1; r < rows; ++r) {
       const double v = a[r * cols + c];
-      if (v > value) {
+      if (argmax_replaces(v, value, pyrocko_compat)) {
         value = v;
         best = r;
       }

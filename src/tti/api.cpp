@@ -62,7 +62,9 @@ using seismic::shape_string;
 void check_options(const TtiOptions& opt) {
   with_value<SpaceOrders>(opt.space_order, "space_order", [](auto) {});
   for (int i = 0; i < 6; ++i)
-    require(opt.sponge_width[i] >= 0, fmt::format("sponge_width[{}]", i), "a width >= 0 cells",
+    // At most 2^60 cells, so that the padded extents fit in int64 (make_setup checks the rest).
+    require(opt.sponge_width[i] >= 0 && opt.sponge_width[i] <= (std::int64_t(1) << 60),
+            fmt::format("sponge_width[{}]", i), "a width >= 0 cells (at most 2^60)",
             std::to_string(opt.sponge_width[i]));
   require(std::isfinite(opt.q_min) && opt.q_min > 0, "q_min", "a positive, finite Q",
           fmt::format("{}", opt.q_min));
@@ -92,15 +94,18 @@ Cell cell_of(const TtiModel<T>& m, const TtiOptions& opt, std::int64_t i) {
 template <class T>
 void check_model(const TtiModel<T>& m, const TtiOptions& opt) {
   const Grid& g = m.grid;
-  require(g.ndim == 3, "grid.ndim", "3 (the TTI propagator is three-dimensional)",
-          std::to_string(g.ndim));
+  // The grid is vp's shape and grid_spacing (Python's names; C's model.vp and model.spacing):
+  // messages name those arguments, not the C++ struct that carries them.
+  require(g.ndim == 3, "vp", "a 3-D model (the TTI propagator is three-dimensional)",
+          fmt::format("{} dimensions", g.ndim));
   const std::int64_t radius = opt.space_order / 2;
   for (int d = 0; d < 3; ++d) {
-    require(g.shape[d] >= radius, fmt::format("grid.shape[{}]", d),
-            fmt::format("at least space_order/2 = {} cells for the stencil of order {}", radius,
-                        opt.space_order),
+    require(g.shape[d] >= radius, "vp",
+            fmt::format("at least space_order/2 = {} cells along axis {} for the stencil of "
+                        "order {}",
+                        radius, d, opt.space_order),
             std::to_string(g.shape[d]));
-    require(std::isfinite(g.spacing[d]) && g.spacing[d] > 0, fmt::format("grid.spacing[{}]", d),
+    require(std::isfinite(g.spacing[d]) && g.spacing[d] > 0, fmt::format("grid_spacing[{}]", d),
             "a positive, finite cell size in metres", fmt::format("{}", g.spacing[d]));
   }
   const std::int64_t cells = g.cells();
@@ -166,7 +171,9 @@ double tti_max_dt(const TtiModel<T>& model, const TtiOptions& opt) {
     sponge = sponge || (opt.sponge_width[i] > 0 && !(opt.free_surface && i == 0));
   const double beta = 2 * std::numbers::pi * opt.freq_q /
                       std::min(opt.q_interior, sponge ? opt.q_min : opt.q_interior);
-  return (-beta + std::sqrt(beta * beta + 4 * k)) / k;  // root of k dt^2 + 2 beta dt = 4
+  // The positive root of k dt^2 + 2 beta dt = 4, written without the cancellation of
+  // (-beta + sqrt(beta^2 + 4k)) / k, which gave 0 for a small k (a coarse grid).
+  return 4 / (beta + std::sqrt(beta * beta + 4 * k));
 }
 
 namespace {
@@ -204,7 +211,17 @@ void make_setup(Setup<T>& s, const TtiInput<T>& in, const TtiOptions& opt,
   require(in.nt >= 0, "nt", "a number of time samples >= 0 (0: from the amplitudes)",
           std::to_string(in.nt));
   std::int64_t nt = in.nt;
-  const std::int64_t ntraces = in.nshots * per_shot;
+  // Products of the caller's counts: refused, naming the count, when int64 cannot hold them.
+  auto product = [](std::int64_t a, std::int64_t b, const char* argument, const char* what) {
+    std::int64_t out = 0;
+    if (__builtin_mul_overflow(a, b, &out))
+      throw_invalid_argument(argument, fmt::format("{} that fits in int64", what),
+                             fmt::format("{} x {}", a, b));
+    return out;
+  };
+  const std::int64_t ntraces = product(in.nshots, per_shot, traces_name, "nshots x traces");
+  product(product(in.nshots, std::max(in.nsources, in.nreceivers), "nshots", "nshots x traces"), nt,
+          "nt", "nshots x traces x nt samples");
   const auto ntotal = static_cast<std::int64_t>(traces.size());
   if (nt == 0 && ntraces > 0 && ntotal > 0 && ntotal % ntraces == 0) nt = ntotal / ntraces;
   require(ntotal == ntraces * nt, traces_name,
@@ -244,7 +261,14 @@ void make_setup(Setup<T>& s, const TtiInput<T>& in, const TtiOptions& opt,
     s.offset[d] = s.halo + width[2 * d];
     s.n[d] = grid.shape[d] + 2 * s.halo + width[2 * d] + width[2 * d + 1];
   }
-  s.points = s.n[0] * s.n[1] * s.n[2];
+  std::int64_t points = 0, bytes = 0;  // four fields of every shot
+  if (__builtin_mul_overflow(s.n[0], s.n[1], &points) ||
+      __builtin_mul_overflow(points, s.n[2], &points) ||
+      __builtin_mul_overflow(points, s.nshots, &bytes) ||
+      __builtin_mul_overflow(bytes, std::int64_t(4 * sizeof(T)), &bytes))
+    throw_invalid_argument("sponge_width", "a padded grid whose fields fit in int64 bytes",
+                           fmt::format("{} x {} x {} cells", s.n[0], s.n[1], s.n[2]));
+  s.points = points;
   // Host memory before anything is allocated: ten padded coefficient arrays, the state (p,
   // p_prev, m, m_prev per shot) and its returned copy, six flux arrays (the two-pass kernels,
   // counted at full size), the traces in both layouts.
@@ -492,7 +516,8 @@ TtiAdjointOutput<T> tti_adjoint(const Device& device, const TtiInput<T>& in,
     TtiState<T> state;
     {
       auto r = Timers::region(call.timers(), "setup");
-      make_setup(s, in, opt, receiver_data, "receiver_data", in.nreceivers);
+      // Python's name for the data; the C ABI checks its receiver_data pointer and size itself.
+      make_setup(s, in, opt, receiver_data, "receiver_amplitudes", in.nreceivers);
       state = make_state(s, opt.free_surface, static_cast<const TtiState<T>*>(nullptr));
     }
     const std::int64_t ns = s.nshots * s.nsources, nr = s.nshots * s.nreceivers, nt = s.nt;

@@ -46,6 +46,16 @@ namespace {
 
 constexpr std::int64_t kStepRatioWarning = 20;  // Deepwave warns from here on
 
+// Sizes derived from the caller's widths and counts: refused, naming the argument, when int64
+// cannot hold them, before anything is allocated or indexed with a wrapped value.
+std::int64_t size_product(std::int64_t a, std::int64_t b, const char* argument, const char* what) {
+  std::int64_t out = 0;
+  if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &out))
+    throw_invalid_argument(argument, fmt::format("{} that fits in int64", what),
+                           fmt::format("{} x {}", a, b));
+  return out;
+}
+
 template <class T>
 std::int64_t check_input(const ScalarInput<T>& in, const ScalarOptions& opt) {
   const Grid& g = in.grid;
@@ -53,9 +63,10 @@ std::int64_t check_input(const ScalarInput<T>& in, const ScalarOptions& opt) {
   require(opt.accuracy == 2 || opt.accuracy == 4 || opt.accuracy == 6 || opt.accuracy == 8,
           "accuracy", "2, 4, 6 or 8", std::to_string(opt.accuracy));
   for (int d = 0; d < g.ndim; ++d)
-    require(g.shape[d] >= opt.accuracy / 2, fmt::format("model shape[{}]", d),
-            fmt::format("at least accuracy/2 = {} cells for the stencil of accuracy {}",
-                        opt.accuracy / 2, opt.accuracy),
+    require(g.shape[d] >= opt.accuracy / 2, "v",
+            fmt::format("at least accuracy/2 = {} cells along dimension {} for the stencil of "
+                        "accuracy {}",
+                        opt.accuracy / 2, d, opt.accuracy),
             std::to_string(g.shape[d]));
   require(in.nshots >= 1, "nshots", "at least 1 shot", std::to_string(in.nshots));
   require(in.nmodels == 1 || in.nmodels == in.nshots, "nmodels",
@@ -81,7 +92,10 @@ std::int64_t check_input(const ScalarInput<T>& in, const ScalarOptions& opt) {
 
   // nt: given, or inferred from the source amplitudes.
   std::int64_t nt = in.nt;
-  const std::int64_t ntraces = in.nshots * in.nsources;
+  const std::int64_t ntraces =
+      size_product(in.nshots, in.nsources, "nsources", "nshots x nsources");
+  size_product(size_product(in.nshots, in.nreceivers, "nreceivers", "nshots x nreceivers"),
+               std::max<std::int64_t>(nt, 1), "nt", "nshots x nreceivers x nt receiver samples");
   const auto namp = static_cast<std::int64_t>(in.source_amplitudes.size());
   if (nt == 0 && ntraces > 0 && namp > 0) {
     require(namp % ntraces == 0, "source_amplitudes",
@@ -90,6 +104,7 @@ std::int64_t check_input(const ScalarInput<T>& in, const ScalarOptions& opt) {
             fmt::format("{} values", namp));
     nt = namp / ntraces;
   }
+  size_product(ntraces, nt, "nt", "nshots x nsources x nt source samples");
   require(namp == ntraces * nt, "source_amplitudes",
           fmt::format("[nshots, nsources, nt] = [{}, {}, {}], {} values", in.nshots, in.nsources,
                       nt, ntraces * nt),
@@ -122,7 +137,9 @@ std::int64_t check_input(const ScalarInput<T>& in, const ScalarOptions& opt) {
   }
 
   for (int i = 0; i < 2 * g.ndim; ++i) {
-    require(opt.pml_width[i] >= 0, fmt::format("pml_width[{}]", i), "a PML width >= 0 cells",
+    // At most 2^60 cells: the padded extent (two widths, the window and the halo) fits in int64.
+    require(opt.pml_width[i] >= 0 && opt.pml_width[i] <= (std::int64_t(1) << 60),
+            fmt::format("pml_width[{}]", i), "a PML width >= 0 cells (at most 2^60)",
             std::to_string(opt.pml_width[i]));
     require(opt.survey_pad[i] >= -1, fmt::format("survey_pad[{}]", i),
             "a number of cells >= 0, or -1 for the edge of the model",
@@ -312,15 +329,21 @@ void make_setup(Setup<T>& s, const ScalarInput<T>& in, const ScalarOptions& opt,
     const std::int64_t pad_lo = opt.survey_pad[2 * d], pad_hi = opt.survey_pad[2 * d + 1];
     const bool located = any_location && hi >= 0;  // some location not ignored
     s.begin[d] = pad_lo < 0 || !located ? 0 : std::clamp(lo - pad_lo, std::int64_t(0), g.shape[d]);
-    s.end[d] = pad_hi < 0 || !located ? g.shape[d]
-                                      : std::clamp(hi + pad_hi + 1, std::int64_t(0), g.shape[d]);
+    // A pad beyond the model reaches its edge (and hi + pad_hi + 1 cannot overflow).
+    s.end[d] = pad_hi < 0 || !located || pad_hi >= g.shape[d]
+                   ? g.shape[d]
+                   : std::clamp(hi + pad_hi + 1, std::int64_t(0), g.shape[d]);
   }
   window_from_state(s, in, opt, initial, role);
   for (int d = 0; d < s.ndim; ++d) {
     s.offset[d] = s.halo + s.pml_width[2 * d];
     s.n[d] = (s.end[d] - s.begin[d]) + 2 * s.halo + s.pml_width[2 * d] + s.pml_width[2 * d + 1];
   }
-  s.points = s.n[0] * s.n[1] * s.n[2];
+  s.points = size_product(size_product(s.n[0], s.n[1], "pml_width", "a padded grid"), s.n[2],
+                          "pml_width", "a padded grid");
+  size_product(
+      size_product(std::max(s.nmodels, s.nshots), s.points, "pml_width", "nshots x padded cells"),
+      static_cast<std::int64_t>(sizeof(T)), "pml_width", "a wavefield in bytes");
   require_memory(host_bytes(s, opt, store_interval, wavefields),
                  store_interval > 0 ? "v, nt, nshots, storage_mode" : "v, nt, nshots",
                  fmt::format("{} {}-D model of {} cells (padded to {}), {} shot{}, nt {} ({} "

@@ -1,5 +1,6 @@
 /* The stack family's C ABI from C: a hand-checked parstack, the window query, argmax, the
  * options' defaults and a wrong struct_size, and error codes with messages. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -135,6 +136,15 @@ int main(void) {
   ao.pyrocko_compat = 1;
   CHECK(sciproxy_argmax_f64(&ain, &ao, where) == SCIPROXY_OK);
   CHECK(where[0] == 0 && where[1] == 1);
+  {
+    /* NaN: numpy's first NaN; with pyrocko_compat skipped, as pyrocko's C code does. */
+    const double nan_grid[] = {1, NAN, NAN, 2};
+    const sciproxy_argmax_input_f64 nin = {nan_grid, 2, 2};
+    CHECK(sciproxy_argmax_f64(&nin, NULL, where) == SCIPROXY_OK);
+    CHECK(where[0] == 1 && where[1] == 0);
+    CHECK(sciproxy_argmax_f64(&nin, &ao, where) == SCIPROXY_OK);
+    CHECK(where[0] == 0 && where[1] == 1);
+  }
   {
     const float fgrid[] = {1, -2, 3, -4, 0, 5};
     const sciproxy_argmax_input_f32 fain = {fgrid, 3, 2};

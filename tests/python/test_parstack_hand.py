@@ -175,3 +175,27 @@ def test_argmax_by_hand(dtype):
     # Non-contiguous input is copied, not rejected.
     np.testing.assert_array_equal(sciproxy.argmax(np.asfortranarray(a)), [1, 0, 1])
     np.testing.assert_array_equal(sciproxy.argmax(a[:, ::2]), [1, 1])
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=["float32", "float64"])
+def test_argmax_nan_and_inf_like_numpy(dtype):
+    nan, inf = np.nan, np.inf
+    # Columns: NaN last, NaN first, all NaN, inf then NaN, -inf only, NaN between equal maxima,
+    # inf, -inf below numbers.
+    a = np.array([[1, nan, nan, inf, -inf, 2, 1, -inf],
+                  [2, 3, nan, nan, -inf, nan, inf, -1],
+                  [nan, 5, nan, 1, -inf, 2, inf, -2]], dtype=dtype)
+    for nparallel in (None, 1, 2):
+        got = sciproxy.argmax(a, nparallel=nparallel)
+        np.testing.assert_array_equal(got, np.argmax(a, axis=0))
+        np.testing.assert_array_equal(sciproxy.argmax(a[:, ::-1], nparallel=nparallel),
+                                      np.argmax(a[:, ::-1], axis=0))
+    # pyrocko_compat: pyrocko's C code compares with '>' from DBL_MIN, so NaN never wins.
+    np.testing.assert_array_equal(sciproxy.argmax(a, pyrocko_compat=True), [1, 2, 0, 0, 0, 0, 1, 0])
+    # Wide arrays cross the cpu backend's blocks of columns; random NaN against numpy.
+    rng = np.random.default_rng(3)
+    b = rng.normal(size=(5, 700)).astype(dtype)
+    b[rng.random(b.shape) < 0.1] = nan
+    b[rng.random(b.shape) < 0.05] = inf
+    b[:, 10] = nan
+    np.testing.assert_array_equal(sciproxy.argmax(b, nparallel=2), np.argmax(b, axis=0))

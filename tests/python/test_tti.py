@@ -76,7 +76,7 @@ def test_scalar_f_and_defaults():
 @pytest.mark.parametrize(
     "change, error, needle",
     [
-        (dict(vp=lambda p: np.full((3, 10, 10), 2000.0)), ValueError, "grid.shape[0]"),
+        (dict(vp=lambda p: np.full((3, 10, 10), 2000.0)), ValueError, "vp: expected at least space_order/2 = 4 cells along axis 0"),
         (dict(vp=lambda p: np.full((10, 10), 2000.0)), ValueError, "vp"),
         (dict(vp=lambda p: np.where(np.arange(1000).reshape(10, 10, 10) == 7, -1.0, p)),
          ValueError, "vp"),

@@ -2,6 +2,7 @@
 // Expected values were worked out by hand (and agree with pyrocko's parstack on the same input).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -125,6 +126,57 @@ TEST(ParstackReference, ArgmaxFirstMaximumAndPyrockoQuirk) {
   EXPECT_EQ(out, (std::vector<std::uint32_t>{1, 1, 0}));  // ties: the first wins
   argmax<double>(a, 2, 3, out, 0, true);
   EXPECT_EQ(out, (std::vector<std::uint32_t>{0, 1, 0}));  // all <= 0 gives 0 in pyrocko
+}
+
+TEST(ParstackReference, MaximumOverAWindowWiderThanTheTraces) {
+  // Samples no trace covers stack to 0: a window wider than the traces puts 0 in the maximum,
+  // whatever its width (the library runs the kernel on the covered part only).
+  Case c{{{-1, -2, -3}, {-1, -2, -3}}, {0, 1}, {0, 0, 1, -1}, {1, 1, 1, 2}, 2, {}};
+  ParstackOptions opt;
+  opt.method = Method::max;
+  EXPECT_EQ(run(c, opt), (std::vector<double>{-1, -2}));  // the default window: all covered
+  for (const std::int64_t length : {std::int64_t(20), std::int64_t(1) << 40}) {
+    opt.offsetout = -5;
+    opt.lengthout = length;
+    EXPECT_EQ(run(c, opt), (std::vector<double>{0, 0})) << length;
+    // The oracle: method 0 over a window that holds the traces and some uncovered samples.
+    ParstackOptions stack;
+    stack.offsetout = -5;
+    stack.lengthout = 20;
+    const std::vector<double> r = run(c, stack);
+    for (std::int64_t s = 0; s < 2; ++s)
+      EXPECT_EQ(*std::max_element(r.begin() + 20 * s, r.begin() + 20 * (s + 1)), 0.0);
+  }
+  // A window that no trace reaches: every stack is 0.
+  opt.offsetout = 1000;
+  opt.lengthout = std::int64_t(1) << 40;
+  EXPECT_EQ(run(c, opt), (std::vector<double>{0, 0}));
+  // Partly covered windows, against method 0 (whose maximum needs no narrowing).
+  Case d = two_traces();
+  for (std::int32_t first : {-3, 0, 2}) {
+    opt.offsetout = first;
+    opt.lengthout = 9;
+    ParstackOptions stack;
+    stack.offsetout = first;
+    stack.lengthout = 9;
+    const std::vector<double> r = run(d, stack), m = run(d, opt);
+    for (std::int64_t s = 0; s < 2; ++s)
+      EXPECT_EQ(m[s], *std::max_element(r.begin() + 9 * s, r.begin() + 9 * (s + 1))) << first;
+  }
+}
+
+TEST(ParstackReference, ArgmaxNanLikeNumpy) {
+  // Columns (3 x 6): NaN last, NaN first, all NaN, inf then NaN, -inf only, NaN between maxima.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<double> a{1,   nan, nan, inf, -inf, 2,    //
+                              2,   3,   nan, nan, -inf, nan,  //
+                              nan, 5,   nan, 1,   -inf, 2};
+  std::vector<std::uint32_t> out(6);
+  argmax<double>(a, 3, 6, out);  // numpy.argmax(a, axis=0): the first NaN wins
+  EXPECT_EQ(out, (std::vector<std::uint32_t>{2, 0, 0, 1, 0, 1}));
+  argmax<double>(a, 3, 6, out, 0, true);  // pyrocko: NaN never wins, the maximum from DBL_MIN
+  EXPECT_EQ(out, (std::vector<std::uint32_t>{1, 2, 0, 0, 0, 0}));
 }
 
 // ---- bad input -----------------------------------------------------------------------------

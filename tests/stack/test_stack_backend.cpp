@@ -238,6 +238,13 @@ TEST_F(StackBackend, ArgmaxMatchesReference) {
     const std::int64_t rows = 1 + trial % 7, cols = 1 + (trial * 37) % 600;
     std::vector<double> a(rows * cols);
     for (auto& x : a) x = v(rng);
+    // Some NaN and infinities: numpy's first NaN, or pyrocko's skipping of it.
+    std::uniform_int_distribution<std::size_t> where(0, a.size() - 1);
+    for (int k = 0; k < trial % 5; ++k) {
+      a[where(rng)] = std::numeric_limits<double>::quiet_NaN();
+      a[where(rng)] = k % 2 ? std::numeric_limits<double>::infinity()
+                            : -std::numeric_limits<double>::infinity();
+    }
     for (bool compat : {false, true}) {
       std::vector<std::uint32_t> want(cols), got(cols);
       kernels::reference::argmax(host, a.data(), rows, cols, want.data(), compat);

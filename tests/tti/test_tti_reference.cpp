@@ -462,10 +462,10 @@ TEST(TtiReference, BadInput) {
   Problem<double> p = good;
   p.grid.shape = {3, 10, 10};
   p.vp.resize(300);
-  expect_invalid(run(p, opt), "grid.shape[0]");  // 3 < space_order/2 = 4
+  expect_invalid(run(p, opt), "vp: expected at least space_order/2 = 4 cells along axis 0");
   p = good;
   p.grid.spacing[1] = 0;
-  expect_invalid(run(p, opt), "grid.spacing[1]");
+  expect_invalid(run(p, opt), "grid_spacing[1]");
   p = good;
   p.vp[17] = -1500;
   expect_invalid(run(p, opt), "vp");
@@ -513,13 +513,13 @@ TEST(TtiReference, BadInput) {
   expect_invalid(run(good, o), "sponge_width[3]");
   p = good;
   p.grid.ndim = 2;
-  expect_invalid(run(p, opt), "grid.ndim");
+  expect_invalid(run(p, opt), "vp: expected a 3-D model");
   // The adjoint checks its data.
   const std::vector<double> wrong(3, 0.0);
   good.nreceivers = 1;
   good.receivers = {1, 1, 1};
   expect_invalid([&] { tti_adjoint<double>(kReference, good.input(), wrong, opt); },
-                 "receiver_data");
+                 "receiver_amplitudes");
 }
 
 }  // namespace

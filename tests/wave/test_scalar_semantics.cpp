@@ -328,15 +328,16 @@ TEST(ScalarBadInput, EveryCheckNamesItsArgument) {
   };
   EXPECT_NO_THROW(forward(good)());
 
-  expect_invalid("model ndim", forward(with([](auto& p) { p.grid.ndim = 0; })));
-  expect_invalid("model ndim", forward(with([](auto& p) { p.grid.ndim = 4; })));
-  expect_invalid("model shape[1]", forward(with([](auto& p) { p.grid.shape[1] = 0; })));
+  // The grid is v's shape: its errors name v (the argument of every interface).
+  expect_invalid("v", forward(with([](auto& p) { p.grid.ndim = 0; })), "1, 2 or 3 dimensions");
+  expect_invalid("v", forward(with([](auto& p) { p.grid.ndim = 4; })), "1, 2 or 3 dimensions");
+  expect_invalid("v", forward(with([](auto& p) { p.grid.shape[1] = 0; })), "along dimension 1");
   expect_invalid("grid_spacing[0]", forward(with([](auto& p) { p.grid.spacing[0] = 0; })));
   expect_invalid("grid_spacing[1]", forward(with([](auto& p) { p.grid.spacing[1] = -5; })));
   expect_invalid("grid_spacing[1]",
                  forward(with([](auto& p) { p.grid.spacing[1] = std::nan(""); })));
   expect_invalid("accuracy", forward(good, with_opt([](auto& o) { o.accuracy = 3; })));
-  expect_invalid("model shape[0]",
+  expect_invalid("v",
                  forward(with([](auto& p) {
                            p.grid.shape = {3, 9, 1};
                            p.v.resize(2 * 27);

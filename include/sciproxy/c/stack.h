@@ -63,7 +63,8 @@ sciproxy_status sciproxy_parstack_f32(const sciproxy_parstack_input_f32* input,
                                       int64_t result_size, int32_t* offsetout, int64_t* lengthout);
 
 /* argmax along axis 0 of a [rows, cols] row-major array: out[c] = argmax_r a[r, c], the first
- * maximum (numpy's); out holds cols values. */
+ * maximum (numpy's; a column holding NaN gives its first NaN, as numpy's does); out holds cols
+ * values. */
 typedef struct sciproxy_argmax_input_f64 {
   const double* a;
   int64_t rows, cols;
@@ -76,7 +77,8 @@ typedef struct sciproxy_argmax_input_f32 {
 typedef struct sciproxy_argmax_options {
   size_t struct_size; /* sizeof(sciproxy_argmax_options), set by the defaults function */
   int nparallel;      /* OpenMP threads; <= 0: all (0) */
-  int pyrocko_compat; /* non-zero: pyrocko's running maximum from DBL_MIN (a column <= 0 gives 0) */
+  int pyrocko_compat; /* non-zero: pyrocko's running maximum from DBL_MIN (a column <= 0 gives 0)
+                       * and NaN never wins (pyrocko skips it) */
 } sciproxy_argmax_options;
 
 void sciproxy_argmax_options_default(sciproxy_argmax_options* options);
