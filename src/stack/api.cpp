@@ -138,9 +138,6 @@ ParstackPlan::Counters ParstackPlan::counters() const {
   return state_ ? state_->counters : Counters{};
 }
 
-// The host memory a call allocates beyond its inputs, refused before allocating: the result
-// (the caller's, or the one Python allocates from this extent) and, for method max, one stacked
-// row per thread.
 // The samples of window e that some weighted trace reaches, from the first to the last: what
 // method max stacks (the rest stack to 0; see narrow_to_traces).
 template <class T>
@@ -160,6 +157,9 @@ std::int64_t covered_samples(const ParstackInput<T>& in, const Extent& e) {
   return hi > lo ? hi - lo : 0;
 }
 
+// The host memory a call allocates beyond its inputs, refused before allocating: the result
+// (the caller's, or the one Python allocates from this extent) and, for method max, one row of
+// `stacked` samples per thread.
 template <class T>
 Extent checked_memory(const Extent& e, std::int64_t nshifts, const ParstackOptions& opt,
                       std::int64_t stacked) {
