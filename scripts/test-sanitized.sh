@@ -32,5 +32,8 @@ asan="$(gcc -print-file-name=libasan.so)"
 ubsan="$(gcc -print-file-name=libubsan.so)"
 # CPython keeps its own allocations at exit, which LeakSanitizer would report as leaks.
 export ASAN_OPTIONS=detect_leaks=0
+export SCIPROXY_SANITIZED_PACKAGE="$PWD/$package"
+LD_PRELOAD="$asan $ubsan" PYTHONPATH="$PWD/$package" "$python" -c \
+  'import os, sciproxy; assert sciproxy.__file__.startswith(os.environ["SCIPROXY_SANITIZED_PACKAGE"]), sciproxy.__file__; print("test-sanitized: pytest imports", sciproxy.__file__)'
 LD_PRELOAD="$asan $ubsan" PYTHONPATH="$PWD/$package" \
   "$python" -m pytest tests/python -q -ra -p no:cacheprovider

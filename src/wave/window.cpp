@@ -344,18 +344,19 @@ void make_setup(Setup<T>& s, const ScalarInput<T>& in, const ScalarOptions& opt,
   size_product(
       size_product(std::max(s.nmodels, s.nshots), s.points, "pml_width", "nshots x padded cells"),
       static_cast<std::int64_t>(sizeof(T)), "pml_width", "a wavefield in bytes");
-  require_memory(host_bytes(s, opt, store_interval, wavefields),
-                 store_interval > 0 ? "v, nt, nshots, storage_mode" : "v, nt, nshots",
-                 fmt::format("{} {}-D model of {} cells (padded to {}), {} shot{}, nt {} ({} "
-                             "inner steps), {}",
-                             store_interval > 0 ? "a gradient on a" : "a propagation on a", s.ndim,
-                             join(s.model_shape.data(), s.ndim, " x "),
-                             join(s.n.data(), s.ndim, " x "), s.nshots, s.nshots == 1 ? "" : "s",
-                             s.nt, s.nt_inner, sizeof(T) == 4 ? "float32" : "float64"),
-                 store_interval > 0 && opt.storage != StorageMode::disk
-                     ? "; storage_mode 'disk', storage_compression or a larger "
-                       "model_gradient_sampling_interval store less"
-                     : "");
+  require_memory(
+      host_bytes(s, opt, store_interval, wavefields),
+      store_interval > 0 ? "v, pml_width, nt, nshots, storage_mode" : "v, pml_width, nt, nshots",
+      fmt::format("{} {}-D model of {} cells (padded to {}), {} shot{}, nt {} ({} "
+                  "inner steps), {}",
+                  store_interval > 0 ? "a gradient on a" : "a propagation on a", s.ndim,
+                  join(s.model_shape.data(), s.ndim, " x "), join(s.n.data(), s.ndim, " x "),
+                  s.nshots, s.nshots == 1 ? "" : "s", s.nt, s.nt_inner,
+                  sizeof(T) == 4 ? "float32" : "float64"),
+      store_interval > 0 && opt.storage != StorageMode::disk
+          ? "; storage_mode 'disk', storage_compression or a larger "
+            "model_gradient_sampling_interval store less"
+          : "");
 
   // Padded model(s).
   s.v.resize(static_cast<std::size_t>(s.nmodels * s.points));

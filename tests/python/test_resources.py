@@ -63,7 +63,7 @@ def test_gradient_storage_beyond_memory_is_a_memory_error_with_a_hint():
     p = wave_problem(nt=20_000_000)
     del p["source_amplitudes"]
     p["source_locations"] = None
-    with pytest.raises(MemoryError, match=r"v, nt, nshots, storage_mode: .*storage_mode 'disk'"):
+    with pytest.raises(MemoryError, match=r"v, pml_width, nt, nshots, storage_mode: .*storage_mode 'disk'"):
         sw.scalar_gradient(**p, nt=20_000_000, grad_receiver_amplitudes=np.zeros((1, 1, 20_000_000)))
 
 
@@ -87,3 +87,8 @@ def test_tti_beyond_memory_is_a_memory_error():
         tti.tti(vp, 10.0, 1e-3, source_amplitudes=np.zeros((nshots, 0, 5), np.float32),
                 source_locations=np.zeros((nshots, 0, 3), np.int64),
                 receiver_locations=np.zeros((nshots, 0, 3), np.int64), device="cpu")
+
+
+def test_a_pml_wider_than_memory_is_a_memory_error_naming_it():
+    with pytest.raises(MemoryError, match=r"^v, pml_width, nt, nshots: .*\(padded to 2000020 x"):
+        sw.scalar(**dict(wave_problem(), pml_width=10**6))
