@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <span>
 #include <string>
 #include <vector>
@@ -260,6 +261,12 @@ NB_MODULE(_sciproxy, m) {
       if (!PyErr_Occurred()) PyErr_SetString(PyExc_KeyboardInterrupt, e.what());
     } catch (const sciproxy::Error& e) {
       PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (const std::bad_alloc&) {
+      // Every call checks its estimate against the available memory first (core/resources);
+      // an allocation can still fail when other processes took the memory meanwhile.
+      PyErr_SetString(PyExc_MemoryError,
+                      "out of memory: an allocation failed although the call's estimate fitted "
+                      "the memory available when it started; try a smaller problem");
     }
   });
 
