@@ -229,6 +229,10 @@ MemoryAvailable available_memory() {
 
 void require_memory(double bytes, std::string_view arguments, std::string_view what,
                     std::string_view hint) {
+  // Reading the limits costs about 50 us (several files); small calls, which any machine this
+  // runs on can hold, do not pay it.
+  constexpr double kUncheckedBytes = 256.0 * 1024 * 1024;
+  if (bytes < kUncheckedBytes) return;
   const MemoryAvailable m = available_memory();
   if (m.bytes <= 0 || bytes <= m.bytes) return;  // unknown: the allocation itself will tell
   throw OutOfMemory(fmt::format("{}: {} needs about {} of host memory; {} is available ({}){}",

@@ -38,6 +38,7 @@ struct MemoryAvailable {
 MemoryAvailable available_memory();
 
 // Refuses, before allocating, a call that needs more host memory than available_memory()
+// (requests below 256 MiB are let through unread)
 // (OutOfMemory): "<arguments>: <what> needs about 12.3 GiB of host memory; 8.1 GiB is
 // available (...)<hint>". `arguments` names the arguments that set the size ("shape, nt"),
 // `what` says what is sized ("a 3-D grid of 1000 x 1000 x 1000 cells, 4 shots, float32").
