@@ -100,6 +100,47 @@ kernels::Problem<T> make_problem(const ParstackInput<T>& in, const Extent& e,
   return p;
 }
 
+// Calls f(overlap) for every term with a non-zero weight: the part of `window` that trace i,
+// shifted by shift set s, reaches (trace_overlap; empty when it reaches none). The work model,
+// the memory check and method 1's narrowing walk the terms this one way.
+template <class T, class Length, class F>
+void for_each_weighted_overlap(std::int64_t nshifts, std::int64_t ntraces, const T* weights,
+                               const std::int32_t* offsets, const std::int32_t* shifts,
+                               Length length, const Extent& window, F&& f) {
+  for (std::int64_t s = 0; s < nshifts; ++s)
+    for (std::int64_t i = 0; i < ntraces; ++i) {
+      if (weights[s * ntraces + i] == T(0)) continue;
+      f(trace_overlap(trace_start(offsets[i], shifts[s * ntraces + i], window.offsetout), length(i),
+                      window.lengthout));
+    }
+}
+
+// The samples [lo, hi) of `window` from the first to the last that some weighted trace reaches;
+// hi <= lo when none does.
+struct CoveredPart {
+  std::int64_t lo, hi;
+};
+
+template <class T, class Length>
+CoveredPart covered_part(std::int64_t nshifts, std::int64_t ntraces, const T* weights,
+                         const std::int32_t* offsets, const std::int32_t* shifts, Length length,
+                         const Extent& window) {
+  CoveredPart c{window.lengthout, 0};
+  for_each_weighted_overlap(nshifts, ntraces, weights, offsets, shifts, length, window,
+                            [&](const Overlap& o) {
+                              if (o.end <= o.begin) return;
+                              c.lo = std::min(c.lo, o.begin);
+                              c.hi = std::max(c.hi, o.end);
+                            });
+  return c;
+}
+
+// The length of trace i of a ParstackInput.
+template <class T>
+auto input_lengths(const ParstackInput<T>& in) {
+  return [&in](std::int64_t i) { return static_cast<std::int64_t>(in.traces[i].size()); };
+}
+
 // Method 1 over a window wider than the traces reach: a sample no weighted trace covers stacks
 // to exactly 0, so the kernel runs on the covered part of the window only, and the maximum takes
 // in 0 when part of the window was left out (narrow_to_traces returns true then). A window of
@@ -107,17 +148,9 @@ kernels::Problem<T> make_problem(const ParstackInput<T>& in, const Extent& e,
 // the reference, a row) over every sample. `empty`: no trace reaches the window at all.
 template <class T>
 bool narrow_to_traces(kernels::Problem<T>& p, bool& empty) {
-  std::int64_t lo = p.lengthout, hi = 0;
-  for (std::int64_t s = 0; s < p.nshifts; ++s)
-    for (std::int64_t i = 0; i < p.ntraces; ++i) {
-      if (p.weights[s * p.ntraces + i] == T(0)) continue;
-      const Overlap o =
-          trace_overlap(trace_start(p.offsets[i], p.shifts[s * p.ntraces + i], p.offsetout),
-                        p.lengths[i], p.lengthout);
-      if (o.end <= o.begin) continue;
-      lo = std::min(lo, o.begin);
-      hi = std::max(hi, o.end);
-    }
+  const auto [lo, hi] =
+      covered_part(p.nshifts, p.ntraces, p.weights, p.offsets, p.shifts,
+                   [&](std::int64_t i) { return p.lengths[i]; }, {p.offsetout, p.lengthout});
   empty = hi <= lo;
   if (empty || (lo == 0 && hi == p.lengthout)) return false;
   const std::int64_t start = static_cast<std::int64_t>(p.offsetout) + lo;
@@ -142,18 +175,9 @@ ParstackPlan::Counters ParstackPlan::counters() const {
 // method max stacks (the rest stack to 0; see narrow_to_traces).
 template <class T>
 std::int64_t covered_samples(const ParstackInput<T>& in, const Extent& e) {
-  const auto ntraces = static_cast<std::int64_t>(in.traces.size());
-  std::int64_t lo = e.lengthout, hi = 0;
-  for (std::int64_t s = 0; s < in.nshifts; ++s)
-    for (std::int64_t i = 0; i < ntraces; ++i) {
-      if (in.weights[s * ntraces + i] == T(0)) continue;
-      const Overlap o =
-          trace_overlap(trace_start(in.offsets[i], in.shifts[s * ntraces + i], e.offsetout),
-                        static_cast<std::int64_t>(in.traces[i].size()), e.lengthout);
-      if (o.end <= o.begin) continue;
-      lo = std::min(lo, o.begin);
-      hi = std::max(hi, o.end);
-    }
+  const auto [lo, hi] =
+      covered_part(in.nshifts, static_cast<std::int64_t>(in.traces.size()), in.weights.data(),
+                   in.offsets.data(), in.shifts.data(), input_lengths(in), e);
   return hi > lo ? hi - lo : 0;
 }
 
@@ -205,14 +229,10 @@ template <class T>
 WorkModel parstack_work(const ParstackInput<T>& in, const Extent& e, Method method) {
   const auto ntraces = static_cast<std::int64_t>(in.traces.size());
   double macs = 0;
-  for (std::int64_t s = 0; s < in.nshifts; ++s)
-    for (std::int64_t i = 0; i < ntraces; ++i) {
-      if (in.weights[s * ntraces + i] == T(0)) continue;
-      const Overlap o =
-          trace_overlap(trace_start(in.offsets[i], in.shifts[s * ntraces + i], e.offsetout),
-                        static_cast<std::int64_t>(in.traces[i].size()), e.lengthout);
-      macs += static_cast<double>(o.end - o.begin);
-    }
+  for_each_weighted_overlap(in.nshifts, ntraces, in.weights.data(), in.offsets.data(),
+                            in.shifts.data(), input_lengths(in), e, [&](const Overlap& o) {
+                              macs += static_cast<double>(o.end - o.begin);
+                            });
   double trace_samples = 0;
   for (const auto& t : in.traces) trace_samples += static_cast<double>(t.size());
   const double terms = static_cast<double>(in.nshifts * ntraces);
