@@ -109,6 +109,8 @@ struct PatchDesc {
   int speclo, nspec, nwave;       // PSF fibre of spectrum 0; spectra and bins solved
   int keeplo, nkeep, nlo, ncore;  // kept spectra and core bins
   int out_row0;                   // output row of spectrum 0 (speclo - specmin)
+  int fallback;                   // failed twice: flux 0, ivar 0, x 0, R = I (the reference's)
+  std::int64_t wave_offset;       // its wavelengths in the wavelength table, -1: the linear grid
 };
 
 // The clipped box of a spot in CCD pixels; nx = ny = 0: empty.
@@ -171,14 +173,25 @@ __device__ double block_max(double v, double* shared) {
   return m;
 }
 
-// specter's eigen_compose on one eigenvalue: eigenvalues below 10 eps max(w) are raised to that
-// floor, then inverted and / or square-rooted.
+// specter's eigen_compose on one eigenvalue w of a matrix whose largest is wmax (the reference
+// backend's rules, threshold 10 eps): invert and sqr give 1/sqrt(w), floored at sqrt(wmax) thr;
+// sqr alone gives sqrt(w) where w > sqrt(wmax) thr, else sqrt(wmax) thr (specter's comparison).
 __device__ __forceinline__ double compose_value(double w, double wmax, bool invert, bool sqr) {
-  const double floor_value = 10.0 * kEps * wmax;
-  double v = w < floor_value ? floor_value : w;
-  if (invert) v = 1.0 / v;
-  if (sqr) v = sqrt(v);
-  return v;
+  const double threshold = 10.0 * kEps;
+  if (invert && sqr) {
+    const double minval = sqrt(wmax) * threshold, root = sqrt(w);
+    return root > minval ? 1.0 / root : 1.0 / minval;
+  }
+  if (invert) {
+    const double minval = wmax * threshold;
+    return w > minval ? 1.0 / w : 1.0 / minval;
+  }
+  if (sqr) {
+    const double minval = sqrt(wmax) * threshold;
+    return w > minval ? sqrt(w) : minval;
+  }
+  const double minval = wmax * threshold;
+  return w > minval ? w : minval;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -188,7 +201,7 @@ __device__ __forceinline__ double compose_value(double w, double wmax, bool inve
 // doubles: the unclipped pixels, the parameter values, spot_pixels' scratch).
 __global__ void __launch_bounds__(kThreads)
     spots_kernel(DevicePsf psf, const PatchDesc* __restrict__ desc, int nb, int S, int Wv,
-                 double dw, int side_x, int side_y, int slot, double* __restrict__ spots,
+                 double dw, const double* __restrict__ wave_table, int side_x, int side_y, int slot, double* __restrict__ spots,
                  SpotBox* __restrict__ boxes, double* __restrict__ scratch,
                  int scratch_per_thread) {
   const std::int64_t n = static_cast<std::int64_t>(S) * Wv;
@@ -206,7 +219,10 @@ __global__ void __launch_bounds__(kThreads)
     SpotBox box{0, 0, 0, 0};
     if (real_bin(d, s, i)) {
       const int ispec = d.speclo + s;
-      const double wavelength = d.wfirst + i * dw;
+      // numpy.arange(wfirst, ..., dw) as specter builds it (kernels.hpp's patch_wavelength).
+      const double wavelength = d.wave_offset >= 0 ? wave_table[d.wave_offset + i]
+                                : i == 0           ? d.wfirst
+                                                   : d.wfirst + i * ((d.wfirst + dw) - d.wfirst);
       const double xc =
           legendre_sum(psf.x_coeff + static_cast<std::int64_t>(ispec) * psf.x_ncoeff,
                        psf.x_ncoeff, legendre_argument(wavelength, psf.x_lo, psf.x_hi));
@@ -306,8 +322,8 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // Block b: the prior diag(alpha^2) (alpha_j = regularize, or minweight - fluxweight_j below
-// minweight = 1e-4 max fluxweight), iCov = 1e-8 I for a patch without a single unmasked pixel
-// (flagged in masked[b]), the padded diagonal set to the largest real one (so that it never
+// minweight = 1e-4 max fluxweight), iCov = 1e-8 I for an all-masked patch (flagged in
+// masked[b]), the padded diagonal set to the largest real one (so that it never
 // raises the eigenvalue floor of noise mode), and x = y (potrs solves in place).
 __global__ void __launch_bounds__(256)
     prior_kernel(const PatchDesc* __restrict__ desc, int S, int Wv,
@@ -328,29 +344,56 @@ __global__ void __launch_bounds__(256)
   for (int j = threadIdx.x; j < n; j += blockDim.x)
     if (real_bin(d, j / Wv, j % Wv)) m = fmax(m, fluxweight[bn + j]);
   const double minweight = 1e-4 * block_max(m, reduce);
+  double dmax = 0;
   for (int j = threadIdx.x; j < n; j += blockDim.x) {
     x[bn + j] = y[bn + j];
     if (!real_bin(d, j / Wv, j % Wv)) continue;
     const double fw = fluxweight[bn + j];
     const double alpha = fw < minweight ? minweight - fw : d.regularize;
     double& diag = ic[j + static_cast<std::int64_t>(j) * n];
-    diag = unmasked ? diag + alpha * alpha : 1e-8;
+    diag += alpha * alpha;
+    dmax = fmax(dmax, diag);
   }
-  __syncthreads();
-  double dmax = 0;
-  for (int j = threadIdx.x; j < n; j += blockDim.x)
-    if (real_bin(d, j / Wv, j % Wv)) dmax = fmax(dmax, ic[j + static_cast<std::int64_t>(j) * n]);
   dmax = block_max(dmax, reduce);
+  // The reference's all-masked patch: no unmasked pixel, or iCov all 0 (with w >= 0 and A >= 0
+  // an off-diagonal entry is 0 wherever the diagonal is: Cauchy-Schwarz). Off-diagonal entries
+  // are 0 then too (W = 0, or every spot's weighted column is 0).
+  const bool all_masked = !unmasked || !(dmax > 0);
+  if (all_masked) {
+    for (int j = threadIdx.x; j < n; j += blockDim.x)
+      if (real_bin(d, j / Wv, j % Wv)) ic[j + static_cast<std::int64_t>(j) * n] = 1e-8;
+    dmax = 1e-8;
+  }
   const double pad = dmax > 0 ? dmax : 1.0;
   for (int j = threadIdx.x; j < n; j += blockDim.x)
     if (!real_bin(d, j / Wv, j % Wv)) ic[j + static_cast<std::int64_t>(j) * n] = pad;
-  if (threadIdx.x == 0) masked[b] = unmasked ? 0 : 1;
+  if (threadIdx.x == 0) masked[b] = all_masked ? 1 : 0;
 }
 
 // ptrs[b] = base + b * stride, for the pointer-array batched calls.
 __global__ void pointers_kernel(double* base, std::int64_t stride, int count, double** ptrs) {
   const int b = blockIdx.x * blockDim.x + threadIdx.x;
   if (b < count) ptrs[b] = base + b * stride;
+}
+
+// Block b: whether patch b's solve failed (the reference's: the factorisation, a non-finite x or
+// an eigendecomposition), into failed[b]; a fallback patch's x is set to 0.
+__global__ void failures_kernel(const PatchDesc* __restrict__ desc, int n, int neig,
+                                const int* __restrict__ potrf_info,
+                                const int* __restrict__ syev_info, double* __restrict__ x,
+                                int* __restrict__ failed) {
+  const int b = blockIdx.x;
+  const std::int64_t bn = static_cast<std::int64_t>(b) * n;
+  int bad = 0;
+  if (desc[b].fallback) {
+    for (int j = threadIdx.x; j < n; j += blockDim.x) x[bn + j] = 0;
+  } else {
+    for (int j = threadIdx.x; j < n; j += blockDim.x) bad |= !isfinite(x[bn + j]);
+    for (int k = threadIdx.x; k < neig; k += blockDim.x) bad |= syev_info[b * neig + k] != 0;
+    if (threadIdx.x == 0) bad |= potrf_info[b] != 0;
+  }
+  bad = __syncthreads_or(bad);
+  if (threadIdx.x == 0) failed[b] = bad;
 }
 
 // count n x n identity matrices.
@@ -441,6 +484,7 @@ __global__ void __launch_bounds__(256)
     }
     double iv = sr * sr;
     if (!(fabs(fluxweight[bn + r]) > 1e-8) || masked[b]) iv = 0;
+    if (d.fallback) flux = iv = 0;
     const std::int64_t row = d.out_row0 + s;
     const std::int64_t col = d.iwave + i - d.nlo;
     out.flux[row * out.nwave + col] = flux;
@@ -448,7 +492,10 @@ __global__ void __launch_bounds__(256)
     for (int k = 0; k < nd; ++k) {
       const int ri = i - out.ndiag + k;
       double v = 0;
-      if (ri >= 0 && ri < d.nwave) v = Q(s * Wv + ri, r) / rowsum[bn + s * Wv + ri];
+      if (d.fallback)
+        v = ri == i ? 1.0 : 0.0;
+      else if (ri >= 0 && ri < d.nwave)
+        v = Q(s * Wv + ri, r) / rowsum[bn + s * Wv + ri];
       out.resolution[(row * nd + k) * out.nwave + col] = v;
     }
   }
@@ -475,14 +522,13 @@ __global__ void __launch_bounds__(256)
       const int j = s * Wv + i;
       const SpotBox box = boxes[bn + j];
       if (px < box.x0 || px >= box.x0 + box.nx || py < box.y0 || py >= box.y0 + box.ny) continue;
-      const double ax = __ldg(spots + (bn + j) * slot + (py - box.y0) * box.nx + (px - box.x0)) *
-                        x[bn + j];
+      const double xj = isnan(x[bn + j]) ? 0.0 : x[bn + j];  // the reference's NaN -> 0
+      const double ax = __ldg(spots + (bn + j) * slot + (py - box.y0) * box.nx + (px - box.x0)) * xj;
       m += ax;
       if (kept_bin(d, s, i)) mcore += ax;
     }
   }
   if (isnan(m)) m = 0;
-  if (isnan(mcore)) mcore = 0;
   const std::int64_t at = image_index(g, px, py);
   const double iv = ivar[at];
   const double e = m * psferr + 1e-32;
@@ -622,7 +668,7 @@ constexpr const char* kStageNames[kStages - 1] = {"spots", "normal_equations", "
 struct Batch {
   std::vector<int> patches;
   int S = 0, Wv = 0, npix_max = 0;
-  bool retry = false;
+  int pass = 0;  // 0: the caller's regularize; 1: regularize = 1e-4; 2: the fallback
 };
 
 // The largest batch the buffers are sized for.
@@ -680,7 +726,7 @@ constexpr int kMaxPadWave = 8;  // a batch's patches differ by at most this many
 struct Engine {
   int device = -1;
   std::array<Pipeline, kPipelines> pipes;
-  Buffer psf_x, psf_y, psf_params, psf_wmin, psf_wmax;
+  Buffer psf_x, psf_y, psf_params, psf_wmin, psf_wmax, waves;
   Buffer image, ivar, flux, out_ivar, resolution, chi2pix, pixmask, model, model_slots,
       row_start, row_patches, model_boxes;
   cudaEvent_t upload_begin = nullptr, upload_end = nullptr, download_begin = nullptr,
@@ -732,6 +778,16 @@ unsigned blocks_for(std::int64_t work, int threads, std::int64_t cap = 1 << 20) 
   return static_cast<unsigned>(std::max<std::int64_t>(1, std::min(cap, (work + threads - 1) / threads)));
 }
 
+// solve_patch's wavelengths as the caller gave them (Problem::patch_wavelengths, a field newer
+// than some versions of kernels.hpp); null: the patches' linear grid.
+template <class P>
+const double* patch_wavelengths_of(const P& p) {
+  if constexpr (requires { p.patch_wavelengths; })
+    return p.patch_wavelengths;
+  else
+    return nullptr;
+}
+
 // What solve_patch wants beyond the outputs: iCov, x, Q and s of patch 0, read back after its
 // (last) solve.
 struct Capture {
@@ -767,27 +823,28 @@ class Run {
 
     std::vector<int> order(static_cast<std::size_t>(npatches));
     std::iota(order.begin(), order.end(), 0);
-    plan(order, false);
+    plan(order, 0);
     reserve();
     info_.assign(static_cast<std::size_t>(npatches), 0);
     run_batches(0);
 
-    // Retries: every patch whose Cholesky failed, solved again with regularize = 1e-4.
+    // The reference's retry: a patch whose solve failed is solved again with regularize = 1e-4
+    // (when the caller's was smaller); one that fails again keeps flux 0, ivar 0, x 0, R = I.
     std::vector<int> failed;
     for (std::int64_t k = 0; k < npatches; ++k)
       if (info_[k] != 0) failed.push_back(static_cast<int>(k));
-    if (!failed.empty()) {
+    out_.retried_patches = static_cast<std::int64_t>(failed.size());
+    for (int pass = p_.regularize < 1e-4 ? 1 : 2; pass <= 2 && !failed.empty(); ++pass) {
       const std::size_t first = batches_.size();
-      plan(failed, true);
+      plan(failed, pass);
       reserve();  // the retry shapes may need a different eigensolver workspace
       for (int k : failed) info_[k] = 0;
       run_batches(first);
+      std::vector<int> again;
       for (int k : failed)
-        if (info_[k] != 0)
-          throw RuntimeError("ex2d (cuda): the Cholesky factorisation of patch " +
-                             std::to_string(k) + " failed again with regularize = 1e-4");
+        if (info_[k] != 0) again.push_back(k);
+      failed.swap(again);
     }
-    out_.retried_patches = static_cast<std::int64_t>(failed.size());
     finish();
   }
 
@@ -806,7 +863,30 @@ class Run {
   std::array<double, kStages - 1> stage_seconds_{};
   std::int64_t done_ = 0;
   ImageGeometry geometry_{};
+  const double* wave_table_ = nullptr;  // device copy of solve_patch's wavelengths, else null
   DevicePsf dpsf_{};
+
+  // The pixels of geometry_ from an array covering the image range (row-major), and back.
+  std::size_t host_offset() const {
+    const PixelRange& r = p_.image_range;
+    return static_cast<std::size_t>((geometry_.ymin - r.ymin) * r.nx() + (geometry_.xmin - r.xmin));
+  }
+  void upload_box(Buffer& to, const double* from, cudaStream_t s) {
+    const std::size_t npix = static_cast<std::size_t>(geometry_.nx * geometry_.ny);
+    to.reserve(std::max<std::size_t>(npix, 1) * sizeof(double));
+    if (npix == 0) return;
+    SCIPROXY_CUDA_CHECK(cudaMemcpy2DAsync(
+        to.as<double>(), geometry_.nx * sizeof(double), from + host_offset(),
+        p_.image_range.nx() * sizeof(double), geometry_.nx * sizeof(double), geometry_.ny,
+        cudaMemcpyHostToDevice, s));
+  }
+  void download_box(double* to, const Buffer& from, cudaStream_t s) {
+    if (geometry_.nx * geometry_.ny == 0) return;
+    SCIPROXY_CUDA_CHECK(cudaMemcpy2DAsync(
+        to + host_offset(), p_.image_range.nx() * sizeof(double), from.as<double>(),
+        geometry_.nx * sizeof(double), geometry_.nx * sizeof(double), geometry_.ny,
+        cudaMemcpyDeviceToHost, s));
+  }
 
   void upload_inputs() {
     const PsfModel& psf = *p_.psf;
@@ -822,11 +902,28 @@ class Run {
                       psf.y.lo, psf.y.hi, psf.param_lo, psf.param_hi, psf.x.ncoeff,
                       psf.y.ncoeff, psf.param_ncoeff, psf.nparams(), psf.nspec, psf.hsizex,
                       psf.hsizey, psf.ghdegx, psf.ghdegy, psf.has_tail};
+    // Only the pixels the patches cover travel (api.cpp calls once per bundle): their bounding
+    // box within the image.
     const PixelRange& r = p_.image_range;
-    geometry_ = ImageGeometry{r.xmin, r.ymin, r.nx(), r.ny()};
-    const std::size_t npix = static_cast<std::size_t>(r.nx() * r.ny());
-    upload(e_.image, p_.image, npix, s);
-    upload(e_.ivar, p_.ivar, npix, s);
+    PixelRange box = p_.patches[0].pixels;
+    for (std::int64_t k = 1; k < p_.npatches; ++k) {
+      const PixelRange& q = p_.patches[k].pixels;
+      box.xmin = std::min(box.xmin, q.xmin);
+      box.xmax = std::max(box.xmax, q.xmax);
+      box.ymin = std::min(box.ymin, q.ymin);
+      box.ymax = std::max(box.ymax, q.ymax);
+    }
+    box.xmin = std::max(box.xmin, r.xmin);
+    box.ymin = std::max(box.ymin, r.ymin);
+    box.xmax = std::max(box.xmin, std::min(box.xmax, r.xmax));
+    box.ymax = std::max(box.ymin, std::min(box.ymax, r.ymax));
+    geometry_ = ImageGeometry{box.xmin, box.ymin, box.nx(), box.ny()};
+    upload_box(e_.image, p_.image, s);
+    upload_box(e_.ivar, p_.ivar, s);
+    if (const double* waves = patch_wavelengths_of(p_)) {
+      upload(e_.waves, waves, static_cast<std::size_t>(p_.patches[0].nwave()), s);
+      wave_table_ = e_.waves.as<double>();
+    }
     const std::size_t nout = static_cast<std::size_t>(p_.nspec * p_.nwave);
     const std::size_t nres = nout * static_cast<std::size_t>(2 * p_.ndiag + 1);
     for (Buffer* b : {&e_.flux, &e_.out_ivar, &e_.chi2pix, &e_.pixmask}) {
@@ -835,7 +932,7 @@ class Run {
     }
     e_.resolution.reserve(std::max<std::size_t>(nres, 1) * sizeof(double));
     SCIPROXY_CUDA_CHECK(cudaMemsetAsync(e_.resolution.as<void>(), 0, nres * sizeof(double), s));
-    if (full_ && out_.model) upload(e_.model, out_.model, npix, s);  // the sum adds onto it
+    if (full_ && out_.model) upload_box(e_.model, out_.model, s);  // the sum adds onto it
     SCIPROXY_CUDA_CHECK(cudaEventRecord(e_.upload_end, s));
     for (int k = 1; k < kPipelines; ++k)
       SCIPROXY_CUDA_CHECK(cudaStreamWaitEvent(e_.pipes[k].stream, e_.upload_end, 0));
@@ -843,7 +940,7 @@ class Run {
 
   // Batches of `which`: sorted by (spectra, bins) descending, cut where the spectra change, the
   // bins differ by more than kMaxPadWave, or the batch is full. Sets cap_ to cover them.
-  void plan(std::vector<int> which, bool retry) {
+  void plan(std::vector<int> which, int pass) {
     const PatchPlan* pp = p_.patches;
     std::stable_sort(which.begin(), which.end(), [&](int a, int b) {
       if (pp[a].nspec != pp[b].nspec) return pp[a].nspec > pp[b].nspec;
@@ -867,7 +964,7 @@ class Run {
     std::size_t at = 0;
     while (at < which.size()) {
       Batch b;
-      b.retry = retry;
+      b.pass = pass;
       const PatchPlan& first = pp[which[at]];
       b.S = first.nspec;
       b.Wv = first.nwave();
@@ -909,7 +1006,7 @@ class Run {
         b->reserve(B * n * sizeof(double));
       pipe.info.reserve(B * sizeof(int));
       pipe.syev_info.reserve(B * static_cast<std::size_t>(cap_.S) * sizeof(int));
-      pipe.masked.reserve(B * sizeof(int));
+      pipe.masked.reserve(2 * B * sizeof(int));  // masked flags, then failed flags
       for (Buffer* b : {&pipe.ptr_factor, &pipe.ptr_x, &pipe.ptr_work})
         b->reserve(B * sizeof(double*));
       if (full_) {
@@ -1004,7 +1101,9 @@ class Run {
       d.iwave = q.iwave;
       d.model_slot = slot_offsets_[k];
       d.wfirst = q.wfirst;
-      d.regularize = batch.retry ? 1e-4 : p_.regularize;
+      d.regularize = batch.pass == 0 ? p_.regularize : 1e-4;
+      d.fallback = batch.pass == 2 ? 1 : 0;
+      d.wave_offset = wave_table_ ? 0 : -1;  // solve_patch's one patch: the caller's grid
       d.pnx = static_cast<int>(q.pixels.nx());
       d.pny = static_cast<int>(q.pixels.ny());
       d.speclo = q.speclo;
@@ -1027,7 +1126,7 @@ class Run {
     const unsigned spot_blocks =
         blocks_for(std::min<std::int64_t>(nbins, spot_threads_), kThreads);
     spots_kernel<<<spot_blocks, kThreads, 0, s>>>(
-        dpsf_, desc, nb, S, Wv, p_.dw, side_x_, side_y_, slot_, pipe.spots.as<double>(),
+        dpsf_, desc, nb, S, Wv, p_.dw, wave_table_, side_x_, side_y_, slot_, pipe.spots.as<double>(),
         pipe.boxes.as<SpotBox>(), pipe.scratch.as<double>(), scratch_per_thread_);
     SCIPROXY_CUDA_CHECK_LAUNCH("specex spots_kernel");
     SCIPROXY_CUDA_CHECK(cudaEventRecord(pipe.events[kSpots], s));
@@ -1071,8 +1170,6 @@ class Run {
     SPECEX_CUSOLVER_CHECK(cusolverDnDpotrsBatched(pipe.solver, CUBLAS_FILL_MODE_LOWER, n, 1,
                                                   ptr_factor, n, ptr_x, n,
                                                   pipe.syev_info.as<int>(), nb));
-    SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(pipe.host_info.as<void>(), pipe.info.as<void>(),
-                                        nb * sizeof(int), cudaMemcpyDeviceToHost, s));
     SCIPROXY_CUDA_CHECK(cudaEventRecord(pipe.events[kSolve], s));
 
     // Decorrelate: Q (signal: S blocks of Wv x Wv per patch, in `work`; noise: n x n, in icov).
@@ -1119,6 +1216,13 @@ class Run {
           pipe.work.as<double>(), n, n2, &zero, pipe.icov.as<double>(), n, n2, nb));
       q = pipe.icov.as<double>();
     }
+    failures_kernel<<<nb, kThreads, 0, s>>>(desc, n, noise_ ? 1 : S, pipe.info.as<int>(),
+                                            pipe.syev_info.as<int>(), pipe.x.as<double>(),
+                                            pipe.masked.as<int>() + cap_.batch);
+    SCIPROXY_CUDA_CHECK_LAUNCH("specex failures_kernel");
+    SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(pipe.host_info.as<void>(),
+                                        pipe.masked.as<int>() + cap_.batch, nb * sizeof(int),
+                                        cudaMemcpyDeviceToHost, s));
     SCIPROXY_CUDA_CHECK(cudaEventRecord(pipe.events[kDecorrelate], s));
 
     // Outputs.
@@ -1232,7 +1336,7 @@ class Run {
     if (full_) {
       download(out_.chi2pix, e_.chi2pix, nout);
       download(out_.pixmask_fraction, e_.pixmask, nout);
-      if (out_.model) download(out_.model, e_.model, npix);
+      if (out_.model) download_box(out_.model, e_.model, s);
     }
     SCIPROXY_CUDA_CHECK(cudaEventRecord(e_.download_end, s));
     SCIPROXY_CUDA_CHECK(cudaStreamSynchronize(s));
