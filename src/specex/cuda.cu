@@ -793,6 +793,7 @@ const double* patch_wavelengths_of(const P& p) {
 struct Capture {
   std::vector<double> icov, x, q, rowsum;
   int S = 0, Wv = 0;
+  bool fallback = false;  // failed twice: the reference's flux 0, x 0, R = I
 };
 
 // One extraction on one device: plans the batches, runs them on the pipelines, retries failed
@@ -888,6 +889,20 @@ class Run {
         cudaMemcpyDeviceToHost, s));
   }
 
+  // Output rows [row_lo_, row_hi_) of an (nspec, per_row, nwave) array between host and device.
+  void rows(double* host, const Buffer& device, int per_row, cudaMemcpyKind kind, cudaStream_t s) {
+    if (!host || row_hi_ <= row_lo_) return;
+    const std::size_t row = static_cast<std::size_t>(per_row) * static_cast<std::size_t>(p_.nwave);
+    const std::size_t at = static_cast<std::size_t>(row_lo_) * row;
+    const std::size_t bytes = static_cast<std::size_t>(row_hi_ - row_lo_) * row * sizeof(double);
+    double* d = device.as<double>() + at;
+    if (kind == cudaMemcpyHostToDevice)
+      SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(d, host + at, bytes, kind, s));
+    else
+      SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(host + at, d, bytes, kind, s));
+  }
+  std::int64_t row_lo_ = 0, row_hi_ = 0;
+
   void upload_inputs() {
     const PsfModel& psf = *p_.psf;
     cudaStream_t s = e_.pipes[0].stream;
@@ -924,14 +939,28 @@ class Run {
       upload(e_.waves, waves, static_cast<std::size_t>(p_.patches[0].nwave()), s);
       wave_table_ = e_.waves.as<double>();
     }
+    // The output rows this call's patches keep go up and come back: the rest of the caller's
+    // arrays (other bundles' calls) is never touched.
+    row_lo_ = p_.nspec;
+    row_hi_ = 0;
+    for (std::int64_t k = 0; k < p_.npatches; ++k) {
+      const PatchPlan& q = p_.patches[k];
+      row_lo_ = std::min<std::int64_t>(row_lo_, q.speclo + q.keeplo - p_.specmin);
+      row_hi_ = std::max<std::int64_t>(row_hi_, q.speclo + q.keeplo + q.nkeep - p_.specmin);
+    }
+    row_hi_ = std::max(row_hi_, row_lo_);
     const std::size_t nout = static_cast<std::size_t>(p_.nspec * p_.nwave);
     const std::size_t nres = nout * static_cast<std::size_t>(2 * p_.ndiag + 1);
-    for (Buffer* b : {&e_.flux, &e_.out_ivar, &e_.chi2pix, &e_.pixmask}) {
+    for (Buffer* b : {&e_.flux, &e_.out_ivar, &e_.chi2pix, &e_.pixmask})
       b->reserve(std::max<std::size_t>(nout, 1) * sizeof(double));
-      SCIPROXY_CUDA_CHECK(cudaMemsetAsync(b->as<void>(), 0, nout * sizeof(double), s));
-    }
     e_.resolution.reserve(std::max<std::size_t>(nres, 1) * sizeof(double));
-    SCIPROXY_CUDA_CHECK(cudaMemsetAsync(e_.resolution.as<void>(), 0, nres * sizeof(double), s));
+    rows(out_.flux, e_.flux, 1, cudaMemcpyHostToDevice, s);
+    rows(out_.ivar, e_.out_ivar, 1, cudaMemcpyHostToDevice, s);
+    rows(out_.resolution, e_.resolution, 2 * p_.ndiag + 1, cudaMemcpyHostToDevice, s);
+    if (full_) {
+      rows(out_.chi2pix, e_.chi2pix, 1, cudaMemcpyHostToDevice, s);
+      rows(out_.pixmask_fraction, e_.pixmask, 1, cudaMemcpyHostToDevice, s);
+    }
     if (full_ && out_.model) upload_box(e_.model, out_.model, s);  // the sum adds onto it
     SCIPROXY_CUDA_CHECK(cudaEventRecord(e_.upload_end, s));
     for (int k = 1; k < kPipelines; ++k)
@@ -1244,6 +1273,7 @@ class Run {
       SCIPROXY_CUDA_CHECK_LAUNCH("specex bins_kernel");
     }
     if (capture) {
+      capture_->fallback = batch.pass == 2;
       capture_->S = S;
       capture_->Wv = Wv;
       const std::size_t qn = noise_ ? static_cast<std::size_t>(n2)
@@ -1323,19 +1353,12 @@ class Run {
       SCIPROXY_CUDA_CHECK(cudaStreamSynchronize(s));
     }
     SCIPROXY_CUDA_CHECK(cudaEventRecord(e_.download_begin, s));
-    const std::size_t nout = static_cast<std::size_t>(p_.nspec * p_.nwave);
-    const std::size_t nres = nout * static_cast<std::size_t>(2 * p_.ndiag + 1);
-    auto download = [&](double* to, const Buffer& from, std::size_t count) {
-      if (to && count)
-        SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(to, from.as<double>(), count * sizeof(double),
-                                            cudaMemcpyDeviceToHost, s));
-    };
-    download(out_.flux, e_.flux, nout);
-    download(out_.ivar, e_.out_ivar, nout);
-    download(out_.resolution, e_.resolution, nres);
+    rows(out_.flux, e_.flux, 1, cudaMemcpyDeviceToHost, s);
+    rows(out_.ivar, e_.out_ivar, 1, cudaMemcpyDeviceToHost, s);
+    rows(out_.resolution, e_.resolution, 2 * p_.ndiag + 1, cudaMemcpyDeviceToHost, s);
     if (full_) {
-      download(out_.chi2pix, e_.chi2pix, nout);
-      download(out_.pixmask_fraction, e_.pixmask, nout);
+      rows(out_.chi2pix, e_.chi2pix, 1, cudaMemcpyDeviceToHost, s);
+      rows(out_.pixmask_fraction, e_.pixmask, 1, cudaMemcpyDeviceToHost, s);
       if (out_.model) download_box(out_.model, e_.model, s);
     }
     SCIPROXY_CUDA_CHECK(cudaEventRecord(e_.download_end, s));
@@ -1424,6 +1447,12 @@ SCIPROXY_SPECEX_SOLVE_PATCH {
   result.icov = capture.icov;  // symmetric: row-major = column-major
   result.resolution.assign(static_cast<std::size_t>(nflux * nflux), 0.0);
   const std::int64_t n = nflux;
+  if (capture.fallback) {  // as the reference: x 0, R = I, and no iCov (no solve succeeded)
+    std::fill(result.xflux.begin(), result.xflux.end(), 0.0);
+    result.icov.clear();
+    for (std::int64_t r = 0; r < n; ++r) result.resolution[r * n + r] = 1;
+    return;
+  }
   for (std::int64_t r = 0; r < n; ++r) {
     const double sr = capture.rowsum[r];
     if (q.ndecorr) {
