@@ -814,7 +814,11 @@ class Run {
     full_ = p_.full_output && out_.chi2pix && out_.pixmask_fraction;
     noise_ = p_.ndecorr;
 
-    for (Pipeline& pipe : e_.pipes) SCIPROXY_CUDA_CHECK(cudaStreamSynchronize(pipe.stream));
+    // A call that threw may have left work in flight on the pipelines: wait, and forget it.
+    for (Pipeline& pipe : e_.pipes) {
+      SCIPROXY_CUDA_CHECK(cudaStreamSynchronize(pipe.stream));
+      pipe.in_flight = -1;
+    }
     upload_inputs();
 
     // Model slots: one per patch, in patch order.
