@@ -72,18 +72,18 @@ namespace {
                      " at " + file + ":" + std::to_string(line));
 }
 
-#define SPECEX_CUSOLVER_CHECK(call)                                                       \
-  do {                                                                                    \
-    const cusolverStatus_t specex_status_ = (call);                                       \
-    if (specex_status_ != CUSOLVER_STATUS_SUCCESS)                                        \
+#define SPECEX_CUSOLVER_CHECK(call)                                                      \
+  do {                                                                                   \
+    const cusolverStatus_t specex_status_ = (call);                                      \
+    if (specex_status_ != CUSOLVER_STATUS_SUCCESS)                                       \
       throw_library_error("cuSOLVER", static_cast<int>(specex_status_), #call, __FILE__, \
-                          __LINE__);                                                      \
+                          __LINE__);                                                     \
   } while (0)
 
-#define SPECEX_CUBLAS_CHECK(call)                                                                \
-  do {                                                                                           \
-    const cublasStatus_t specex_status_ = (call);                                                \
-    if (specex_status_ != CUBLAS_STATUS_SUCCESS)                                                 \
+#define SPECEX_CUBLAS_CHECK(call)                                                                 \
+  do {                                                                                            \
+    const cublasStatus_t specex_status_ = (call);                                                 \
+    if (specex_status_ != CUBLAS_STATUS_SUCCESS)                                                  \
       throw_library_error("cuBLAS", static_cast<int>(specex_status_), #call, __FILE__, __LINE__); \
   } while (0)
 
@@ -101,9 +101,9 @@ struct DevicePsf {
 
 // One patch of a batch.
 struct PatchDesc {
-  std::int64_t xmin, ymin;        // CCD corner of the patch's pixels
-  std::int64_t iwave;             // first output column of the core
-  std::int64_t model_slot;        // its core model's offset in the model slots (full output)
+  std::int64_t xmin, ymin;  // CCD corner of the patch's pixels
+  std::int64_t iwave;       // first output column of the core
+  std::int64_t model_slot;  // its core model's offset in the model slots (full output)
   double wfirst, regularize;
   int pnx, pny;                   // pixels of the patch
   int speclo, nspec, nwave;       // PSF fibre of spectrum 0; spectra and bins solved
@@ -201,9 +201,9 @@ __device__ __forceinline__ double compose_value(double w, double wmax, bool inve
 // doubles: the unclipped pixels, the parameter values, spot_pixels' scratch).
 __global__ void __launch_bounds__(kThreads)
     spots_kernel(DevicePsf psf, const PatchDesc* __restrict__ desc, int nb, int S, int Wv,
-                 double dw, const double* __restrict__ wave_table, int side_x, int side_y, int slot, double* __restrict__ spots,
-                 SpotBox* __restrict__ boxes, double* __restrict__ scratch,
-                 int scratch_per_thread) {
+                 double dw, const double* __restrict__ wave_table, int side_x, int side_y, int slot,
+                 double* __restrict__ spots, SpotBox* __restrict__ boxes,
+                 double* __restrict__ scratch, int scratch_per_thread) {
   const std::int64_t n = static_cast<std::int64_t>(S) * Wv;
   const std::int64_t total = nb * n;
   const std::int64_t gid = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -224,11 +224,11 @@ __global__ void __launch_bounds__(kThreads)
                                 : i == 0           ? d.wfirst
                                                    : d.wfirst + i * ((d.wfirst + dw) - d.wfirst);
       const double xc =
-          legendre_sum(psf.x_coeff + static_cast<std::int64_t>(ispec) * psf.x_ncoeff,
-                       psf.x_ncoeff, legendre_argument(wavelength, psf.x_lo, psf.x_hi));
+          legendre_sum(psf.x_coeff + static_cast<std::int64_t>(ispec) * psf.x_ncoeff, psf.x_ncoeff,
+                       legendre_argument(wavelength, psf.x_lo, psf.x_hi));
       const double yc =
-          legendre_sum(psf.y_coeff + static_cast<std::int64_t>(ispec) * psf.y_ncoeff,
-                       psf.y_ncoeff, legendre_argument(wavelength, psf.y_lo, psf.y_hi));
+          legendre_sum(psf.y_coeff + static_cast<std::int64_t>(ispec) * psf.y_ncoeff, psf.y_ncoeff,
+                       legendre_argument(wavelength, psf.y_lo, psf.y_hi));
       const SpotAxis ax = spot_axis(xc, psf.hsizex), ay = spot_axis(yc, psf.hsizey);
       const bool on_rows =
           !(wavelength < psf.wmin_spec[ispec]) && !(wavelength > psf.wmax_spec[ispec]);
@@ -249,8 +249,7 @@ __global__ void __launch_bounds__(kThreads)
             double* out = spots + t * slot;
             for (int yy = 0; yy < box.ny; ++yy)
               for (int xx = 0; xx < box.nx; ++xx)
-                out[yy * box.nx + xx] =
-                    pixels[(y0 - ay.start + yy) * ax.n + (x0 - ax.start + xx)];
+                out[yy * box.nx + xx] = pixels[(y0 - ay.start + yy) * ax.n + (x0 - ax.start + xx)];
           }
         }
       }
@@ -309,7 +308,8 @@ __global__ void __launch_bounds__(kThreads)
       const double* ak = spots + (bn + k) * slot;
       for (int q = lane; q < count; q += 32) {
         const int xx = ox0 + q % ow, yy = oy0 + q / ow;
-        v += wa[(yy - mj.y0) * mj.nx + (xx - mj.x0)] * __ldg(ak + (yy - mk.y0) * mk.nx + (xx - mk.x0));
+        v += wa[(yy - mj.y0) * mj.nx + (xx - mj.x0)] *
+             __ldg(ak + (yy - mk.y0) * mk.nx + (xx - mk.x0));
       }
 #pragma unroll
       for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
@@ -326,10 +326,10 @@ __global__ void __launch_bounds__(kThreads)
 // masked[b]), the padded diagonal set to the largest real one (so that it never
 // raises the eigenvalue floor of noise mode), and x = y (potrs solves in place).
 __global__ void __launch_bounds__(256)
-    prior_kernel(const PatchDesc* __restrict__ desc, int S, int Wv,
-                 const double* __restrict__ ivar, ImageGeometry g,
-                 const double* __restrict__ fluxweight, const double* __restrict__ y,
-                 double* __restrict__ icov, double* __restrict__ x, int* __restrict__ masked) {
+    prior_kernel(const PatchDesc* __restrict__ desc, int S, int Wv, const double* __restrict__ ivar,
+                 ImageGeometry g, const double* __restrict__ fluxweight,
+                 const double* __restrict__ y, double* __restrict__ icov, double* __restrict__ x,
+                 int* __restrict__ masked) {
   __shared__ double reduce[8];
   const int n = S * Wv, b = blockIdx.x;
   const PatchDesc& d = desc[b];
@@ -399,8 +399,8 @@ __global__ void failures_kernel(const PatchDesc* __restrict__ desc, int n, int n
 // count n x n identity matrices.
 __global__ void identity_kernel(double* a, int n, int count) {
   const std::int64_t total = static_cast<std::int64_t>(count) * n * n;
-  for (std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-       t < total; t += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+  for (std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
+       t += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const std::int64_t e = t % (static_cast<std::int64_t>(n) * n);
     a[t] = (e % n) == (e / n) ? 1.0 : 0.0;
   }
@@ -523,7 +523,8 @@ __global__ void __launch_bounds__(256)
       const SpotBox box = boxes[bn + j];
       if (px < box.x0 || px >= box.x0 + box.nx || py < box.y0 || py >= box.y0 + box.ny) continue;
       const double xj = isnan(x[bn + j]) ? 0.0 : x[bn + j];  // the reference's NaN -> 0
-      const double ax = __ldg(spots + (bn + j) * slot + (py - box.y0) * box.nx + (px - box.x0)) * xj;
+      const double ax =
+          __ldg(spots + (bn + j) * slot + (py - box.y0) * box.nx + (px - box.x0)) * xj;
       m += ax;
       if (kept_bin(d, s, i)) mcore += ax;
     }
@@ -586,8 +587,8 @@ __global__ void model_sum_kernel(ImageGeometry g, const std::int64_t* __restrict
                                  const double* __restrict__ model_slots,
                                  double* __restrict__ model) {
   const std::int64_t total = g.nx * g.ny;
-  for (std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-       t < total; t += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+  for (std::int64_t t = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
+       t += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const std::int64_t r = t / g.nx, px = g.xmin + t % g.nx, py = g.ymin + r;
     double v = model[t];
     for (std::int64_t e = row_start[r]; e < row_start[r + 1]; ++e) {
@@ -683,9 +684,8 @@ struct Pipeline {
   cusolverDnParams_t params = nullptr;
   cublasHandle_t blas = nullptr;
   std::array<cudaEvent_t, kStages> events{};
-  Buffer desc, spots, boxes, icov, factor, work, blocks, y, x, fluxweight, unmasked, eig,
-      rowsum, info, syev_info, masked, ptr_factor, ptr_x, ptr_work, chi2, valid, scratch,
-      syev_workspace;
+  Buffer desc, spots, boxes, icov, factor, work, blocks, y, x, fluxweight, unmasked, eig, rowsum,
+      info, syev_info, masked, ptr_factor, ptr_x, ptr_work, chi2, valid, scratch, syev_workspace;
   std::vector<char> syev_host_workspace;
   PinnedBuffer host_desc, host_info;
   // The batch in flight, an index into the run's batches (harvested when the pipeline is next
@@ -727,8 +727,8 @@ struct Engine {
   int device = -1;
   std::array<Pipeline, kPipelines> pipes;
   Buffer psf_x, psf_y, psf_params, psf_wmin, psf_wmax, waves;
-  Buffer image, ivar, flux, out_ivar, resolution, chi2pix, pixmask, model, model_slots,
-      row_start, row_patches, model_boxes;
+  Buffer image, ivar, flux, out_ivar, resolution, chi2pix, pixmask, model, model_slots, row_start,
+      row_patches, model_boxes;
   cudaEvent_t upload_begin = nullptr, upload_end = nullptr, download_begin = nullptr,
               download_end = nullptr, pipes_done = nullptr;
   int multiprocessors = 1;
@@ -740,8 +740,7 @@ struct Engine {
   void create(int device_index) {
     device = device_index;
     for (Pipeline& p : pipes) p.create();
-    for (cudaEvent_t* e :
-         {&upload_begin, &upload_end, &download_begin, &download_end})
+    for (cudaEvent_t* e : {&upload_begin, &upload_end, &download_begin, &download_end})
       SCIPROXY_CUDA_CHECK(cudaEventCreate(e));
     SCIPROXY_CUDA_CHECK(cudaEventCreateWithFlags(&pipes_done, cudaEventDisableTiming));
     SCIPROXY_CUDA_CHECK(
@@ -775,7 +774,8 @@ void upload(Buffer& to, const U* from, std::size_t count, cudaStream_t s) {
 }
 
 unsigned blocks_for(std::int64_t work, int threads, std::int64_t cap = 1 << 20) {
-  return static_cast<unsigned>(std::max<std::int64_t>(1, std::min(cap, (work + threads - 1) / threads)));
+  return static_cast<unsigned>(
+      std::max<std::int64_t>(1, std::min(cap, (work + threads - 1) / threads)));
 }
 
 // solve_patch's wavelengths as the caller gave them (Problem::patch_wavelengths, a field newer
@@ -880,17 +880,17 @@ class Run {
     const std::size_t npix = static_cast<std::size_t>(geometry_.nx * geometry_.ny);
     to.reserve(std::max<std::size_t>(npix, 1) * sizeof(double));
     if (npix == 0) return;
-    SCIPROXY_CUDA_CHECK(cudaMemcpy2DAsync(
-        to.as<double>(), geometry_.nx * sizeof(double), from + host_offset(),
-        p_.image_range.nx() * sizeof(double), geometry_.nx * sizeof(double), geometry_.ny,
-        cudaMemcpyHostToDevice, s));
+    SCIPROXY_CUDA_CHECK(
+        cudaMemcpy2DAsync(to.as<double>(), geometry_.nx * sizeof(double), from + host_offset(),
+                          p_.image_range.nx() * sizeof(double), geometry_.nx * sizeof(double),
+                          geometry_.ny, cudaMemcpyHostToDevice, s));
   }
   void download_box(double* to, const Buffer& from, cudaStream_t s) {
     if (geometry_.nx * geometry_.ny == 0) return;
-    SCIPROXY_CUDA_CHECK(cudaMemcpy2DAsync(
-        to + host_offset(), p_.image_range.nx() * sizeof(double), from.as<double>(),
-        geometry_.nx * sizeof(double), geometry_.nx * sizeof(double), geometry_.ny,
-        cudaMemcpyDeviceToHost, s));
+    SCIPROXY_CUDA_CHECK(cudaMemcpy2DAsync(to + host_offset(), p_.image_range.nx() * sizeof(double),
+                                          from.as<double>(), geometry_.nx * sizeof(double),
+                                          geometry_.nx * sizeof(double), geometry_.ny,
+                                          cudaMemcpyDeviceToHost, s));
   }
 
   // Output rows [row_lo_, row_hi_) of an (nspec, per_row, nwave) array between host and device.
@@ -916,11 +916,27 @@ class Run {
     upload(e_.psf_params, psf.params.data(), psf.params.size(), s);
     upload(e_.psf_wmin, psf.wmin_spec.data(), psf.wmin_spec.size(), s);
     upload(e_.psf_wmax, psf.wmax_spec.data(), psf.wmax_spec.size(), s);
-    dpsf_ = DevicePsf{e_.psf_x.as<double>(), e_.psf_y.as<double>(), e_.psf_params.as<double>(),
-                      e_.psf_wmin.as<double>(), e_.psf_wmax.as<double>(), psf.x.lo, psf.x.hi,
-                      psf.y.lo, psf.y.hi, psf.param_lo, psf.param_hi, psf.x.ncoeff,
-                      psf.y.ncoeff, psf.param_ncoeff, psf.nparams(), psf.nspec, psf.hsizex,
-                      psf.hsizey, psf.ghdegx, psf.ghdegy, psf.has_tail};
+    dpsf_ = DevicePsf{e_.psf_x.as<double>(),
+                      e_.psf_y.as<double>(),
+                      e_.psf_params.as<double>(),
+                      e_.psf_wmin.as<double>(),
+                      e_.psf_wmax.as<double>(),
+                      psf.x.lo,
+                      psf.x.hi,
+                      psf.y.lo,
+                      psf.y.hi,
+                      psf.param_lo,
+                      psf.param_hi,
+                      psf.x.ncoeff,
+                      psf.y.ncoeff,
+                      psf.param_ncoeff,
+                      psf.nparams(),
+                      psf.nspec,
+                      psf.hsizex,
+                      psf.hsizey,
+                      psf.ghdegx,
+                      psf.ghdegy,
+                      psf.has_tail};
     // Only the pixels the patches cover travel (api.cpp calls once per bundle): their bounding
     // box within the image.
     const PixelRange& r = p_.image_range;
@@ -989,8 +1005,8 @@ class Run {
       std::size_t free_bytes = 0, total_bytes = 0;
       SCIPROXY_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
       const double n = nmax;
-      const double per_patch = 8.0 * (n * slot_ + 3.0 * n * n + 10.0 * n + 2.0 * npix_max) +
-                               16.0 * n + 64.0;
+      const double per_patch =
+          8.0 * (n * slot_ + 3.0 * n * n + 10.0 * n + 2.0 * npix_max) + 16.0 * n + 64.0;
       const double budget = 0.6 * static_cast<double>(free_bytes) / kPipelines;
       cap_.batch = static_cast<int>(std::clamp(budget / per_patch, 1.0, double(kMaxBatch)));
     }
@@ -1024,7 +1040,8 @@ class Run {
     const std::int64_t spot_threads =
         (std::min<std::int64_t>(static_cast<std::int64_t>(B) * static_cast<std::int64_t>(n),
                                 static_cast<std::int64_t>(e_.multiprocessors) * 4 * kThreads) +
-         kThreads - 1) / kThreads * kThreads;
+         kThreads - 1) /
+        kThreads * kThreads;
     spot_threads_ = spot_threads;
     for (Pipeline& pipe : e_.pipes) {
       pipe.desc.reserve(B * sizeof(PatchDesc));
@@ -1034,8 +1051,8 @@ class Run {
       pipe.boxes.reserve(B * n * sizeof(SpotBox));
       for (Buffer* b : {&pipe.icov, &pipe.factor, &pipe.work}) b->reserve(B * n2 * sizeof(double));
       pipe.blocks.reserve(B * n * static_cast<std::size_t>(cap_.Wv) * sizeof(double));
-      for (Buffer* b : {&pipe.y, &pipe.x, &pipe.fluxweight, &pipe.unmasked, &pipe.eig,
-                        &pipe.rowsum})
+      for (Buffer* b :
+           {&pipe.y, &pipe.x, &pipe.fluxweight, &pipe.unmasked, &pipe.eig, &pipe.rowsum})
         b->reserve(B * n * sizeof(double));
       pipe.info.reserve(B * sizeof(int));
       pipe.syev_info.reserve(B * static_cast<std::size_t>(cap_.S) * sizeof(int));
@@ -1086,9 +1103,12 @@ class Run {
   std::int64_t spot_threads_ = 0;
 
   OutputPointers outputs() const {
-    return OutputPointers{e_.flux.as<double>(),    e_.out_ivar.as<double>(),
-                          e_.resolution.as<double>(), e_.chi2pix.as<double>(),
-                          e_.pixmask.as<double>(),  p_.nwave,
+    return OutputPointers{e_.flux.as<double>(),
+                          e_.out_ivar.as<double>(),
+                          e_.resolution.as<double>(),
+                          e_.chi2pix.as<double>(),
+                          e_.pixmask.as<double>(),
+                          p_.nwave,
                           p_.ndiag};
   }
 
@@ -1156,11 +1176,11 @@ class Run {
 
     // Spots.
     const std::int64_t nbins = static_cast<std::int64_t>(nb) * n;
-    const unsigned spot_blocks =
-        blocks_for(std::min<std::int64_t>(nbins, spot_threads_), kThreads);
-    spots_kernel<<<spot_blocks, kThreads, 0, s>>>(
-        dpsf_, desc, nb, S, Wv, p_.dw, wave_table_, side_x_, side_y_, slot_, pipe.spots.as<double>(),
-        pipe.boxes.as<SpotBox>(), pipe.scratch.as<double>(), scratch_per_thread_);
+    const unsigned spot_blocks = blocks_for(std::min<std::int64_t>(nbins, spot_threads_), kThreads);
+    spots_kernel<<<spot_blocks, kThreads, 0, s>>>(dpsf_, desc, nb, S, Wv, p_.dw, wave_table_,
+                                                  side_x_, side_y_, slot_, pipe.spots.as<double>(),
+                                                  pipe.boxes.as<SpotBox>(),
+                                                  pipe.scratch.as<double>(), scratch_per_thread_);
     SCIPROXY_CUDA_CHECK_LAUNCH("specex spots_kernel");
     SCIPROXY_CUDA_CHECK(cudaEventRecord(pipe.events[kSpots], s));
 
@@ -1174,10 +1194,9 @@ class Run {
         e_.image.as<double>(), e_.ivar.as<double>(), geometry_, pipe.icov.as<double>(),
         pipe.y.as<double>(), pipe.fluxweight.as<double>(), pipe.unmasked.as<double>());
     SCIPROXY_CUDA_CHECK_LAUNCH("specex normal_kernel");
-    prior_kernel<<<nb, 256, 0, s>>>(desc, S, Wv, e_.ivar.as<double>(), geometry_,
-                                    pipe.fluxweight.as<double>(), pipe.y.as<double>(),
-                                    pipe.icov.as<double>(), pipe.x.as<double>(),
-                                    pipe.masked.as<int>());
+    prior_kernel<<<nb, 256, 0, s>>>(
+        desc, S, Wv, e_.ivar.as<double>(), geometry_, pipe.fluxweight.as<double>(),
+        pipe.y.as<double>(), pipe.icov.as<double>(), pipe.x.as<double>(), pipe.masked.as<int>());
     SCIPROXY_CUDA_CHECK_LAUNCH("specex prior_kernel");
     const bool capture = capture_ && batch.patches[0] == 0;
     if (capture) {
@@ -1201,8 +1220,8 @@ class Run {
     SPECEX_CUSOLVER_CHECK(cusolverDnDpotrfBatched(pipe.solver, CUBLAS_FILL_MODE_LOWER, n,
                                                   ptr_factor, n, pipe.info.as<int>(), nb));
     SPECEX_CUSOLVER_CHECK(cusolverDnDpotrsBatched(pipe.solver, CUBLAS_FILL_MODE_LOWER, n, 1,
-                                                  ptr_factor, n, ptr_x, n,
-                                                  pipe.syev_info.as<int>(), nb));
+                                                  ptr_factor, n, ptr_x, n, pipe.syev_info.as<int>(),
+                                                  nb));
     SCIPROXY_CUDA_CHECK(cudaEventRecord(pipe.events[kSolve], s));
 
     // Decorrelate: Q (signal: S blocks of Wv x Wv per patch, in `work`; noise: n x n, in icov).
@@ -1210,7 +1229,7 @@ class Run {
     const double* q = nullptr;
     if (!noise_) {
       identity_kernel<<<blocks_for(nb * n2, 256, 65535), 256, 0, s>>>(pipe.work.as<double>(), n,
-                                                                       nb);
+                                                                      nb);
       SCIPROXY_CUDA_CHECK_LAUNCH("specex identity_kernel");
       SPECEX_CUBLAS_CHECK(cublasDtrsmBatched(pipe.blas, CUBLAS_SIDE_LEFT, CUBLAS_FILL_MODE_LOWER,
                                              CUBLAS_OP_N, CUBLAS_DIAG_NON_UNIT, n, n, &one,
@@ -1234,15 +1253,15 @@ class Run {
       SCIPROXY_CUDA_CHECK_LAUNCH("specex scale_columns_kernel");
       SPECEX_CUBLAS_CHECK(cublasDgemmStridedBatched(
           pipe.blas, CUBLAS_OP_N, CUBLAS_OP_T, Wv, Wv, Wv, &one, pipe.icov.as<double>(), Wv,
-          static_cast<std::int64_t>(Wv) * Wv, blocks, Wv, static_cast<std::int64_t>(Wv) * Wv,
-          &zero, pipe.work.as<double>(), Wv, static_cast<std::int64_t>(Wv) * Wv, nb * S));
+          static_cast<std::int64_t>(Wv) * Wv, blocks, Wv, static_cast<std::int64_t>(Wv) * Wv, &zero,
+          pipe.work.as<double>(), Wv, static_cast<std::int64_t>(Wv) * Wv, nb * S));
       q = pipe.work.as<double>();
     } else {
       SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(pipe.work.as<void>(), pipe.icov.as<void>(),
                                           nb * n2 * sizeof(double), cudaMemcpyDeviceToDevice, s));
       eigen(pipe, pipe.work.as<double>(), n, nb);
-      scale_columns_kernel<<<nb, 256, 0, s>>>(pipe.work.as<double>(), pipe.eig.as<double>(), n,
-                                              nb, false, pipe.factor.as<double>());
+      scale_columns_kernel<<<nb, 256, 0, s>>>(pipe.work.as<double>(), pipe.eig.as<double>(), n, nb,
+                                              false, pipe.factor.as<double>());
       SCIPROXY_CUDA_CHECK_LAUNCH("specex scale_columns_kernel");
       SPECEX_CUBLAS_CHECK(cublasDgemmStridedBatched(
           pipe.blas, CUBLAS_OP_N, CUBLAS_OP_T, n, n, n, &one, pipe.factor.as<double>(), n, n2,
@@ -1267,8 +1286,8 @@ class Run {
     if (full_) {
       pixels_kernel<<<dim3(blocks_for(batch.npix_max, 256), nb), 256, 0, s>>>(
           desc, S, Wv, slot_, cap_.npix, pipe.spots.as<double>(), pipe.boxes.as<SpotBox>(),
-          pipe.x.as<double>(), e_.image.as<double>(), e_.ivar.as<double>(), geometry_,
-          p_.psferr, pipe.chi2.as<double>(), pipe.valid.as<double>(),
+          pipe.x.as<double>(), e_.image.as<double>(), e_.ivar.as<double>(), geometry_, p_.psferr,
+          pipe.chi2.as<double>(), pipe.valid.as<double>(),
           out_.model ? e_.model_slots.as<double>() : nullptr);
       SCIPROXY_CUDA_CHECK_LAUNCH("specex pixels_kernel");
       bins_kernel<<<dim3(blocks_for(n, kThreads), nb), kThreads, 0, s>>>(
@@ -1280,13 +1299,13 @@ class Run {
       capture_->fallback = batch.pass == 2;
       capture_->S = S;
       capture_->Wv = Wv;
-      const std::size_t qn = noise_ ? static_cast<std::size_t>(n2)
-                                    : static_cast<std::size_t>(S) * Wv * Wv;
+      const std::size_t qn =
+          noise_ ? static_cast<std::size_t>(n2) : static_cast<std::size_t>(S) * Wv * Wv;
       capture_->q.resize(qn);
       capture_->x.resize(static_cast<std::size_t>(n));
       capture_->rowsum.resize(static_cast<std::size_t>(n));
-      SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(capture_->q.data(), q, qn * sizeof(double),
-                                          cudaMemcpyDeviceToHost, s));
+      SCIPROXY_CUDA_CHECK(
+          cudaMemcpyAsync(capture_->q.data(), q, qn * sizeof(double), cudaMemcpyDeviceToHost, s));
       SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(capture_->x.data(), pipe.x.as<double>(),
                                           n * sizeof(double), cudaMemcpyDeviceToHost, s));
       SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(capture_->rowsum.data(), pipe.rowsum.as<double>(),
@@ -1302,16 +1321,16 @@ class Run {
     const std::size_t hbytes = pipe.syev_host_workspace.size();
     if (pipe.batched_syev) {
       SPECEX_CUSOLVER_CHECK(cusolverDnXsyevBatched(
-          pipe.solver, pipe.params, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, m,
-          CUDA_R_64F, a, m, CUDA_R_64F, pipe.eig.as<double>(), CUDA_R_64F,
-          pipe.syev_workspace.as<void>(), dbytes, host, hbytes, pipe.syev_info.as<int>(), count));
+          pipe.solver, pipe.params, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, m, CUDA_R_64F,
+          a, m, CUDA_R_64F, pipe.eig.as<double>(), CUDA_R_64F, pipe.syev_workspace.as<void>(),
+          dbytes, host, hbytes, pipe.syev_info.as<int>(), count));
       return;
     }
     const std::int64_t mm = static_cast<std::int64_t>(m) * m;
     for (int k = 0; k < count; ++k)
       SPECEX_CUSOLVER_CHECK(cusolverDnXsyevd(
-          pipe.solver, pipe.params, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, m,
-          CUDA_R_64F, a + k * mm, m, CUDA_R_64F, pipe.eig.as<double>() + static_cast<std::int64_t>(k) * m,
+          pipe.solver, pipe.params, CUSOLVER_EIG_MODE_VECTOR, CUBLAS_FILL_MODE_LOWER, m, CUDA_R_64F,
+          a + k * mm, m, CUDA_R_64F, pipe.eig.as<double>() + static_cast<std::int64_t>(k) * m,
           CUDA_R_64F, pipe.syev_workspace.as<void>(), dbytes, host, hbytes,
           pipe.syev_info.as<int>() + k));
   }
@@ -1460,8 +1479,7 @@ SCIPROXY_SPECEX_SOLVE_PATCH {
   for (std::int64_t r = 0; r < n; ++r) {
     const double sr = capture.rowsum[r];
     if (q.ndecorr) {
-      for (std::int64_t c = 0; c < n; ++c)
-        result.resolution[r * n + c] = capture.q[r + c * n] / sr;
+      for (std::int64_t c = 0; c < n; ++c) result.resolution[r * n + c] = capture.q[r + c * n] / sr;
     } else {
       const std::int64_t s = r / nwave, i = r % nwave;
       const double* blk = capture.q.data() + s * nwave * nwave;
