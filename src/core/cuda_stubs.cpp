@@ -52,8 +52,3 @@ SCIPROXY_STUB_FLOAT_KERNEL(SCIPROXY_WAVE_SCALAR_BACKWARD, "scalar")
 SCIPROXY_STUB_FLOAT_KERNEL(SCIPROXY_WAVE_SCALAR_BORN_FORWARD, "scalar_born")
 SCIPROXY_STUB_FLOAT_KERNEL(SCIPROXY_WAVE_SCALAR_BORN_BACKWARD, "scalar_born")
 }  // namespace sciproxy::wave::kernels::cuda
-
-namespace sciproxy::specex::kernels::cuda {
-SCIPROXY_STUB_KERNEL(SCIPROXY_SPECEX_EXTRACT, "ex2d")
-SCIPROXY_STUB_KERNEL(SCIPROXY_SPECEX_SOLVE_PATCH, "ex2d_patch")
-}  // namespace sciproxy::specex::kernels::cuda
