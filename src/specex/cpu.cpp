@@ -103,8 +103,8 @@ struct Solved {
 };
 
 // A^T W A over overlapping spot pairs, fluxweight and y = A^T W p.
-void normal_equations(const PatchPlan& plan, const std::vector<Spot>& spots,
-                      const PatchPixels& px, Workspace& w) {
+void normal_equations(const PatchPlan& plan, const std::vector<Spot>& spots, const PatchPixels& px,
+                      Workspace& w) {
   const int n = plan.nflux();
   const std::int64_t nx = plan.pixels.nx();
   w.icov.assign(static_cast<std::size_t>(n) * n, 0.0);

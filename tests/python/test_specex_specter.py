@@ -1,11 +1,10 @@
 """sciproxy.specex against DESI's specter (commit b8490d38), from data specter computed.
 
 The data are in tests/data/specex/*.npz, made by tests/data/specex/make_specter_reference.py
-(specter is not on the package index; that script says how to run it). The tests need the two
-PSF files they were made from, psf-r0-00067784.fits (PSFVER 3, 500 fibres) and
-psf-gausshermite.fits (PSFVER 2, 25 fibres): $SCIPROXY_DESI_DATA, or shared/data/desi next to or
-above the repository; without them the tests that need them are skipped, saying so. A missing
-sciproxy.specex is an error, not a skip.
+(specter is not on the package index; that script says how to run it). The tests read the two
+PSF files the data were made from, psf-r0-00067784.fits (PSFVER 3, 500 fibres) and
+psf-gausshermite.fits (PSFVER 2, 25 fibres), from tests/data/specex (or $SCIPROXY_DESI_DATA).
+A missing file or a missing sciproxy.specex is an error, not a skip.
 
 Every comparison runs on both backends, device='reference' and device='cpu'. Tolerances, and why:
 
@@ -63,13 +62,11 @@ FRAME_PIXMASK_ATOL = 1e-6
 
 def psf_dir():
     candidates = [os.environ.get("SCIPROXY_DESI_DATA", ""),
-                  os.path.join(REPO, "shared", "data", "desi"),
-                  os.path.join(REPO, "..", "shared", "data", "desi"),
-                  "/work/shared/data/desi"]
+                  os.path.join(REPO, "tests", "data", "specex")]
     for path in candidates:
         if path and all(os.path.isfile(os.path.join(path, f)) for f in PSF_FILES.values()):
             return path
-    pytest.skip("the DESI PSF files (psf-r0-00067784.fits, psf-gausshermite.fits) were not found; "
+    pytest.fail("the DESI PSF files (psf-r0-00067784.fits, psf-gausshermite.fits) were not found; "
                 "set SCIPROXY_DESI_DATA to their folder (looked in: "
                 + ", ".join(p for p in candidates if p) + ")")
 
