@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <span>
@@ -156,6 +157,55 @@ sciproxy_status sciproxy_specex_psf_wavelength(const sciproxy_specex_psf* psf, i
     require_pointer(y, "y");
     require_pointer(wavelengths, "wavelengths");
     for (int64_t i = 0; i < n; ++i) wavelengths[i] = p.wavelength(ispec, y[i]);
+  });
+}
+
+sciproxy_status sciproxy_specex_psf_xyrange(const sciproxy_specex_psf* psf, int32_t specmin,
+                                            int32_t specmax, double wavemin, double wavemax,
+                                            int64_t range[4]) {
+  return guarded([&] {
+    const sx::Psf& p = psf_of(psf);
+    require_pointer(range, "range");
+    require(specmin >= 0 && specmin < specmax && specmax <= p.nspec(), "specmin, specmax",
+            fmt::format("fibres 0 <= specmin < specmax <= {}", p.nspec()),
+            fmt::format("{}, {}", specmin, specmax));
+    require(std::isfinite(wavemin) && std::isfinite(wavemax) && wavemin <= wavemax,
+            "wavemin, wavemax", "finite wavelengths, wavemin <= wavemax",
+            fmt::format("{}, {}", wavemin, wavemax));
+    const sx::PixelRange r = p.xyrange(specmin, specmax, wavemin, wavemax);
+    range[0] = r.xmin;
+    range[1] = r.xmax;
+    range[2] = r.ymin;
+    range[3] = r.ymax;
+  });
+}
+
+sciproxy_status sciproxy_specex_project(const sciproxy_specex_psf* psf, const double* wavelengths,
+                                        int64_t nwave, const double* phot, int32_t specmin,
+                                        int32_t nspec, const int64_t* range, int nparallel,
+                                        double* image, int64_t image_size) {
+  return guarded([&] {
+    const sx::Psf& p = psf_of(psf);
+    require(nwave >= 1, "nwave", "at least 1 wavelength", std::to_string(nwave));
+    require(nspec >= 1, "nspec", "at least 1 spectrum", std::to_string(nspec));
+    require_pointer(wavelengths, "wavelengths");
+    require_pointer(phot, "phot");
+    require_pointer(image, "image");
+    const auto nphot = sciproxy::capi::checked_product(nwave, nspec, "nspec x nwave");
+    std::optional<sx::PixelRange> r;
+    if (range) r = sx::PixelRange{range[0], range[1], range[2], range[3]};
+    const int64_t want = r ? sciproxy::capi::checked_product(std::max<int64_t>(r->ny(), 0),
+                                                             std::max<int64_t>(r->nx(), 0), "range")
+                           : p.npix_y() * p.npix_x();
+    require(image_size == want, "image_size",
+            fmt::format("ny x nx = {} values ({})", want, r ? "the range's" : "the whole CCD"),
+            std::to_string(image_size));
+    const auto out = sx::project(p, {wavelengths, static_cast<std::size_t>(nwave)},
+                                 {phot, static_cast<std::size_t>(nphot)}, specmin, r,
+                                 nparallel > 0 ? nparallel : 0);
+    require(out.size() == static_cast<std::size_t>(want), "image", "the range's pixels",
+            std::to_string(out.size()));
+    sciproxy::capi::copy_out(out, image, "image");
   });
 }
 

@@ -42,6 +42,21 @@ sciproxy_status sciproxy_specex_psf_xy(const sciproxy_specex_psf* psf, int32_t i
 sciproxy_status sciproxy_specex_psf_wavelength(const sciproxy_specex_psf* psf, int32_t ispec,
                                                const double* y, int64_t n, double* wavelengths);
 
+/* The pixels that cover fibres specmin .. specmax - 1 between two wavelengths (specter's
+ * xyrange): range = {xmin, xmax, ymin, ymax}, columns xmin <= x < xmax, rows ymin <= y < ymax. */
+sciproxy_status sciproxy_specex_psf_xyrange(const sciproxy_specex_psf* psf, int32_t specmin,
+                                            int32_t specmax, double wavemin, double wavemax,
+                                            int64_t range[4]);
+
+/* Spectra on the CCD (specter's PSF.project): image[ny, nx] (row-major, image_size = ny * nx
+ * values) = sum over fibres i < nspec and wavelengths j < nwave of phot[i, j] times the spot of
+ * fibre specmin + i at wavelengths[j], over the whole CCD (range NULL: ny = npix_y, nx = npix_x)
+ * or the pixels of range = {xmin, xmax, ymin, ymax}. nparallel: OpenMP threads; <= 0: all. */
+sciproxy_status sciproxy_specex_project(const sciproxy_specex_psf* psf, const double* wavelengths,
+                                        int64_t nwave, const double* phot, int32_t specmin,
+                                        int32_t nspec, const int64_t* range, int nparallel,
+                                        double* image, int64_t image_size);
+
 /* ---- Extraction ---- */
 
 /* The image (ny x nx, row-major) and its inverse variance (0 marks a masked pixel): the whole CCD
