@@ -73,12 +73,14 @@ class FitsReader {
     int status = 0;
     // The disk file as named: no cfitsio extended-name syntax ("file.fits[1]").
     if (fits_open_diskfile(&f_, path.c_str(), READONLY, &status)) {
-      const std::string m = fits_message(status);
       f_ = nullptr;
+      char text[FLEN_STATUS] = {};
+      fits_get_errstatus(status, text);
+      fits_clear_errmsg();
       if (access(path.c_str(), R_OK) != 0)
         throw IoError(fmt::format("{}: could not read '{}' (permission denied)", what_, path));
       throw_invalid_argument(what_, "a FITS file",
-                             fmt::format("'{}', which is not one: {}", path, m));
+                             fmt::format("'{}', which is not one (cfitsio: {})", path, text));
     }
   }
   ~FitsReader() {
