@@ -42,6 +42,7 @@ const OptionNames kNames{{{"image", "-i/--input"},
                           {"pixpad_frac", "--pixpad-frac"},
                           {"wavepad_frac", "--wavepad-frac"},
                           {"wavelengths", "-w/--wavelength"},
+                          {"wavelength", "-w/--wavelength"},
                           {"wmin", "-w/--wavelength"},
                           {"wmax", "-w/--wavelength"},
                           {"dw", "-w/--wavelength"},
@@ -192,9 +193,11 @@ int run_spex(const SpexOptions& opt) {
   if (t_extract <= 0) t_extract = std::max(wall - t_read - t_write, 0.0);
   const double patches_per_s = t_extract > 0 ? double(r.npatches) / t_extract : 0.0;
   const double frames_per_hour = wall > 0 ? 3600.0 / wall : 0.0;
-  // A whole camera is 500 spectra: this run's extraction rate scaled to that, plus its I/O.
-  const double full_frame_s = t_extract * 500.0 / opt.nspec + t_read + t_write;
-  const double full_frames_per_hour = full_frame_s > 0 ? 3600.0 / full_frame_s : 0.0;
+  // A production frame (one camera: 500 spectra x 2326 wavelengths, r at 0.8 A) at this run's
+  // extraction rate per flux bin, plus this run's I/O (the image read is the same size).
+  const double production_s =
+      t_extract * (500.0 * 2326.0) / (double(opt.nspec) * double(wave.size())) + t_read + t_write;
+  const double production_frames_per_hour = production_s > 0 ? 3600.0 / production_s : 0.0;
 
   fmt::print("Wrote {} ({} spectra x {} wavelengths, resolution {} diagonals){}\n", opt.frame,
              r.nspec, r.nwave, 2 * r.ndiag + 1,
@@ -207,9 +210,10 @@ int run_spex(const SpexOptions& opt) {
       r.retried_patches ? fmt::format(", {} retried with regularize 1e-4", r.retried_patches) : "",
       t_read, t_write, wall);
   fmt::print(
-      "Rate: {:.1f} frames/hour for this frame ({} spectra); {:.1f} frames/hour for a "
-      "500-spectrum frame on the same grid (extraction scaled, same I/O)\n",
-      frames_per_hour, opt.nspec, full_frames_per_hour);
+      "Rate: {:.1f} frames/hour for this frame ({} spectra x {} wavelengths); about {:.1f} "
+      "frames/hour for a production frame (500 x 2326, this run's rate per flux bin plus its "
+      "I/O)\n",
+      frames_per_hour, opt.nspec, wave.size(), production_frames_per_hour);
 
   if (!opt.json_path.empty()) {
     nlohmann::json j{
@@ -243,7 +247,7 @@ int run_spex(const SpexOptions& opt) {
          {{"total", wall}, {"read", t_read}, {"extract", t_extract}, {"write", t_write}}},
         {"patches_per_s", patches_per_s},
         {"frames_per_hour", frames_per_hour},
-        {"frames_per_hour_500_spectra", full_frames_per_hour},
+        {"frames_per_hour_production_estimate", production_frames_per_hour},
         {"timers", nlohmann::json::parse(timers.json())},
         {"environment", environment_record(threads)}};
     write_file_atomically(opt.json_path, j.dump(2) + "\n");
@@ -302,8 +306,8 @@ std::vector<double> model_spectra(const SimulateOptions& opt, int nspec,
 int run_simulate(const SimulateOptions& opt) {
   const std::vector<double> wave = parse_grid(opt.wavelength);
   check_threads(opt.threads);
-  if (!(opt.read_noise >= 0))
-    throw UsageError(fmt::format("--read-noise: expected a number >= 0, got {}", opt.read_noise));
+  if (!(opt.read_noise > 0))
+    throw UsageError(fmt::format("--read-noise: expected a number > 0, got {}", opt.read_noise));
   if (!(opt.continuum >= 0))
     throw UsageError(fmt::format("--continuum: expected a number >= 0, got {}", opt.continuum));
   if (!(opt.line_flux >= 0))

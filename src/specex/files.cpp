@@ -10,8 +10,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <memory>
@@ -46,6 +48,7 @@ constexpr std::int32_t kBad2dFit = 1 << 7;
 constexpr double kBad2dFitChi2pix = 100.0;
 
 std::string fits_message(int status) {
+  const int error = errno;  // what the system said, for the statuses that come from it
   char text[FLEN_STATUS] = {};
   fits_get_errstatus(status, text);
   // The detail cfitsio stacked (the first line is the most specific); cleared either way.
@@ -55,6 +58,11 @@ std::string fits_message(int status) {
     if (first.empty()) first = detail;
   }
   std::string m = text;
+  if ((status == FILE_NOT_CREATED || status == WRITE_ERROR || status == FILE_NOT_OPENED ||
+       status == READ_ERROR) &&
+      error != 0)
+    return m + fmt::format(" ({})", std::strerror(error));
+  while (!first.empty() && (first.back() == ':' || first.back() == ' ')) first.pop_back();
   if (!first.empty() && first != m) m += fmt::format(" ({})", first);
   return m;
 }
@@ -169,13 +177,16 @@ class AtomicFitsWriter {
     tmp_ = dir / fmt::format(".{}.tmp{}.{}", target.filename().string(), getpid(), counter++);
     fs::remove(tmp_, ec);
     int status = 0;
+    errno = 0;
     if (fits_create_diskfile(&f_, tmp_.c_str(), &status)) {
       f_ = nullptr;
       const std::string m = fits_message(status);
       fs::remove(tmp_, ec);
       throw IoError(
-          fmt::format("{}: cannot write '{}' (in '{}'): {}", what_, path, dir.string(),
-                      access(dir.c_str(), W_OK) != 0 ? "the directory is not writable" : m));
+          fmt::format("{}: cannot write '{}': {}", what_, path,
+                      access(dir.c_str(), W_OK) != 0
+                          ? fmt::format("the directory '{}' is not writable", dir.string())
+                          : "could not create a file in '" + dir.string() + "': " + m));
     }
   }
   ~AtomicFitsWriter() {
@@ -209,6 +220,7 @@ class AtomicFitsWriter {
     LONGLONG n = 1;
     for (auto x : axes) n *= x;
     if (n > 0) {
+      errno = 0;
       fits_write_img(f_, datatype, 1, n, const_cast<T*>(data), &status);
       check(status, fmt::format("the data of the {} HDU", extname));
     }
@@ -236,6 +248,7 @@ class AtomicFitsWriter {
 
   void commit() {
     int status = 0;
+    errno = 0;
     fits_close_file(f_, &status);
     f_ = nullptr;
     check(status, "closing it");
@@ -469,25 +482,15 @@ void write_model_image(const std::string& path, const Ex2dResult& result, std::i
           std::to_string(result.model.size()));
   AtomicFitsWriter w(path, "model");
   const std::vector<float> model = to_float(result.model);
+  // Compressed without loss (a model is mostly zeros away from the extracted spectra), after an
+  // empty primary HDU as compressed images need.
+  int status = 0;
+  fits_create_img(w.get(), BYTE_IMG, 0, nullptr, &status);
+  w.check(status, "the primary HDU");
+  compress_next(w);
   w.image("IMAGE", FLOAT_IMG, TFLOAT, {nx, ny}, model.data());
   w.key_string("BUNIT", "electron", nullptr);
   w.commit();
-}
-
-std::vector<double> wavelength_grid(double wmin, double wmax, double dw) {
-  require(std::isfinite(wmin) && std::isfinite(wmax) && std::isfinite(dw), "wmin, wmax, dw",
-          "finite numbers", fmt::format("{}, {}, {}", wmin, wmax, dw));
-  require(dw > 0, "dw", "a step > 0", fmt::format("{}", dw));
-  require(wmin > 0, "wmin", "a wavelength > 0", fmt::format("{}", wmin));
-  require(wmax >= wmin, "wmax", fmt::format("a wavelength >= wmin ({})", wmin),
-          fmt::format("{}", wmax));
-  // np.arange(wmin, wmax + dw/2, dw): ceil((stop - start) / step) values, start + i step.
-  const double count = std::ceil((wmax + dw / 2 - wmin) / dw);
-  require(count <= 1e7, "wmin, wmax, dw", "at most 10 million wavelengths",
-          fmt::format("{:.0f} ({}, {}, {})", count, wmin, wmax, dw));
-  std::vector<double> w(static_cast<std::size_t>(count));
-  for (std::size_t i = 0; i < w.size(); ++i) w[i] = wmin + static_cast<double>(i) * dw;
-  return w;
 }
 
 Ex2dResult extract_frame(const Device& device, const std::string& image_path,

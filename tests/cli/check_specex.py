@@ -3,7 +3,7 @@ the frame's HDUs, types and shapes, its flux, the run's JSON, and that a write t
 nothing behind.
 
   check_specex.py frame FRAME NSPEC NWAVE [JSON]   the frame (and spex's --json record)
-  check_specex.py model MODEL                       the model image: one 4128 x 4114 IMAGE
+  check_specex.py model MODEL                       the model image: a 4128 x 4114 IMAGE
   check_specex.py limited DIR EXE ARGS...           EXE ARGS under a 4 KiB file-size limit must
                                                     fail (exit 1, one error line) and leave no
                                                     file in DIR beyond those there before
@@ -118,8 +118,11 @@ def check_frame(path, nspec, nwave, json_path=None):
 
 def check_model(path):
     h = hdus(path)
-    check(len(h) == 1 and h[0][0].get("EXTNAME") == "IMAGE", "model HDUs")
-    check(shape(h[0][0]) == [4128, 4114], f"model shape {shape(h[0][0])}")
+    check(len(h) == 2 and h[1][0].get("EXTNAME") == "IMAGE", "model HDUs")
+    # A tile-compressed image: its shape is in ZNAXISn.
+    z = h[1][0]
+    check(z.get("ZIMAGE") == "T" and int(z["ZBITPIX"]) == -32, "model: a compressed float32 image")
+    check([int(z["ZNAXIS2"]), int(z["ZNAXIS1"])] == [4128, 4114], "model shape")
     print(f"PASS: {path}")
 
 
