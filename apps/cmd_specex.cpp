@@ -133,6 +133,15 @@ int run_spex(const SpexOptions& opt) {
                                  opt.bundlesize, opt.nspec));
   if (opt.nwavestep < 1)
     throw UsageError(fmt::format("--nwavestep: expected at least 1, got {}", opt.nwavestep));
+  // Padding beyond 10 spot sizes is refused (far larger values overflow the patch plan).
+  if (!(opt.pixpad_frac >= 0 && opt.pixpad_frac <= 10))
+    throw UsageError(
+        fmt::format("--pixpad-frac: expected a number from 0 to 10, got {}", opt.pixpad_frac));
+  if (!(opt.wavepad_frac >= 0 && opt.wavepad_frac <= 10))
+    throw UsageError(
+        fmt::format("--wavepad-frac: expected a number from 0 to 10, got {}", opt.wavepad_frac));
+  if (!(opt.regularize >= 0) || !std::isfinite(opt.regularize))
+    throw UsageError(fmt::format("--regularize: expected a number >= 0, got {}", opt.regularize));
   if (opt.psferr_option->count() && !(opt.psferr > 0))
     throw UsageError(fmt::format("--psferr: expected a number > 0, got {}", opt.psferr));
   const Device device = select_device_option(opt.device);

@@ -36,10 +36,11 @@ sciproxy_specex_options read(const sciproxy_specex_options* o) {
 sx::Ex2dOptions options_of(const sciproxy_specex_options& c) {
   require(std::isfinite(c.regularize) && c.regularize >= 0, "regularize", "a number >= 0",
           fmt::format("{}", c.regularize));
-  require(std::isfinite(c.pixpad_frac) && c.pixpad_frac >= 0, "pixpad_frac", "a number >= 0",
-          fmt::format("{}", c.pixpad_frac));
-  require(std::isfinite(c.wavepad_frac) && c.wavepad_frac >= 0, "wavepad_frac", "a number >= 0",
-          fmt::format("{}", c.wavepad_frac));
+  // Padding beyond 10 spot sizes is refused here: far larger values overflow the patch plan.
+  require(std::isfinite(c.pixpad_frac) && c.pixpad_frac >= 0 && c.pixpad_frac <= 10, "pixpad_frac",
+          "a number from 0 to 10", fmt::format("{}", c.pixpad_frac));
+  require(std::isfinite(c.wavepad_frac) && c.wavepad_frac >= 0 && c.wavepad_frac <= 10,
+          "wavepad_frac", "a number from 0 to 10", fmt::format("{}", c.wavepad_frac));
   require(!std::isnan(c.psferr) && std::isfinite(c.psferr), "psferr", "a number (< 0: the PSF's)",
           fmt::format("{}", c.psferr));
   sx::Ex2dOptions o;
@@ -84,6 +85,9 @@ Input input_of(const sciproxy_specex_input* c) {
   in.image.nx = c->nx;
   if (c->has_range) in.image.range = sx::PixelRange{c->xmin, c->xmax, c->ymin, c->ymax};
   require(c->nwave >= 1, "nwave", "at least 1 wavelength", std::to_string(c->nwave));
+  require(c->nspec >= 1, "nspec", "at least 1 spectrum", std::to_string(c->nspec));
+  // The outputs hold nspec x nwave values: a count that overflows is refused here.
+  (void)sciproxy::capi::checked_product(c->nspec, c->nwave, "nspec x nwave");
   require_pointer(c->wavelengths, "wavelengths");
   in.wavelengths = {c->wavelengths, static_cast<std::size_t>(c->nwave)};
   in.specmin = c->specmin;
