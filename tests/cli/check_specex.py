@@ -7,6 +7,9 @@ nothing behind.
   check_specex.py limited DIR EXE ARGS...           EXE ARGS under a 4 KiB file-size limit must
                                                     fail (exit 1, one error line) and leave no
                                                     file in DIR beyond those there before
+  check_specex.py interrupt DIR EXE ARGS...         EXE ARGS, sent SIGINT a second after it
+                                                    starts, must stop with exit status 130 and
+                                                    leave no file in DIR
   check_specex.py clean DIR                         no temporary file (".*.tmp*") left in DIR
 """
 import json
@@ -17,6 +20,7 @@ import signal
 import struct
 import subprocess
 import sys
+import time
 
 BLOCK = 2880
 
@@ -143,6 +147,25 @@ def limited(directory, argv):
     print(f"PASS: {lines[0]}")
 
 
+def interrupt(directory, argv):
+    before = set(os.listdir(directory))
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = p.stdout.readline()  # the command's first line: it has started
+    check(first.startswith("sciproxy spex:"), f"first line {first!r}")
+    time.sleep(1.0)
+    p.send_signal(signal.SIGINT)
+    try:
+        out, err = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise SystemExit("FAIL: still running 30 s after SIGINT")
+    check(p.returncode == 130, f"exit status {p.returncode}, stderr {err!r}")
+    check("interrupted by SIGINT" in err, f"stderr {err!r}")
+    after = set(os.listdir(directory))
+    check(after == before, f"files left behind: {sorted(after - before)}")
+    print(f"PASS: {err.strip()}")
+
+
 def clean(directory):
     left = [n for n in os.listdir(directory) if ".tmp" in n]
     check(not left, f"temporary files left: {left}")
@@ -158,6 +181,8 @@ if __name__ == "__main__":
         check_model(sys.argv[2])
     elif kind == "limited":
         limited(sys.argv[2], sys.argv[3:])
+    elif kind == "interrupt":
+        interrupt(sys.argv[2], sys.argv[3:])
     elif kind == "clean":
         clean(sys.argv[2])
     else:
