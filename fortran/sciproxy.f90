@@ -149,6 +149,43 @@ module sciproxy
     integer(c_int) :: space_order = 8, form = 1, nparallel = 0
   end type
 
+  ! ---- specex (c/specex.h) ----
+  ! The PSF handle is a type(c_ptr) (sciproxy_specex_psf_load, sciproxy_specex_psf_free).
+  type, bind(c), public :: sciproxy_specex_psf_info
+    integer(c_int32_t) :: nspec = 0, version = 0
+    integer(c_int64_t) :: npix_x = 0, npix_y = 0
+    integer(c_int32_t) :: hsizex = 0, hsizey = 0, ghdegx = 0, ghdegy = 0
+    real(c_double) :: psferr = 0, wmin = 0, wmax = 0, wmin_all = 0, wmax_all = 0
+  end type
+
+  type, bind(c), public :: sciproxy_specex_input
+    type(c_ptr) :: psf = c_null_ptr
+    type(c_ptr) :: image = c_null_ptr, ivar = c_null_ptr  ! C [ny, nx]: Fortran (nx, ny)
+    integer(c_int64_t) :: ny = 0, nx = 0
+    integer(c_int) :: has_range = 0
+    integer(c_int64_t) :: xmin = 0, xmax = 0, ymin = 0, ymax = 0
+    integer(c_int32_t) :: specmin = 0, nspec = 0
+    type(c_ptr) :: wavelengths = c_null_ptr
+    integer(c_int64_t) :: nwave = 0
+  end type
+
+  type, bind(c), public :: sciproxy_specex_options
+    integer(c_size_t) :: struct_size = 0
+    type(c_ptr) :: device = c_null_ptr
+    integer(c_int32_t) :: bundlesize = 25, nsubbundles = 1, wavesize = 50
+    real(c_double) :: regularize = 0
+    integer(c_int) :: ndecorr = 0
+    real(c_double) :: pixpad_frac = 0.8d0, wavepad_frac = 0.2d0, psferr = -1
+    integer(c_int) :: full_output = 1, nparallel = 0
+  end type
+
+  type, bind(c), public :: sciproxy_specex_frame_input
+    type(c_ptr) :: image_path = c_null_ptr, psf_path = c_null_ptr, frame_path = c_null_ptr, &
+                   model_path = c_null_ptr
+    real(c_double) :: wmin = 0, wmax = 0, dw = 0
+    integer(c_int32_t) :: specmin = 0, nspec = 0
+  end type
+
   public :: sciproxy_last_error_message, sciproxy_version_string, sciproxy_c_string
   public :: sciproxy_recording_json_string, sciproxy_recording_text_string
   public :: sciproxy_parstack, sciproxy_parstack_window
@@ -171,6 +208,10 @@ module sciproxy
             sciproxy_tti_adjoint_f64, sciproxy_tti_adjoint_f32, sciproxy_tti_max_dt_f64, &
             sciproxy_tti_max_dt_f32, sciproxy_tti_demo_options_default, sciproxy_tti_demo_f64, &
             sciproxy_tti_demo_f32, sciproxy_tti_demo_dt_limit_f64, sciproxy_tti_demo_dt_limit_f32
+  public :: sciproxy_specex_psf_load, sciproxy_specex_psf_free, sciproxy_specex_psf_get_info, &
+            sciproxy_specex_psf_xy, sciproxy_specex_psf_wavelength, sciproxy_specex_psf_xyrange, &
+            sciproxy_specex_project, sciproxy_specex_options_default, sciproxy_specex_ex2d_shape, &
+            sciproxy_specex_ex2d, sciproxy_specex_extract_frame, sciproxy_specex_wavelength_grid
 
   interface
     ! ---- core ----
@@ -509,6 +550,112 @@ module sciproxy
       type(sciproxy_tti_demo_input), intent(in) :: input
       type(sciproxy_tti_demo_options), intent(in), optional :: options
       real(c_double), intent(out) :: dt_limit
+      integer(c_int) :: status
+    end function
+    ! ---- specex ----
+    ! path: a NUL-terminated string, e.g. "psf.fits"//c_null_char. psf receives the handle.
+    function sciproxy_specex_psf_load(path, psf) bind(C) result(status)
+      import :: c_char, c_ptr, c_int
+      character(kind=c_char), intent(in) :: path(*)
+      type(c_ptr), intent(out) :: psf
+      integer(c_int) :: status
+    end function
+    subroutine sciproxy_specex_psf_free(psf) bind(C)
+      import :: c_ptr
+      type(c_ptr), value :: psf
+    end subroutine
+    function sciproxy_specex_psf_get_info(psf, info) bind(C) result(status)
+      import :: c_ptr, c_int, sciproxy_specex_psf_info
+      type(c_ptr), value :: psf
+      type(sciproxy_specex_psf_info), intent(out) :: info
+      integer(c_int) :: status
+    end function
+    function sciproxy_specex_psf_xy(psf, ispec, wavelengths, n, x, y) bind(C) result(status)
+      import :: c_ptr, c_int, c_int32_t, c_int64_t, c_double
+      type(c_ptr), value :: psf
+      integer(c_int32_t), value :: ispec
+      real(c_double), intent(in) :: wavelengths(*)
+      integer(c_int64_t), value :: n
+      real(c_double), intent(out), optional :: x(*), y(*)
+      integer(c_int) :: status
+    end function
+    function sciproxy_specex_psf_wavelength(psf, ispec, y, n, wavelengths) bind(C) &
+        result(status)
+      import :: c_ptr, c_int, c_int32_t, c_int64_t, c_double
+      type(c_ptr), value :: psf
+      integer(c_int32_t), value :: ispec
+      real(c_double), intent(in) :: y(*)
+      integer(c_int64_t), value :: n
+      real(c_double), intent(out) :: wavelengths(*)
+      integer(c_int) :: status
+    end function
+    ! range = [xmin, xmax, ymin, ymax]
+    function sciproxy_specex_psf_xyrange(psf, specmin, specmax, wavemin, wavemax, range) bind(C) &
+        result(status)
+      import :: c_ptr, c_int, c_int32_t, c_int64_t, c_double
+      type(c_ptr), value :: psf
+      integer(c_int32_t), value :: specmin, specmax
+      real(c_double), value :: wavemin, wavemax
+      integer(c_int64_t), intent(out) :: range(4)
+      integer(c_int) :: status
+    end function
+    ! phot: C [nspec, nwave] = Fortran (nwave, nspec); image: C [ny, nx] = Fortran (nx, ny).
+    function sciproxy_specex_project(psf, wavelengths, nwave, phot, specmin, nspec, range, &
+                                     nparallel, image, image_size) bind(C) result(status)
+      import :: c_ptr, c_int, c_int32_t, c_int64_t, c_double
+      type(c_ptr), value :: psf
+      real(c_double), intent(in) :: wavelengths(*)
+      integer(c_int64_t), value :: nwave
+      real(c_double), intent(in) :: phot(*)
+      integer(c_int32_t), value :: specmin, nspec
+      integer(c_int64_t), intent(in), optional :: range(4)
+      integer(c_int), value :: nparallel
+      real(c_double), intent(out) :: image(*)
+      integer(c_int64_t), value :: image_size
+      integer(c_int) :: status
+    end function
+    subroutine sciproxy_specex_options_default(options) bind(C)
+      import :: sciproxy_specex_options
+      type(sciproxy_specex_options), intent(out) :: options
+    end subroutine
+    function sciproxy_specex_ex2d_shape(input, options, ndiag, npatches) bind(C) result(status)
+      import :: sciproxy_specex_input, sciproxy_specex_options, c_int, c_int32_t, c_int64_t
+      type(sciproxy_specex_input), intent(in) :: input
+      type(sciproxy_specex_options), intent(in), optional :: options
+      integer(c_int32_t), intent(out), optional :: ndiag
+      integer(c_int64_t), intent(out), optional :: npatches
+      integer(c_int) :: status
+    end function
+    ! flux, ivar, chi2pix, pixmask_fraction: Fortran (nwave, nspec); resolution
+    ! (nwave, 2 ndiag + 1, nspec); model (nx, ny).
+    function sciproxy_specex_ex2d(input, options, flux, ivar, resolution, resolution_size, &
+                                  chi2pix, pixmask_fraction, model, ndiag) bind(C) result(status)
+      import :: sciproxy_specex_input, sciproxy_specex_options, c_int, c_int32_t, c_int64_t, &
+                c_double
+      type(sciproxy_specex_input), intent(in) :: input
+      type(sciproxy_specex_options), intent(in), optional :: options
+      real(c_double), intent(out) :: flux(*), ivar(*)
+      real(c_double), intent(out), optional :: resolution(*)
+      integer(c_int64_t), value :: resolution_size
+      real(c_double), intent(out), optional :: chi2pix(*), pixmask_fraction(*), model(*)
+      integer(c_int32_t), intent(out), optional :: ndiag
+      integer(c_int) :: status
+    end function
+    function sciproxy_specex_extract_frame(input, options, nwave, npatches) bind(C) &
+        result(status)
+      import :: sciproxy_specex_frame_input, sciproxy_specex_options, c_int, c_int64_t
+      type(sciproxy_specex_frame_input), intent(in) :: input
+      type(sciproxy_specex_options), intent(in), optional :: options
+      integer(c_int64_t), intent(out), optional :: nwave, npatches
+      integer(c_int) :: status
+    end function
+    function sciproxy_specex_wavelength_grid(wmin, wmax, dw, wavelengths, size, n) bind(C) &
+        result(status)
+      import :: c_int, c_int64_t, c_double
+      real(c_double), value :: wmin, wmax, dw
+      real(c_double), intent(out), optional :: wavelengths(*)
+      integer(c_int64_t), value :: size
+      integer(c_int64_t), intent(out), optional :: n
       integer(c_int) :: status
     end function
   end interface
