@@ -329,8 +329,9 @@ int run_bench_all(const BenchAllOptions& opt) {
   run_sweep(points, devices, opt.sweep, [&](const SweepPoint& p, const CaseResult& r) {
     const KernelReport& report = r.report;
     const std::string dtype = report.work.precision == Precision::fp32 ? "float32" : "float64";
-    const std::string unit = report.work.point_unit == "MAC" ? "GMAC/s" : "GPts/s";
-    const double rate = report.rates.gpoints_per_s;
+    const DisplayRate display = display_rate(report.work, report.rates.gpoints_per_s);
+    const std::string unit = display.unit;
+    const double rate = display.value;
     const double fraction = report.rates.roofline_fraction;
     fmt::print("{:<22} {:<10} {:<8} {:>11.4e} {:>11.4e} {:>11.4e} {:>10.3f} {:<7} {:>9}  {}\n",
                p.entry->name, report.device.name(), dtype, r.stats.median, r.stats.min, r.stats.max,
@@ -356,11 +357,12 @@ int run_bench_all(const BenchAllOptions& opt) {
                        {"roofline_fraction", fraction_json(fraction)}});
   });
   extremes.print();
-  const nlohmann::json sweep = {{"variable", "points"},
-                                {"unit", "G/s (GMAC/s for parstack, GPts/s for the wave kernels)"},
-                                {"cases", names},
-                                {"repetitions", opt.sweep.reps},
-                                {"warmup", 1}};
+  const nlohmann::json sweep = {
+      {"variable", "points"},
+      {"unit", "G/s (GMAC/s for parstack, GPts/s for the wave kernels, patches/s for ex2d)"},
+      {"cases", names},
+      {"repetitions", opt.sweep.reps},
+      {"warmup", 1}};
   write_sweep_outputs(sweep_document("all", sweep, devices, threads, results), opt.sweep.json_path,
                       opt.sweep.plot_path, script, "bench");
   return 0;

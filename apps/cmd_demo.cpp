@@ -101,7 +101,7 @@ int run_demo(const DemoOptions& opt) {
         row.dtype = report.work.precision == Precision::fp32 ? "float32" : "float64";
         row.device = report.device.name();
         row.seconds = result.stats.median;
-        row.grate = report.rates.gpoints_per_s;
+        row.grate = display_rate(report.work, report.rates.gpoints_per_s).value;
         row.fraction = report.rates.roofline_fraction;
         row.pass = report.passed();
         row.rel_l2 = report.verification ? fmt::format("{:.2e}", report.verification->rel_l2) : "-";
@@ -117,11 +117,11 @@ int run_demo(const DemoOptions& opt) {
 
   bool pass = true;
   fmt::print(
-      "\nSummary (time = median of {} repetitions after one warm-up; G/s: GMAC/s for "
-      "parstack, GPts/s for the wave kernels)\n",
+      "\nSummary (time = median of {} repetitions after one warm-up; rate: GMAC/s for "
+      "parstack, GPts/s for the wave kernels, patches/s for ex2d)\n",
       opt.reps);
   fmt::print("{:<24} {:<8} {:<10} {:>10} {:>9} {:>9} {:>10}  {}\n", "kernel", "dtype", "device",
-             "time [s]", "G/s", "roofline", "rel L2", "verification");
+             "time [s]", "rate", "roofline", "rel L2", "verification");
   fmt::print("{}\n", std::string(100, '-'));
   nlohmann::json summary = nlohmann::json::array();
   for (const auto& r : rows) {

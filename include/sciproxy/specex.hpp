@@ -188,11 +188,11 @@ struct PatchPlan {
 struct Ex2dResult {
   std::int64_t nspec = 0, nwave = 0;
   int ndiag = 0;
-  std::vector<double> flux, ivar;           // (nspec, nwave): electrons per Angstrom
-  std::vector<double> resolution;           // (nspec, 2 ndiag + 1, nwave): R[j - ndiag + k, j]
-  std::vector<double> chi2pix;              // (nspec, nwave), full_output
-  std::vector<double> pixmask_fraction;     // (nspec, nwave), full_output
-  std::vector<double> model;                // the image's shape, full_output
+  std::vector<double> flux, ivar;        // (nspec, nwave): electrons per Angstrom
+  std::vector<double> resolution;        // (nspec, 2 ndiag + 1, nwave): R[j - ndiag + k, j]
+  std::vector<double> chi2pix;           // (nspec, nwave), full_output
+  std::vector<double> pixmask_fraction;  // (nspec, nwave), full_output
+  std::vector<double> model;             // the image's shape, full_output
   std::int64_t npatches = 0;
   std::int64_t retried_patches = 0;  // patches whose Cholesky failed and were solved again with
                                      // regularize = 1e-4
@@ -203,8 +203,8 @@ struct Ex2dResult {
 int resolution_ndiag(const Psf& psf, int specmin, int nspec, double dw);
 
 // The patches of an extraction, in the order ex2d solves them. Checks the arguments first.
-std::vector<PatchPlan> ex2d_patches(const Psf& psf, const ImageInput& image, int specmin,
-                                    int nspec, std::span<const double> wavelengths,
+std::vector<PatchPlan> ex2d_patches(const Psf& psf, const ImageInput& image, int specmin, int nspec,
+                                    std::span<const double> wavelengths,
                                     const Ex2dOptions& options = {});
 
 // Flops and bytes of solving these patches (spots, A^T W A, Cholesky, decorrelation).
@@ -220,11 +220,11 @@ Ex2dResult ex2d(const Device& device, const Psf& psf, const ImageInput& image, i
 // One patch solved whole, as specter's ex2d_patch: the image covers `range` (default: the
 // spectra's xyrange), every bin is kept, no unit conversion.
 struct PatchResult {
-  std::int64_t nflux = 0;           // nspec * nwave
-  std::vector<double> flux, ivar;   // (nspec, nwave)
-  std::vector<double> xflux;        // the deconvolved solution x
-  std::vector<double> resolution;   // R (nflux, nflux), row-major
-  std::vector<double> icov;         // iCov (nflux, nflux)
+  std::int64_t nflux = 0;          // nspec * nwave
+  std::vector<double> flux, ivar;  // (nspec, nwave)
+  std::vector<double> xflux;       // the deconvolved solution x
+  std::vector<double> resolution;  // R (nflux, nflux), row-major
+  std::vector<double> icov;        // iCov (nflux, nflux)
   PixelRange range;
   bool retried = false;
 };
@@ -241,7 +241,7 @@ struct PreprocImage {
   std::int64_t ny = 0, nx = 0;
   std::vector<double> image, ivar;
   std::vector<std::int16_t> mask;
-  std::string camera;        // "" when absent
+  std::string camera;         // "" when absent
   bool has_fibermap = false;  // a FIBERMAP HDU to copy into the frame
 };
 PreprocImage read_preproc_image(const std::string& path);

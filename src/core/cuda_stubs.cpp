@@ -3,6 +3,7 @@
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/roofline.hpp"
+#include "specex/kernels.hpp"
 #include "stack/kernels.hpp"
 #include "tti/kernels.hpp"
 #include "wave/kernels.hpp"
@@ -35,6 +36,11 @@ namespace sciproxy::tti::kernels::cuda {
 SCIPROXY_STUB_FLOAT_KERNEL(SCIPROXY_TTI_FORWARD, "tti")
 SCIPROXY_STUB_FLOAT_KERNEL(SCIPROXY_TTI_DEMO_FORWARD, "tti demo")
 }  // namespace sciproxy::tti::kernels::cuda
+
+namespace sciproxy::specex::kernels::cuda {
+SCIPROXY_STUB_KERNEL(SCIPROXY_SPECEX_EXTRACT, "ex2d")
+SCIPROXY_STUB_KERNEL(SCIPROXY_SPECEX_SOLVE_PATCH, "ex2d_patch")
+}  // namespace sciproxy::specex::kernels::cuda
 
 namespace sciproxy::stack::kernels::cuda {
 SCIPROXY_STUB_FLOAT_KERNEL(SCIPROXY_STACK_PARSTACK, "parstack")

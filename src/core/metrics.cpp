@@ -80,4 +80,10 @@ nlohmann::json to_json(const Rates& r, const WorkModel& work) {
           {"bound", r.bound}};
 }
 
+DisplayRate display_rate(const WorkModel& work, double gpoints_per_s) {
+  if (work.point_unit == "Pts") return {gpoints_per_s, "GPts/s"};
+  if (work.point_unit == "MAC") return {gpoints_per_s, "GMAC/s"};
+  return {gpoints_per_s * 1e9, work.point_unit + "/s"};
+}
+
 }  // namespace sciproxy

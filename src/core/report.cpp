@@ -10,12 +10,12 @@
 namespace sciproxy {
 
 void KernelReport::print(std::ostream& out) const {
-  const std::string unit = work.point_unit == "MAC" ? "GMAC/s" : "GPts/s";
+  const DisplayRate rate = display_rate(work, rates.gpoints_per_s);
   out << fmt::format("Operator {} ran in {:.4f} s on {}{} [{}]\n", kernel, seconds, device.name(),
                      device.automatic ? " (chosen by auto)" : "", precision_name(work.precision));
-  std::string perf = fmt::format(
-      "Global performance: [OI={:.2f}, {:.2f} GFlops/s, {:.3f} {}, {:.2f} GB/s", rates.intensity,
-      rates.gflops_per_s, rates.gpoints_per_s, unit, rates.gbytes_per_s);
+  std::string perf =
+      fmt::format("Global performance: [OI={:.2f}, {:.2f} GFlops/s, {:.3f} {}, {:.2f} GB/s",
+                  rates.intensity, rates.gflops_per_s, rate.value, rate.unit, rates.gbytes_per_s);
   if (rates.attainable_gflops > 0)
     perf += fmt::format(", {:.0f}% of roofline ({} bound {:.1f} GFlops/s)",
                         100 * rates.roofline_fraction, rates.bound, rates.attainable_gflops);

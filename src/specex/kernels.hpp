@@ -25,15 +25,26 @@ struct Problem {
   PixelRange image_range;
   const PatchPlan* patches = nullptr;
   std::int64_t npatches = 0;
-  double dw = 0;                       // the wavelength step
-  std::int64_t nspec = 0, nwave = 0;   // of the output
+  double dw = 0;                      // the wavelength step
+  std::int64_t nspec = 0, nwave = 0;  // of the output
   int specmin = 0, ndiag = 0;
   double regularize = 0;
   bool ndecorr = false;
   double psferr = 0.01;
   bool full_output = true;
   int nparallel = 0;  // OpenMP threads of the cpu backend; 0: all
+  // solve_patch: the patch's wavelengths as the caller gave them (any increasing grid); null
+  // for extract, whose patches sit on the linear grid (patch_wavelength).
+  const double* patch_wavelengths = nullptr;
 };
+
+// Wavelength i of a patch: numpy.arange(wfirst, ..., dw) as specter builds it (start + i delta,
+// delta = (start + dw) - start), or the caller's grid for solve_patch.
+inline double patch_wavelength(const Problem& p, const PatchPlan& plan, int i) {
+  if (p.patch_wavelengths) return p.patch_wavelengths[i];
+  const double delta = (plan.wfirst + p.dw) - plan.wfirst;
+  return i == 0 ? plan.wfirst : plan.wfirst + i * delta;
+}
 
 // The outputs, per flux bin before the conversion to per-Angstrom units (api.cpp does that).
 // Every pointer but model holds nspec x nwave values (resolution: nspec x (2 ndiag + 1) x nwave);
@@ -67,3 +78,14 @@ struct Outputs {
 SCIPROXY_DECLARE_KERNELS(SCIPROXY_SPECEX_KERNELS)
 
 }  // namespace sciproxy::specex::kernels
+
+namespace sciproxy::specex {
+
+// specter's xypix(ispec, wavelength, xmin, xmax, ymin, ymax) for the host backends: the spot
+// clipped to `bounds`, placed relative to its corner (psf.cpp). scratch holds kMaxSpotSide^2 +
+// full_spot_scratch_size(v) doubles.
+struct PsfView;
+Spot clipped_spot(const PsfView& v, int ispec, double wavelength, const PixelRange& bounds,
+                  double* scratch);
+
+}  // namespace sciproxy::specex

@@ -64,8 +64,8 @@ SCIPROXY_HD void integrated_hermite(int degree, std::int64_t start, int n, doubl
                                     double sigma, double* out, double* edge_scratch) {
   constexpr double kInvSqrt2 = 0.70710678118654752440;
   constexpr double kInvSqrt2Pi = 0.39894228040143267794;
-  double* u = edge_scratch;               // the n + 1 pixel edges, in sigmas
-  double* phi = edge_scratch + (n + 1);   // the unit Gaussian there
+  double* u = edge_scratch;              // the n + 1 pixel edges, in sigmas
+  double* phi = edge_scratch + (n + 1);  // the unit Gaussian there
   for (int k = 0; k <= n; ++k) {
     u[k] = (static_cast<double>(start + k) - centre - 0.5) / sigma;
     phi[k] = std::exp(-0.5 * u[k] * u[k]) * kInvSqrt2Pi;
@@ -107,8 +107,8 @@ SCIPROXY_HD void spot_parameters(const double* params, int nparams, int nspec, i
                                  double* values) {
   const double u = legendre_argument(wavelength, param_lo, param_hi);
   for (int k = 0; k < nparams; ++k)
-    values[k] = legendre_sum(params + (static_cast<std::int64_t>(k) * nspec + ispec) * ncoeff,
-                             ncoeff, u);
+    values[k] =
+        legendre_sum(params + (static_cast<std::int64_t>(k) * nspec + ispec) * ncoeff, ncoeff, u);
 }
 
 // The spot's pixels (ny x nx, row-major, unclipped) from its parameter values and centre.
@@ -120,13 +120,12 @@ SCIPROXY_HD int spot_scratch_size(int ghdegx, int ghdegy, int nx, int ny) {
   return (ghdegx + 1) * nx + (ghdegy + 1) * ny + nx + 2 * (side + 1);
 }
 
-SCIPROXY_HD bool spot_pixels(const double* values, int ghdegx, int ghdegy, bool has_tail,
-                             double xc, double yc, SpotAxis ax, SpotAxis ay, double* pixels,
-                             double* scratch) {
+SCIPROXY_HD bool spot_pixels(const double* values, int ghdegx, int ghdegy, bool has_tail, double xc,
+                             double yc, SpotAxis ax, SpotAxis ay, double* pixels, double* scratch) {
   const int nx = ax.n, ny = ay.n;
-  double* gx = scratch;                   // (ghdegx + 1) x nx
-  double* gy = gx + (ghdegx + 1) * nx;    // (ghdegy + 1) x ny
-  double* row = gy + (ghdegy + 1) * ny;   // nx: sum_i c_ij g_i(x) for one j
+  double* gx = scratch;                  // (ghdegx + 1) x nx
+  double* gy = gx + (ghdegx + 1) * nx;   // (ghdegy + 1) x ny
+  double* row = gy + (ghdegy + 1) * ny;  // nx: sum_i c_ij g_i(x) for one j
   double* edges = row + nx;
   integrated_hermite(ghdegx, ax.start, nx, xc, values[kGhSigX], gx, edges);
   integrated_hermite(ghdegy, ay.start, ny, yc, values[kGhSigY], gy, edges);
@@ -163,6 +162,63 @@ SCIPROXY_HD bool spot_pixels(const double* values, int ghdegx, int ghdegy, bool 
   if (!(sum > 0)) return false;
   for (int k = 0; k < nx * ny; ++k) pixels[k] /= sum;
   return true;
+}
+
+}  // namespace sciproxy::specex
+
+namespace sciproxy::specex {
+
+// The PSF as kernels read it: raw pointers into a PsfModel (host) or into its copy on a device.
+struct PsfView {
+  const double* x_coeff = nullptr;  // (nspec, x_ncoeff)
+  const double* y_coeff = nullptr;
+  const double* params = nullptr;  // (nparams, nspec, param_ncoeff)
+  const double* wmin_spec = nullptr;
+  const double* wmax_spec = nullptr;
+  double x_lo = 0, x_hi = 0, y_lo = 0, y_hi = 0, param_lo = 0, param_hi = 0;
+  int x_ncoeff = 0, y_ncoeff = 0, param_ncoeff = 0, nparams = 0, nspec = 0;
+  int hsizex = 0, hsizey = 0, ghdegx = 0, ghdegy = 0;
+  bool has_tail = false;
+};
+
+inline PsfView host_view(const PsfModel& m) {
+  PsfView v;
+  v.x_coeff = m.x.coeff.data();
+  v.y_coeff = m.y.coeff.data();
+  v.params = m.params.data();
+  v.wmin_spec = m.wmin_spec.data();
+  v.wmax_spec = m.wmax_spec.data();
+  v.x_lo = m.x.lo, v.x_hi = m.x.hi, v.y_lo = m.y.lo, v.y_hi = m.y.hi;
+  v.param_lo = m.param_lo, v.param_hi = m.param_hi;
+  v.x_ncoeff = m.x.ncoeff, v.y_ncoeff = m.y.ncoeff, v.param_ncoeff = m.param_ncoeff;
+  v.nparams = m.nparams(), v.nspec = m.nspec;
+  v.hsizex = m.hsizex, v.hsizey = m.hsizey, v.ghdegx = m.ghdegx, v.ghdegy = m.ghdegy;
+  v.has_tail = m.has_tail;
+  return v;
+}
+
+// Scratch doubles full_spot needs besides the pixels: the parameter values and spot_pixels'.
+SCIPROXY_HD int full_spot_scratch_size(const PsfView& v) {
+  return v.nparams + spot_scratch_size(v.ghdegx, v.ghdegy, kMaxSpotSide, kMaxSpotSide);
+}
+
+// The unclipped spot of fibre ispec at `wavelength`: its pixel axes and pixels (ay.n x ax.n,
+// at most kMaxSpotSide^2). False when the wavelength is off the fibre's rows (specter's xypix
+// returns nothing there) or the spot clips to nothing; the axes are then still set.
+SCIPROXY_HD bool full_spot(const PsfView& v, int ispec, double wavelength, SpotAxis& ax,
+                           SpotAxis& ay, double* pixels, double* scratch) {
+  const double xc = legendre_sum(v.x_coeff + static_cast<std::int64_t>(ispec) * v.x_ncoeff,
+                                 v.x_ncoeff, legendre_argument(wavelength, v.x_lo, v.x_hi));
+  const double yc = legendre_sum(v.y_coeff + static_cast<std::int64_t>(ispec) * v.y_ncoeff,
+                                 v.y_ncoeff, legendre_argument(wavelength, v.y_lo, v.y_hi));
+  ax = spot_axis(xc, v.hsizex);
+  ay = spot_axis(yc, v.hsizey);
+  if (wavelength < v.wmin_spec[ispec] || wavelength > v.wmax_spec[ispec]) return false;
+  double* values = scratch;
+  spot_parameters(v.params, v.nparams, v.nspec, v.param_ncoeff, v.param_lo, v.param_hi, ispec,
+                  wavelength, values);
+  return spot_pixels(values, v.ghdegx, v.ghdegy, v.has_tail, xc, yc, ax, ay, pixels,
+                     scratch + v.nparams);
 }
 
 }  // namespace sciproxy::specex

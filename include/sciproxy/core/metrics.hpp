@@ -15,9 +15,11 @@ enum class Precision { fp32, fp64 };
 const char* precision_name(Precision p);
 
 struct WorkModel {
-  double points = 0;               // points updated, or multiply-adds where point_unit is "MAC"
-  std::string point_unit = "Pts";  // "Pts" (GPts/s) or "MAC" (GMAC/s)
-  double flops = 0;                // floating-point operations the implemented expressions do
+  double points = 0;  // points updated, or multiply-adds where point_unit is "MAC"
+  // "Pts" (GPts/s), "MAC" (GMAC/s), or a unit counted in items too few for giga-rates
+  // ("patches": patches/s); see display_rate.
+  std::string point_unit = "Pts";
+  double flops = 0;        // floating-point operations the implemented expressions do
   double bytes = 0;        // compulsory bytes: each input read once, each output written once
   double cache_bytes = 0;  // bytes the algorithm streams from cache (0: not declared)
   Precision precision = Precision::fp64;
@@ -54,5 +56,12 @@ struct Rates {
 };
 
 Rates derive_rates(const WorkModel& work, double seconds, const std::optional<Roofline>& roof);
+
+// The point rate as people read it: GPts/s, GMAC/s, or items per second for other units.
+struct DisplayRate {
+  double value = 0;
+  std::string unit;
+};
+DisplayRate display_rate(const WorkModel& work, double gpoints_per_s);
 
 }  // namespace sciproxy
