@@ -213,10 +213,11 @@ class Psf:
         """(1-D float64 array, scalar?) from a number or a 1-D array."""
         if value is None:
             raise TypeError(f"{name}: expected a number or a 1-D array, got None")
-        a = _args.real_array(name, value, np.float64)
+        scalar = np.ndim(value) == 0
+        a = _args.real_array(name, value, np.float64)  # (at least 1-D)
         if a.ndim > 1:
             raise ValueError(f"{name}: expected a number or a 1-D array, got {_describe(a)}")
-        return np.ascontiguousarray(a.reshape(1, -1)), a.ndim == 0
+        return np.ascontiguousarray(a.reshape(1, -1)), scalar
 
     def _eval(self, what: str, ispec, values, values_name: str):
         specs, scalar_spec = self._ispecs(ispec)
@@ -282,30 +283,13 @@ class Psf:
         ymin = _integer("ymin", ymin, _args.INT64_MIN)
         xmax = self.npix_x if xmax is None else _integer("xmax", xmax, _args.INT64_MIN)
         ymax = self.npix_y if ymax is None else _integer("ymax", ymax, _args.INT64_MIN)
-        empty = np.zeros((0, 0))
-        if w < self._wmin_spec[ispec]:
-            return slice(0, 0), slice(0, 0), empty
-        if w > self._wmax_spec[ispec]:
-            return slice(0, 0), slice(ymax, ymax), empty
-        # The unclipped footprint, as specter's _xypix (int() truncates towards zero as there).
-        out = self._psf.eval("x", np.array([ispec], np.int32), np.array([[w]]))
-        x = float(out[0, 0])
-        y = float(self._psf.eval("y", np.array([ispec], np.int32), np.array([[w]]))[0, 0])
-        xlo, xhi = int(x - self.hsizex + 0.5), int(x + self.hsizex + 1.5)
-        ylo, yhi = int(y - self.hsizey + 0.5), int(y + self.hsizey + 1.5)
-        if ylo >= ymax:
-            return slice(0, 0), slice(ymax, ymax), empty
-        if yhi < ymin:
-            return slice(0, 0), slice(ymin, ymin), empty
-        if xlo >= xmax:
-            return slice(xmax, xmax), slice(0, 0), empty
-        if xhi <= xmin:
-            return slice(xmin, xmin), slice(0, 0), empty
-        xstart, ystart, nx, ny, pix = _call({}, self._psf.spot, ispec, w, (xmin, xmax, ymin, ymax))
+        # The library clips as specter's xypix and keeps its slices' positions when the spot is
+        # off the image (absolute, as specter's: slice(ymax, ymax) past the last row).
+        xstart, ystart, nx, ny, pix = self._psf.spot(ispec, w, (xmin, xmax, ymin, ymax))
         xslice = slice(int(xstart), int(xstart) + int(nx))
         yslice = slice(int(ystart), int(ystart) + int(ny))
         if nx == 0 or ny == 0:
-            return xslice, yslice, empty
+            return xslice, yslice, np.zeros((0, 0))
         return xslice, yslice, pix
 
     def pix(self, ispec, wavelength):
@@ -361,10 +345,7 @@ class Psf:
         phot[nimage, nspec, nwave] photons per bin; wavelength[nwave] shared by every spectrum,
         or wavelength[nspec, nwave]. Returns image[ny, nx] (or [nimage, ny, nx] for 3-D phot)
         covering xyrange (default: the CCD)."""
-        specmin = _int32("specmin", specmin)
-        if specmin >= self.nspec:
-            raise ValueError(f"specmin: expected a fibre index in [0, {self.nspec - 1}], "
-                             f"got {specmin}")
+        specmin = _integer("specmin", specmin, _args.INT32_MIN, _args.INT32_MAX)
         r = _xyrange(xyrange)
         threads = _nparallel(nparallel)
         w = _args.real_array("wavelength", wavelength, np.float64)

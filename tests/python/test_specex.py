@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import sciproxy
 import sciproxy.specex as sx
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data" / "specex"
@@ -25,7 +26,8 @@ R0 = DATA / "psf-r0-00067784.fits"
 GH = DATA / "psf-gausshermite.fits"
 
 DW = 0.8
-WAVE = 6000.0 + DW * np.arange(100)  # 100 wavelengths, 6000 - 6079.2 A
+WAVE = 6000.0 + DW * np.arange(100)  # 100 wavelengths, 6000 - 6079.2 A: what is extracted
+WIDE = 6000.0 + DW * np.arange(-30, 130)  # the frames' light: 30 bins more on each side
 NSPEC = 10
 
 
@@ -42,21 +44,23 @@ def psf():
 @pytest.fixture(scope="module")
 def frame(psf):
     """A noiseless cut-out of the r0 PSF: 10 spectra of constant photons per bin (1000 to 1900)
-    on the extraction grid itself, with read-noise-like weights, and its pixel range."""
-    phot = np.repeat((1000.0 + 100.0 * np.arange(NSPEC))[:, None], WAVE.size, axis=1)
-    xmin, xmax, ymin, ymax = psf.xyrange((0, NSPEC), (WAVE[0] - 30, WAVE[-1] + 30))
+    on WIDE, the extraction's grid extended by 30 bins each side (so that every patch's padding
+    sees light, as in a real frame), with read-noise-like weights, and its pixel range."""
+    phot = np.repeat((1000.0 + 100.0 * np.arange(NSPEC))[:, None], WIDE.size, axis=1)
+    xmin, xmax, ymin, ymax = psf.xyrange((0, NSPEC), (WIDE[0], WIDE[-1]))
     xyrange = (max(xmin - 10, 0), xmax + 10, ymin, ymax)
-    image = psf.project(WAVE, phot, specmin=0, xyrange=xyrange)
+    image = psf.project(WIDE, phot, specmin=0, xyrange=xyrange)
     ivar = 1.0 / (np.maximum(image, 0) + 9.0)
-    return dict(image=image, ivar=ivar, phot=phot, xyrange=xyrange)
+    return dict(image=image, ivar=ivar, phot=phot[:, 30:130], xyrange=xyrange)
 
 
 @pytest.fixture(scope="module")
 def noisy(psf, frame):
-    phot = np.full((NSPEC, WAVE.size), 500.0)
-    image, ivar = sx.simulate_image(psf, WAVE, phot, specmin=0, xyrange=frame["xyrange"],
-                                    read_noise=3.0, seed=7)
-    return dict(image=image, ivar=ivar, phot=phot, xyrange=frame["xyrange"])
+    """500 photons per bin on WIDE, Poisson and 3 e- read noise (simulate_image, seed 7)."""
+    image, ivar = sx.simulate_image(psf, WIDE, np.full((NSPEC, WIDE.size), 500.0), specmin=0,
+                                    xyrange=frame["xyrange"], read_noise=3.0, seed=7)
+    return dict(image=image, ivar=ivar, phot=np.full((NSPEC, WAVE.size), 500.0),
+                xyrange=frame["xyrange"])
 
 
 # ---- the PSF ----
@@ -195,7 +199,8 @@ def test_ex2d_shapes_and_full_output(psf, frame):
         assert key in out
     assert out["modelimage"].shape == frame["image"].shape
     assert out["chi2pix"].shape == out["pixmask_fraction"].shape == (NSPEC, WAVE.size)
-    np.testing.assert_array_equal(out["pixmask_fraction"], 0.0)  # nothing masked
+    # Nothing masked: 1 - A^T [ivar > 0] is 0 to rounding.
+    np.testing.assert_allclose(out["pixmask_fraction"], 0.0, atol=1e-12)
     # float32 input is converted once to float64: near the float64 result, not equal.
     np.testing.assert_allclose(out["flux"], flux, rtol=1e-4)
 
@@ -220,16 +225,13 @@ def test_patch_resolution_rows_sum_to_one(psf, frame):
     np.testing.assert_allclose(out["R"].sum(axis=1), 1.0, rtol=0, atol=1e-10)
     assert out["A"].shape == (image.size, 90) and out["iCov"].shape == (90, 90)
     assert out["xflux"].shape == (3, 30)
-    # The deconvolved solution of a noiseless patch: its light is all modelled except the wings
-    # of fibres 1 and 5 and of wavelengths past the patch, so only near its edges is it off.
-    np.testing.assert_allclose(out["xflux"][1, 8:22], frame["phot"][3, 8:22], rtol=1e-3)
 
 
 def test_ex2d_resolution_rows_sum_to_one(psf, frame):
     """Rdata[i, k, j] = R_i[j - ndiag + k, j]: row m of fibre i's R is the band entries
     Rdata[i, k, m + ndiag - k]. Checked for every row whose band lies inside the output
     (ndiag <= m < nwave - ndiag): the sum is 1 within 1e-3, what the entries of R beyond the
-    band (dropped, as specter does) and the stitching of patches leave."""
+    band (dropped, as specter does) and the stitching of patches leave (9e-5 measured)."""
     _, _, rdata = sx.ex2d(frame["image"], frame["ivar"], psf, 0, NSPEC, WAVE,
                           xyrange=frame["xyrange"], bundlesize=NSPEC, nsubbundles=2,
                           wavesize=50)
@@ -241,51 +243,73 @@ def test_ex2d_resolution_rows_sum_to_one(psf, frame):
         np.testing.assert_allclose(rows, 1.0, rtol=0, atol=1e-3, err_msg=f"row {m}")
 
 
-def test_noiseless_frame_extracts_back_its_spectra(psf, frame):
-    """One patch covers the whole frame (10 spectra, 100 wavelengths): the model is exact (the
-    frame was projected from this PSF on this grid), so x is the input and, the input being
-    constant per fibre and R's rows summing to 1, so is flux = R x. Only rounding in the solve
-    remains, amplified by iCov's condition number: 1e-6 relative."""
+def test_noiseless_patch_extracts_back_its_spectra(psf):
+    """One patch of 10 spectra x 100 wavelengths on a frame projected from this PSF at exactly
+    these wavelengths: the model is exact, so the deconvolved x is the input, and, the input
+    being constant per fibre and R's rows summing to 1, so is flux = R x. Only rounding in the
+    solve remains, amplified by iCov's condition number: 1e-10 relative (5e-14 measured)."""
+    phot = np.repeat((1000.0 + 100.0 * np.arange(NSPEC))[:, None], WAVE.size, axis=1)
+    r = psf.xyrange((0, NSPEC), (WAVE[0], WAVE[-1]))
+    image = psf.project(WAVE, phot, xyrange=r)
+    ivar = 1.0 / (np.maximum(image, 0) + 9.0)
+    out = sx.ex2d_patch(image, ivar, psf, 0, NSPEC, WAVE, xyrange=r, full_output=True)
+    np.testing.assert_allclose(out["xflux"], phot, rtol=1e-10)
+    np.testing.assert_allclose(out["flux"], phot, rtol=1e-10)
+    assert np.all(out["ivar"] > 0)
+
+
+@pytest.mark.parametrize("nsubbundles, wavesize", [(1, 100), (2, 50), (5, 25)])
+def test_noiseless_frame_extracts_back_its_spectra(psf, frame, nsubbundles, wavesize):
+    """ex2d on the noiseless frame: each patch models its spectra and its padding bins, but the
+    light of wavelengths past the padding (and of fibres past a subbundle's neighbours) that
+    reaches its pixels is not modelled, which moves the kept core by up to 5e-4 relative (a
+    pull of 0.02 at these weights, as specter's patching). flux (per Angstrom) x dw within 1e-3
+    of the input photons per bin."""
     flux, ivar, _ = sx.ex2d(frame["image"], frame["ivar"], psf, 0, NSPEC, WAVE,
-                            xyrange=frame["xyrange"], bundlesize=NSPEC, nsubbundles=1,
-                            wavesize=WAVE.size)
-    np.testing.assert_allclose(flux * DW, frame["phot"], rtol=1e-6)
+                            xyrange=frame["xyrange"], bundlesize=NSPEC, nsubbundles=nsubbundles,
+                            wavesize=wavesize)
+    np.testing.assert_allclose(flux * DW, frame["phot"], rtol=1e-3)
     assert np.all(ivar > 0)
 
 
-def test_noiseless_frame_in_patches(psf, frame):
-    """With patches (2 subbundles, 50 wavelengths each) the light of the fibres and wavelengths
-    just outside each patch is unmodelled there: the core keeps within 1e-3 (about a tenth of
-    the noise at these photon counts)."""
-    flux, _, _ = sx.ex2d(frame["image"], frame["ivar"], psf, 0, NSPEC, WAVE,
-                         xyrange=frame["xyrange"], bundlesize=NSPEC, nsubbundles=2, wavesize=50)
-    np.testing.assert_allclose(flux * DW, frame["phot"], rtol=1e-3)
-
-
 def test_chi2pix_near_one_on_a_noisy_frame(psf, noisy):
+    """chi2pix, the pixels' chi^2 per flux bin, averages 0.83 here, not 1: each patch fits about
+    one flux bin per fibre per row to the ~9 pixels of that fibre's row (1 - 1/9 = 0.89), and the
+    1% PSF error term (psferr) adds to each pixel's variance. Checked: mean in [0.75, 1.05]; the
+    pulls of the extracted flux against the input have unit spread; the model image reproduces
+    the frame within its noise on the rows of the core wavelengths."""
     out = sx.ex2d(noisy["image"], noisy["ivar"], psf, 0, NSPEC, WAVE, xyrange=noisy["xyrange"],
                   bundlesize=NSPEC, nsubbundles=2, full_output=True)
     good = out["ivar"] > 0
-    median = float(np.median(out["chi2pix"][good]))
-    assert 0.8 < median < 1.2, median
-    # The pulls of the flux against the truth have unit spread (flux per A vs photons per bin).
+    assert good.all()
+    mean = float(np.mean(out["chi2pix"]))
+    assert 0.75 < mean < 1.05, mean
     pull = (out["flux"] * DW - noisy["phot"]) * np.sqrt(out["ivar"]) / DW
-    assert 0.7 < float(np.std(pull[good])) < 1.3
-    # The model image reproduces the frame within its noise.
-    chi = (noisy["image"] - out["modelimage"]) * np.sqrt(noisy["ivar"])
-    assert float(np.mean(chi**2)) < 1.5
+    assert 0.9 < float(np.std(pull)) < 1.2
+    # The weights come from the noisy pixels (ivar = 1 / (image + 9), as DESI's preprocessed
+    # images): downward fluctuations weigh more, which biases the fit low by a fraction of a
+    # sigma (-0.37 here), as in specter.
+    assert -0.6 < float(np.mean(pull)) < 0.1
+    # Rows whose light all comes from extracted bins (the model covers only those).
+    y0 = int(np.max(psf.y(None, WAVE[15])[:NSPEC])) - noisy["xyrange"][2]
+    y1 = int(np.min(psf.y(None, WAVE[85])[:NSPEC])) - noisy["xyrange"][2]
+    chi2 = (noisy["image"] - out["modelimage"])[y0:y1] ** 2 * noisy["ivar"][y0:y1]
+    assert 0.7 < float(np.mean(chi2)) < 1.1
 
 
 def test_cpu_equals_reference(psf, noisy):
-    """The reference backend (plain loops) and the cpu backend (OpenMP, LAPACK) solve the same
-    patches in a different order of operations: relative 1e-8 of each output's largest value."""
+    """The reference backend (LU, full eigendecomposition) and the cpu backend (Cholesky,
+    per-spectrum blocks) solve the same patches differently: within the library's own bound
+    ||cpu - ref|| / ||ref|| <= sciproxy.tolerance('ex2d', float64) (1e-8) for flux, ivar and
+    the resolution data (about 1e-12 to 4e-11 measured on these 5-fibre bundles)."""
     kw = dict(xyrange=noisy["xyrange"], bundlesize=5, nsubbundles=1, wavesize=50,
               full_output=True)
     ref = sx.ex2d(noisy["image"], noisy["ivar"], psf, 0, NSPEC, WAVE, device="reference", **kw)
     cpu = sx.ex2d(noisy["image"], noisy["ivar"], psf, 0, NSPEC, WAVE, device="cpu", **kw)
+    bound = sciproxy.tolerance("ex2d", np.float64)
     for key in ("flux", "ivar", "resolution_data", "chi2pix", "modelimage"):
-        scale = np.max(np.abs(ref[key]))
-        np.testing.assert_allclose(cpu[key], ref[key], rtol=0, atol=1e-8 * scale, err_msg=key)
+        rel = np.linalg.norm(cpu[key] - ref[key]) / np.linalg.norm(ref[key])
+        assert rel <= bound, (key, rel, bound)
 
 
 def test_results_do_not_depend_on_nparallel(psf, noisy):
@@ -421,27 +445,31 @@ def test_psf_bad_input(psf, tmp_path):
 # ---- Ctrl-C ----
 
 def test_interrupt_stops_a_long_extraction(psf):
-    """ex2d stops between bundles: 100 fibres in bundles of 5 over 600 wavelengths take many
-    seconds; interrupt_main from a timer raises KeyboardInterrupt within a second or so, and a
-    call afterwards still works."""
-    specmin, nspec = 0, 100
-    w = 6000.0 + DW * np.arange(600)
-    r = psf.xyrange((specmin, nspec), (w[0] - 30, w[-1] + 30))
+    """ex2d stops between bundles: 200 fibres in bundles of 5 over 1200 wavelengths take seconds
+    (40 bundles, one timed first); interrupt_main from a timer 0.3 s into the call raises
+    KeyboardInterrupt well before the end, and a call afterwards still works."""
+    nspec = 200
+    w = 6000.0 + DW * np.arange(1200)
+    r = psf.xyrange((0, nspec), (w[0] - 30, w[-1] + 30))
     ny, nx = r[3] - r[2], r[1] - r[0]
     image = np.zeros((ny, nx))
     ivar = np.full((ny, nx), 1.0 / 9.0)
-    timer = threading.Timer(0.5, _thread.interrupt_main)
+    start = time.monotonic()
+    first = sx.ex2d(image, ivar, psf, 0, 5, w, xyrange=r, bundlesize=5, device="cpu")
+    whole = (time.monotonic() - start) * nspec / 5
+    assert whole > 1.0, whole  # the interrupt lands inside the call
+    timer = threading.Timer(0.3, _thread.interrupt_main)
     start = time.monotonic()
     timer.start()
     with pytest.raises(KeyboardInterrupt):
         try:
-            sx.ex2d(image, ivar, psf, specmin, nspec, w, xyrange=r, bundlesize=5,
-                    device="cpu")
+            sx.ex2d(image, ivar, psf, 0, nspec, w, xyrange=r, bundlesize=5, device="cpu")
         finally:
-            took = time.monotonic() - start - 0.5
+            took = time.monotonic() - start - 0.3
             timer.join()
-    print(f"\nspecex ex2d: KeyboardInterrupt {took:.3f} s after interrupt_main")
-    assert took < 3.0
-    flux, _, _ = sx.ex2d(image[:, :40], ivar[:, :40], psf, 0, 5, w[:20],
-                         xyrange=(r[0], r[0] + 40, r[2], r[3]), bundlesize=5)
-    np.testing.assert_allclose(flux, 0.0, atol=1e-6)
+    print(f"\nspecex ex2d: KeyboardInterrupt {took:.3f} s after interrupt_main "
+          f"(the whole call: about {whole:.1f} s)")
+    assert took < min(3.0, whole / 2)
+    again = sx.ex2d(image, ivar, psf, 0, 5, w, xyrange=r, bundlesize=5, device="cpu")
+    for a, b in zip(first, again):
+        np.testing.assert_array_equal(a, b)
