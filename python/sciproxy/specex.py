@@ -62,7 +62,7 @@ def _call(names: dict, function, *args):
     """function(*args), with the library's argument names in errors changed to ours."""
     try:
         return function(*args)
-    except (ValueError, TypeError) as error:
+    except (ValueError, TypeError, RuntimeError) as error:
         renamed = _renamed(error, names)
         if renamed is error:
             raise
@@ -413,7 +413,7 @@ def resolution_ndiag(psf, specmin, nspec, wavelengths) -> int:
     psf = _as_psf(psf)
     specmin, nspec = _fibres(specmin, nspec)
     w = _wavelengths("wavelengths", wavelengths, at_least=2)
-    return int(_call({}, _sciproxy.specex_resolution_ndiag, psf._psf, specmin, nspec,
+    return int(_call({"dw": "wavelengths"}, _sciproxy.specex_resolution_ndiag, psf._psf, specmin, nspec,
                      float(w[1] - w[0])))
 
 
@@ -547,7 +547,8 @@ def simulate_image(psf, wavelengths, phot, specmin=0, xyrange=None, read_noise=3
 def read_preproc_image(path) -> dict:
     """A DESI preprocessed image: dict(image, ivar (0 where mask != 0), mask (int16), camera,
     has_fibermap, path), images [ny, nx] float64."""
-    return dict(_call({}, _sciproxy.specex_read_preproc_image, _path("path", path)))
+    return dict(_call({"image": "path"}, _sciproxy.specex_read_preproc_image,
+                      _path("path", path)))
 
 
 def write_preproc_image(path, image, ivar, mask=None, camera="r0") -> None:
@@ -606,7 +607,8 @@ def extract_frame(image_path, psf_path, frame_path, model_path=None, wavelength=
     options = _ex2d_options(0.0, False, bundlesize, nsubbundles, nwavestep, True, psferr,
                             pixpad_frac, wavepad_frac, nparallel, False,
                             wavesize_name="nwavestep")
-    out = dict(_call({"wavelengths": "wavelength", "wavesize": "nwavestep"},
+    out = dict(_call({"wavelengths": "wavelength", "wavesize": "nwavestep", "image": "image_path",
+                      "psf": "psf_path"},
                      _sciproxy.specex_extract_frame, image_path, psf_path, frame_path, model_path,
                      w, specmin, nspec, options, _device(device)))
     out["wavelength"] = w

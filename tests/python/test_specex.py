@@ -313,14 +313,17 @@ def test_cpu_equals_reference(psf, noisy):
 
 
 def test_results_do_not_depend_on_nparallel(psf, noisy):
-    """Each patch is solved by one thread and written to its own bins: bit-identical."""
-    kw = dict(xyrange=noisy["xyrange"], bundlesize=5, nsubbundles=1, device="cpu",
+    """Each patch is solved by one thread into its own buffers and the model image is summed in
+    patch order (src/specex/cpu.cpp): every output is bit-identical for 1 and 2 threads."""
+    kw = dict(xyrange=noisy["xyrange"], bundlesize=NSPEC, nsubbundles=5, device="cpu",
               full_output=True)
     one = sx.ex2d(noisy["image"], noisy["ivar"], psf, 0, NSPEC, WAVE, nparallel=1, **kw)
     two = sx.ex2d(noisy["image"], noisy["ivar"], psf, 0, NSPEC, WAVE, nparallel=2, **kw)
-    for key in ("flux", "ivar", "resolution_data", "chi2pix", "pixmask_fraction"):
+    for key in ("flux", "ivar", "resolution_data", "chi2pix", "pixmask_fraction", "modelimage"):
         np.testing.assert_array_equal(one[key], two[key], err_msg=key)
-    np.testing.assert_allclose(one["modelimage"], two["modelimage"], rtol=1e-12, atol=1e-9)
+    a = psf.project(WIDE, np.full((NSPEC, WIDE.size), 5.0), xyrange=noisy["xyrange"], nparallel=1)
+    b = psf.project(WIDE, np.full((NSPEC, WIDE.size), 5.0), xyrange=noisy["xyrange"], nparallel=2)
+    np.testing.assert_array_equal(a, b)
 
 
 def test_simulate_image_is_deterministic(psf, frame):
@@ -347,6 +350,37 @@ def test_preproc_image_round_trip(tmp_path):
     np.testing.assert_array_equal(back["mask"], mask)
     assert back["ivar"][1, 2] == 0 and back["ivar"][0, 0] == 0.5  # ivar 0 where masked
     assert back["camera"] == "r0"
+
+
+def test_extract_frame_as_ex2d(psf, tmp_path):
+    """gpu_specter's extract_frame on a whole-CCD preprocessed image written to disk: the frame
+    and the model image are written, and the extraction is ex2d's on the image read back."""
+    image, ivar = sx.simulate_image(psf, WIDE, np.full((NSPEC, WIDE.size), 500.0), seed=1)
+    pre = tmp_path / "preproc.fits"
+    sx.write_preproc_image(pre, image, ivar, camera="r0")
+    back = sx.read_preproc_image(pre)
+    assert back["image"].shape == (psf.npix_y, psf.npix_x)
+    out = sx.extract_frame(pre, R0, tmp_path / "frame.fits", tmp_path / "model.fits",
+                           wavelength=(WAVE[0], WAVE[-1], DW), specmin=0, nspec=NSPEC,
+                           bundlesize=NSPEC, nsubbundles=2)
+    assert (tmp_path / "frame.fits").exists() and (tmp_path / "model.fits").exists()
+    np.testing.assert_allclose(out["wavelength"], WAVE, rtol=0, atol=1e-9)
+    assert out["modelimage"].shape == (psf.npix_y, psf.npix_x)
+    ref = sx.ex2d(back["image"], back["ivar"], psf, 0, NSPEC, out["wavelength"],
+                  bundlesize=NSPEC, nsubbundles=2, full_output=True)
+    for key in ("flux", "ivar", "resolution_data", "chi2pix"):
+        np.testing.assert_allclose(out[key], ref[key], rtol=1e-12, atol=1e-12, err_msg=key)
+    with raises(ValueError, "image_path"):
+        sx.extract_frame(tmp_path / "none.fits", R0, tmp_path / "f.fits",
+                         wavelength=(WAVE[0], WAVE[-1], DW), nspec=NSPEC, bundlesize=NSPEC)
+    with raises(ValueError, "wavelength"):
+        sx.extract_frame(pre, R0, tmp_path / "f.fits", wavelength=(6000.0, 5000.0, DW),
+                         nspec=NSPEC, bundlesize=NSPEC)
+    with raises(ValueError, "nwavestep"):
+        sx.extract_frame(pre, R0, tmp_path / "f.fits", wavelength=(WAVE[0], WAVE[-1], DW),
+                         nspec=NSPEC, bundlesize=NSPEC, nsubbundles=2, nwavestep=0)
+    with raises(TypeError, "wavelength"):
+        sx.extract_frame(pre, R0, tmp_path / "f.fits")
 
 
 # ---- bad input ----
@@ -436,6 +470,10 @@ def test_psf_bad_input(psf, tmp_path):
         psf.project(WAVE, np.ones((1, 1, 2, WAVE.size)))
     with raises(ValueError, "specmin"):
         psf.project(WAVE, np.ones((2, WAVE.size)), specmin=500)
+    with raises(ValueError, "wavelengths"):  # decreasing: a negative step
+        sx.resolution_ndiag(psf, 0, NSPEC, WAVE[::-1])
+    with raises(ValueError, "path"):  # a PSF is not a preprocessed image
+        sx.read_preproc_image(R0)
     with raises(ValueError, "read_noise"):
         sx.simulate_image(psf, WAVE, np.ones((1, WAVE.size)), read_noise=-1.0)
     with raises(ValueError, "phot"):
