@@ -413,8 +413,8 @@ def resolution_ndiag(psf, specmin, nspec, wavelengths) -> int:
     psf = _as_psf(psf)
     specmin, nspec = _fibres(specmin, nspec)
     w = _wavelengths("wavelengths", wavelengths, at_least=2)
-    return int(_call({"dw": "wavelengths"}, _sciproxy.specex_resolution_ndiag, psf._psf, specmin, nspec,
-                     float(w[1] - w[0])))
+    return int(_call({"dw": "wavelengths"}, _sciproxy.specex_resolution_ndiag, psf._psf,
+                     specmin, nspec, float(w[1] - w[0])))
 
 
 def _int(name: str, value) -> int:
@@ -538,8 +538,8 @@ def simulate_image(psf, wavelengths, phot, specmin=0, xyrange=None, read_noise=3
     w = _wavelengths("wavelengths", wavelengths)
     p = _phot(phot, w.size)
     specmin = _integer("specmin", specmin, _args.INT32_MIN, _args.INT32_MAX)
-    out = _call({"wavelength": "wavelengths"}, _sciproxy.specex_simulate_image, psf._psf, w, p, specmin, _xyrange(xyrange),
-                _real("read_noise", read_noise),
+    out = _call({"wavelength": "wavelengths"}, _sciproxy.specex_simulate_image, psf._psf, w, p,
+                specmin, _xyrange(xyrange), _real("read_noise", read_noise),
                 _integer("seed", seed, 0, 2**64 - 1), _nparallel(nparallel))
     return out["image"], out["ivar"]
 

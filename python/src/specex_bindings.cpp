@@ -44,8 +44,12 @@ using Mask = nb::ndarray<const std::int16_t, nb::ndim<2>, nb::c_contig, nb::devi
 // (xmin, xmax, ymin, ymax), specter's xyrange.
 using Range = std::tuple<std::int64_t, std::int64_t, std::int64_t, std::int64_t>;
 
-std::span<const double> span_of(const Vector& a) { return {a.data(), a.size()}; }
-std::span<const double> span_of(const Matrix& a) { return {a.data(), a.size()}; }
+std::span<const double> span_of(const Vector& a) {
+  return {a.data(), a.size()};
+}
+std::span<const double> span_of(const Matrix& a) {
+  return {a.data(), a.size()};
+}
 
 std::optional<sx::PixelRange> range_of(const std::optional<Range>& r) {
   if (!r) return std::nullopt;
@@ -54,7 +58,9 @@ std::optional<sx::PixelRange> range_of(const std::optional<Range>& r) {
   return p;
 }
 
-Range tuple_of(const sx::PixelRange& p) { return {p.xmin, p.xmax, p.ymin, p.ymax}; }
+Range tuple_of(const sx::PixelRange& p) {
+  return {p.xmin, p.xmax, p.ymin, p.ymax};
+}
 
 nb::object vector_to_numpy(std::vector<double>&& v) {
   const auto n = static_cast<std::int64_t>(v.size());
@@ -82,9 +88,9 @@ nb::object psf_eval(const sx::Psf& psf, const std::string& what, const Specs& is
   const auto rows = static_cast<std::int64_t>(values.shape(0));
   const auto n = static_cast<std::int64_t>(values.shape(1));
   if (rows != 1 && rows != k)
-    sciproxy::throw_invalid_argument("values", "one row, or one per fibre",
-                                     std::to_string(rows) + " rows for " + std::to_string(k) +
-                                         " fibres");
+    sciproxy::throw_invalid_argument(
+        "values", "one row, or one per fibre",
+        std::to_string(rows) + " rows for " + std::to_string(k) + " fibres");
   int which = -1;
   if (what == "x") which = 0;
   if (what == "y") which = 1;
@@ -100,10 +106,18 @@ nb::object psf_eval(const sx::Psf& psf, const std::string& what, const Specs& is
       double* o = out.data() + i * n;
       for (std::int64_t j = 0; j < n; ++j) {
         switch (which) {
-          case 0: o[j] = psf.x(s, v[j]); break;
-          case 1: o[j] = psf.y(s, v[j]); break;
-          case 2: o[j] = psf.wavelength(s, v[j]); break;
-          default: o[j] = psf.wdisp(s, v[j]); break;
+          case 0:
+            o[j] = psf.x(s, v[j]);
+            break;
+          case 1:
+            o[j] = psf.y(s, v[j]);
+            break;
+          case 2:
+            o[j] = psf.wavelength(s, v[j]);
+            break;
+          default:
+            o[j] = psf.wdisp(s, v[j]);
+            break;
         }
       }
     }
@@ -273,8 +287,8 @@ nb::list ex2d_patches(const sx::Psf& psf, const Matrix& image, const Matrix& iva
   std::vector<sx::PatchPlan> plans;
   {
     nb::gil_scoped_release release;
-    plans = sx::ex2d_patches(psf, image_of(image, ivar, r), specmin, nspec, span_of(wavelengths),
-                             opt);
+    plans =
+        sx::ex2d_patches(psf, image_of(image, ivar, r), specmin, nspec, span_of(wavelengths), opt);
   }
   nb::list out;
   for (const auto& p : plans) {
@@ -408,9 +422,8 @@ void register_specex(nb::module_& m) {
   m.def("specex_ex2d", &ex2d, "psf"_a, "image"_a.noconvert(), "ivar"_a.noconvert(),
         "xyrange"_a.none(), "specmin"_a, "nspec"_a, "wavelengths"_a.noconvert(), "options"_a,
         "device"_a);
-  m.def("specex_ex2d_patches", &ex2d_patches, "psf"_a, "image"_a.noconvert(),
-        "ivar"_a.noconvert(), "xyrange"_a.none(), "specmin"_a, "nspec"_a,
-        "wavelengths"_a.noconvert(), "options"_a);
+  m.def("specex_ex2d_patches", &ex2d_patches, "psf"_a, "image"_a.noconvert(), "ivar"_a.noconvert(),
+        "xyrange"_a.none(), "specmin"_a, "nspec"_a, "wavelengths"_a.noconvert(), "options"_a);
   m.def("specex_ex2d_patch", &ex2d_patch, "psf"_a, "image"_a.noconvert(), "ivar"_a.noconvert(),
         "xyrange"_a.none(), "specmin"_a, "nspec"_a, "wavelengths"_a.noconvert(), "regularize"_a,
         "ndecorr"_a, "device"_a);
