@@ -312,6 +312,23 @@ def test_cpu_equals_reference(psf, noisy):
         assert rel <= bound, (key, rel, bound)
 
 
+def test_record_verifies_against_the_reference(psf, noisy):
+    """sciproxy.record(verify=True) reports each ex2d call and checks it against the reference
+    backend with the library's tolerance."""
+    with sciproxy.record(verify=True) as rec:
+        sx.ex2d(noisy["image"], noisy["ivar"], psf, 0, 5, WAVE[:40], xyrange=noisy["xyrange"],
+                bundlesize=5, device="cpu")
+    assert rec.passed, rec.text()
+    assert "ex2d" in rec.text()
+
+
+@pytest.mark.skipif("cuda" in sciproxy.info()["backends"], reason="a CUDA build")
+def test_cuda_absent_is_a_runtime_error_naming_the_device(psf, noisy):
+    with raises(RuntimeError, "device"):
+        sx.ex2d(noisy["image"], noisy["ivar"], psf, 0, 5, WAVE, xyrange=noisy["xyrange"],
+                bundlesize=5, device="cuda")
+
+
 def test_results_do_not_depend_on_nparallel(psf, noisy):
     """Each patch is solved by one thread into its own buffers and the model image is summed in
     patch order (src/specex/cpu.cpp): every output is bit-identical for 1 and 2 threads."""
