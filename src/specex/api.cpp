@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "core/recorded_call.hpp"
 #include "case.hpp"
+#include "core/recorded_call.hpp"
 #include "kernels.hpp"
 #include "math.hpp"
 #include "sciproxy/core/cancel.hpp"
@@ -38,7 +38,7 @@ std::pair<std::int64_t, std::int64_t> spot_shape(const Psf& psf) {
 // specter's split_bundle: subbundle sizes differing by at most one, the smaller ones moved
 // inward, each extended by one neighbour on each side that is inside the bundle.
 struct Subbundle {
-  int first = 0, count = 0;    // the core, relative to the bundle
+  int first = 0, count = 0;  // the core, relative to the bundle
   int extract_first = 0, extract_count = 0;
 };
 std::vector<Subbundle> split_bundle(int bundlesize, int n) {
@@ -98,8 +98,8 @@ PixelRange check_image(const Psf& psf, const ImageInput& image) {
                        static_cast<std::int64_t>(k) % image.nx);
   };
   require(nan == 0, "image", "finite pixel values (mask bad pixels with ivar = 0 instead)",
-          nan ? fmt::format("{} non-finite pixels, the first {} at {}", nan,
-                            image.image[first_nan], where(first_nan))
+          nan ? fmt::format("{} non-finite pixels, the first {} at {}", nan, image.image[first_nan],
+                            where(first_nan))
               : "");
   require(negative == 0, "imageivar", "finite values >= 0",
           negative ? fmt::format("{} bad values, the first {} at {}", negative,
@@ -116,8 +116,7 @@ double check_wavelengths(const Psf& psf, std::span<const double> w) {
     require(std::isfinite(w[k]), "wavelengths", "finite values",
             fmt::format("{} at index {}", w[k], k));
   const double dw = w[1] - w[0];
-  require(dw > 0, "wavelengths", "increasing values",
-          fmt::format("{} then {}", w[0], w[1]));
+  require(dw > 0, "wavelengths", "increasing values", fmt::format("{} then {}", w[0], w[1]));
   for (std::size_t k = 1; k < w.size(); ++k) {
     const double step = w[k] - w[k - 1];
     // numpy.allclose(dw, diff) as specter checks it.
@@ -135,11 +134,11 @@ double check_wavelengths(const Psf& psf, std::span<const double> w) {
 void check_spectra(const Psf& psf, int specmin, int nspec) {
   require(specmin >= 0, "specmin", "a fibre index >= 0", std::to_string(specmin));
   require(nspec >= 1, "nspec", "at least 1", std::to_string(nspec));
-  require(static_cast<long long>(specmin) + nspec <= psf.nspec(), "specmin, nspec",
-          fmt::format("fibres within the PSF's {} (specmin + nspec <= {})", psf.nspec(),
-                      psf.nspec()),
-          fmt::format("specmin {} + nspec {} = {}", specmin, nspec,
-                      static_cast<long long>(specmin) + nspec));
+  require(
+      static_cast<long long>(specmin) + nspec <= psf.nspec(), "specmin, nspec",
+      fmt::format("fibres within the PSF's {} (specmin + nspec <= {})", psf.nspec(), psf.nspec()),
+      fmt::format("specmin {} + nspec {} = {}", specmin, nspec,
+                  static_cast<long long>(specmin) + nspec));
 }
 
 void check_options(const Ex2dOptions& o, int specmin, int nspec) {
@@ -157,8 +156,8 @@ void check_options(const Ex2dOptions& o, int specmin, int nspec) {
   require(o.wavesize >= 1, "wavesize", "at least 1", std::to_string(o.wavesize));
   require(std::isfinite(o.regularize) && o.regularize >= 0, "regularize", "a finite value >= 0",
           fmt::format("{}", o.regularize));
-  require(std::isfinite(o.pixpad_frac) && o.pixpad_frac >= 0, "pixpad_frac",
-          "a finite value >= 0", fmt::format("{}", o.pixpad_frac));
+  require(std::isfinite(o.pixpad_frac) && o.pixpad_frac >= 0, "pixpad_frac", "a finite value >= 0",
+          fmt::format("{}", o.pixpad_frac));
   require(std::isfinite(o.wavepad_frac) && o.wavepad_frac >= 0, "wavepad_frac",
           "a finite value >= 0", fmt::format("{}", o.wavepad_frac));
   if (o.psferr)
@@ -189,13 +188,12 @@ int resolution_ndiag(const Psf& psf, int specmin, int nspec, double dw) {
     for (const double w : {wmin, 0.5 * (wmin + wmax), wmax})
       ndiag = std::max(ndiag, round_half_even(9.0 * psf.wdisp(ispec, w) / dw));
   const auto [ny, nx] = spot_shape(psf);
-  return static_cast<int>(std::min({ndiag, static_cast<long long>(ny / 2),
-                                    static_cast<long long>(nx / 2)}));
+  return static_cast<int>(
+      std::min({ndiag, static_cast<long long>(ny / 2), static_cast<long long>(nx / 2)}));
 }
 
-std::vector<PatchPlan> ex2d_patches(const Psf& psf, const ImageInput& image, int specmin,
-                                    int nspec, std::span<const double> wavelengths,
-                                    const Ex2dOptions& o) {
+std::vector<PatchPlan> ex2d_patches(const Psf& psf, const ImageInput& image, int specmin, int nspec,
+                                    std::span<const double> wavelengths, const Ex2dOptions& o) {
   check_spectra(psf, specmin, nspec);
   check_options(o, specmin, nspec);
   const double dw = check_wavelengths(psf, wavelengths);
@@ -227,17 +225,17 @@ std::vector<PatchPlan> ex2d_patches(const Psf& psf, const ImageInput& image, int
         r.xmin = std::max(r.xmin, bounds.xmin);
         r.xmax = std::min(r.xmax, bounds.xmax);
         require(r.nx() > 0 && r.ny() > 0, "xyrange",
-                fmt::format("an image that covers spectra {}-{} at {:.2f}-{:.2f} Angstrom",
-                            speclo, spechi - 1, wlo, whi),
+                fmt::format("an image that covers spectra {}-{} at {:.2f}-{:.2f} Angstrom", speclo,
+                            spechi - 1, wlo, whi),
                 fmt::format("{}, which does not reach them", describe_range(bounds)));
         p.pixels = r;
         // Padding bins: those whose spots reach into the rows above and below, at least ndiag.
         const double wbelow = psf.wavelength(speclo, double(r.ymin - wave_rows));
         const double wabove = psf.wavelength(speclo, double(r.ymax + wave_rows));
-        p.nlo = static_cast<int>(std::max<long long>(
-            static_cast<long long>((wlo - wbelow) / dw) - 1, ndiag));
-        p.nhi = static_cast<int>(std::max<long long>(
-            static_cast<long long>((wabove - whi) / dw) - 1, ndiag));
+        p.nlo = static_cast<int>(
+            std::max<long long>(static_cast<long long>((wlo - wbelow) / dw) - 1, ndiag));
+        p.nhi = static_cast<int>(
+            std::max<long long>(static_cast<long long>((wabove - whi) / dw) - 1, ndiag));
         p.wfirst = wlo - p.nlo * dw;
         plan.push_back(p);
       }
@@ -247,20 +245,26 @@ std::vector<PatchPlan> ex2d_patches(const Psf& psf, const ImageInput& image, int
 }
 
 WorkModel ex2d_work(const std::vector<PatchPlan>& patches, const PsfModel& psf, bool ndecorr) {
-  // Per patch of n flux bins over npix pixels, with spots of sx x sy pixels and g Gauss-Hermite
-  // terms: spots n (2 g sx + 2 (ghdegy + 1) sx sy), A^T W A over overlapping spot pairs (about a
-  // spot's footprint of neighbours: 2 n sx sy (2 hsizey + 1)), Cholesky n^3/3 and its inverse
-  // 2n^3/3 (signal mode) or a full eigendecomposition ~ 9 n^3 (noise mode), the per-spectrum
-  // blocks' eigendecompositions 9 nw^3 each and Q = V D V^T 2 nw^3, R x 2 n nw. Bytes: the
-  // patch's pixels and ivar read, outputs written.
+  // The work of the tuned backends, per patch of n flux bins over npix pixels, with spots of
+  // sx x sy pixels and g Gauss-Hermite terms:
+  //   spots          n (2 g sx + 2 (ghdegy + 1) sx sy)
+  //   A^T W A        2 n sx sy (2 hsizey + 1): each spot against the spots it overlaps
+  //   signal mode    banded Cholesky n kd^2 and the band of its inverse 2 n kd^2, kd = 2 nwave
+  //                  + 2 hsizey (fibres two apart still overlap); noise mode: a dense
+  //                  eigendecomposition, ~9 n^3
+  //   per fibre      eigendecomposition of its nwave x nwave block ~9 nw^3, Q = V D V^T 2 nw^3,
+  //                  R x 2 n nw
+  // The reference does more (a dense eigendecomposition of iCov); its rate is counted on this
+  // same work. Bytes: the patch's pixels and ivar read, its kept outputs written.
   const double sx = 2 * psf.hsizex + 1, sy = 2 * psf.hsizey + 1;
   const double g = double(psf.ghdegx + 1) * double(psf.ghdegy + 1);
   WorkModel w;
   for (const PatchPlan& p : patches) {
     const double n = p.nflux(), nw = p.nwave(), npix = double(p.npix());
+    const double kd = std::min(n - 1, 2 * nw + 2 * psf.hsizey);
     w.flops += n * (2 * g * sx + 2 * (psf.ghdegy + 1) * sx * sy);
     w.flops += 2 * n * sx * sy * (2 * psf.hsizey + 1);
-    w.flops += ndecorr ? 9 * n * n * n : n * n * n;
+    w.flops += ndecorr ? 9 * n * n * n : 3 * n * kd * kd;
     w.flops += p.nspec * (11 * nw * nw * nw) + 2 * n * nw;
     w.bytes += 16 * npix + 8.0 * p.nkeep * p.ncore * (4 + 2 * 5 + 1);
     w.points += 1;
@@ -331,11 +335,10 @@ Ex2dResult ex2d(const Device& device, const Psf& psf, const ImageInput& image, i
   // Per Angstrom (specter: numpy.gradient of the wavelengths, constant on a linear grid).
   for (std::int64_t i = 0; i < r.nspec; ++i)
     for (std::int64_t j = 0; j < r.nwave; ++j) {
-      const double step = r.nwave == 1 ? 1.0
-                          : j == 0     ? wavelengths[1] - wavelengths[0]
-                          : j == r.nwave - 1
-                              ? wavelengths[j] - wavelengths[j - 1]
-                              : (wavelengths[j + 1] - wavelengths[j - 1]) / 2;
+      const double step = r.nwave == 1       ? 1.0
+                          : j == 0           ? wavelengths[1] - wavelengths[0]
+                          : j == r.nwave - 1 ? wavelengths[j] - wavelengths[j - 1]
+                                             : (wavelengths[j + 1] - wavelengths[j - 1]) / 2;
       r.flux[i * r.nwave + j] /= step;
       r.ivar[i * r.nwave + j] *= step * step;
     }
@@ -410,14 +413,12 @@ PatchResult ex2d_patch(const Device& device, const Psf& psf, const ImageInput& i
 }
 
 std::vector<double> wavelength_grid(double wmin, double wmax, double dw) {
-  require(std::isfinite(wmin) && std::isfinite(wmax) && std::isfinite(dw) && dw > 0 &&
-              wmax >= wmin,
+  require(std::isfinite(wmin) && std::isfinite(wmax) && std::isfinite(dw) && dw > 0 && wmax >= wmin,
           "wavelength", "wmin,wmax,dw with wmin <= wmax and dw > 0",
           fmt::format("{},{},{}", wmin, wmax, dw));
   // numpy.arange(wmin, wmax + dw/2, dw), as desispec builds the grid.
   const auto n = static_cast<std::int64_t>(std::ceil((wmax + dw / 2 - wmin) / dw));
-  require(n <= 10'000'000, "wavelength", "at most 10 million wavelengths",
-          fmt::format("{}", n));
+  require(n <= 10'000'000, "wavelength", "at most 10 million wavelengths", fmt::format("{}", n));
   std::vector<double> w(static_cast<std::size_t>(n));
   const double delta = n > 1 ? (wmin + dw) - wmin : dw;
   for (std::int64_t i = 0; i < n; ++i) w[i] = i == 0 ? wmin : wmin + double(i) * delta;

@@ -95,17 +95,17 @@ class Ex2dCase final : public Case {
             fmt::format("{} + {}", specmin_, nspec_));
 
     // The cut-out: the spectra's pixels with room above and below for the padding patches read.
-    PixelRange r = psf_->xyrange(specmin_, specmin_ + nspec_, wavelengths_.front(),
-                                 wavelengths_.back());
+    PixelRange r =
+        psf_->xyrange(specmin_, specmin_ + nspec_, wavelengths_.front(), wavelengths_.back());
     r.ymin = std::max<std::int64_t>(0, r.ymin - 60);
     r.ymax = std::min<std::int64_t>(psf_->npix_y(), r.ymax + 60);
     r.xmin = std::max<std::int64_t>(0, r.xmin - 10);
     r.xmax = std::min<std::int64_t>(psf_->npix_x(), r.xmax + 10);
     // Photons over a wider wavelength range than extracted, so that the edges see light too.
     const double margin = 30.0;
-    std::vector<double> wide = wavelength_grid(std::max(psf_->wmin(), wavelengths_.front() - margin),
-                                               std::min(psf_->wmax(), wavelengths_.back() + margin),
-                                               dw);
+    std::vector<double> wide =
+        wavelength_grid(std::max(psf_->wmin(), wavelengths_.front() - margin),
+                        std::min(psf_->wmax(), wavelengths_.back() + margin), dw);
     const auto phot = spectra(nspec_, static_cast<std::int64_t>(wide.size()), seed_);
     image_ = simulate_image(*psf_, wide, phot, specmin_, r, read_noise_, seed_);
     patches_ = ex2d_patches(*psf_, input(), specmin_, nspec_, wavelengths_, options_);
@@ -113,8 +113,8 @@ class Ex2dCase final : public Case {
 
   std::string kernel() const override { return "ex2d"; }
   std::string label() const override {
-    return fmt::format("{} spectra x {} wavelengths ({:.1f}-{:.1f} A), {} patches, {} mode",
-                       nspec_, wavelengths_.size(), wavelengths_.front(), wavelengths_.back(),
+    return fmt::format("{} spectra x {} wavelengths ({:.1f}-{:.1f} A), {} patches, {} mode", nspec_,
+                       wavelengths_.size(), wavelengths_.front(), wavelengths_.back(),
                        patches_.size(), options_.ndecorr ? "noise" : "signal");
   }
   Parameters parameters() const override {

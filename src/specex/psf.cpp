@@ -301,8 +301,8 @@ PsfModel read_model(const std::string& path) {
   const long long fibermin = f.int_key("FIBERMIN"), fibermax = f.int_key("FIBERMAX");
   if (f.has_key("PSFERR")) m.psferr = f.real_key("PSFERR");
   if (m.npix_x < 1 || m.npix_y < 1)
-    f.fail(0, fmt::format("NPIX_X, NPIX_Y are {}, {}, expected positive sizes", m.npix_x,
-                          m.npix_y));
+    f.fail(0,
+           fmt::format("NPIX_X, NPIX_Y are {}, {}, expected positive sizes", m.npix_x, m.npix_y));
   if (fibermax < fibermin)
     f.fail(0, fmt::format("FIBERMAX {} is below FIBERMIN {}", fibermax, fibermin));
   m.nspec = static_cast<int>(fibermax - fibermin + 1);
@@ -347,8 +347,8 @@ PsfModel read_model(const std::string& path) {
       long rows = 0, cols = 0;
       auto coeff = f.image(rows, cols);
       if (rows != m.nspec)
-        f.fail(0, fmt::format("HDU {} has {} rows, expected one per fibre ({})", name, rows,
-                              m.nspec));
+        f.fail(0,
+               fmt::format("HDU {} has {} rows, expected one per fibre ({})", name, rows, m.nspec));
       const double lo = f.real_key("WAVEMIN"), hi = f.real_key("WAVEMAX");
       (std::string(name) == "XTRACE" ? m.x : m.y) =
           trace_of(coeff, static_cast<int>(cols), lo, hi, fmt::format("HDU {}", name));
@@ -389,9 +389,9 @@ void complete(PsfModel& m) {
               m.x.coeff.size() == static_cast<std::size_t>(m.nspec) * m.x.ncoeff &&
               m.y.coeff.size() == static_cast<std::size_t>(m.nspec) * m.y.ncoeff,
           "psf", "x and y traces of nspec x ncoeff coefficients", "other sizes");
-  require(m.params.size() ==
-              static_cast<std::size_t>(m.nparams()) * m.nspec * m.param_ncoeff,
-          "psf", "nparams x nspec x ncoeff parameter coefficients", std::to_string(m.params.size()));
+  require(m.params.size() == static_cast<std::size_t>(m.nparams()) * m.nspec * m.param_ncoeff,
+          "psf", "nparams x nspec x ncoeff parameter coefficients",
+          std::to_string(m.params.size()));
   m.w = invert(m.y);
   m.wmin_spec.resize(m.nspec);
   m.wmax_spec.resize(m.nspec);
@@ -413,8 +413,8 @@ void complete(PsfModel& m) {
 
 void require_fibre(const PsfModel& m, int ispec) {
   if (ispec < 0 || ispec >= m.nspec)
-    throw InvalidArgument(fmt::format("ispec: expected a fibre index in [0, {}) of the PSF, got {}",
-                                      m.nspec, ispec));
+    throw InvalidArgument(
+        fmt::format("ispec: expected a fibre index in [0, {}) of the PSF, got {}", m.nspec, ispec));
 }
 
 }  // namespace
@@ -479,7 +479,8 @@ double Psf::wdisp(int ispec, double wavelength) const {
 
 Spot Psf::spot(int ispec, double wavelength, std::optional<PixelRange> bounds) const {
   require_fibre(*model_, ispec);
-  std::vector<double> scratch(kMaxSpotSide * kMaxSpotSide + full_spot_scratch_size(host_view(*model_)));
+  std::vector<double> scratch(kMaxSpotSide * kMaxSpotSide +
+                              full_spot_scratch_size(host_view(*model_)));
   return clipped_spot(host_view(*model_), ispec, wavelength,
                       bounds.value_or(PixelRange{0, model_->npix_x, 0, model_->npix_y}),
                       scratch.data());
@@ -568,9 +569,9 @@ PixelRange Psf::xyrange(int specmin, int specmax, double wavemin, double wavemax
       }
     }
     if (!found)
-      throw InvalidArgument(fmt::format(
-          "wavelengths: fibre {} has no trace on the CCD between {} and {} Angstrom", ispec,
-          wavemin, wavemax));
+      throw InvalidArgument(
+          fmt::format("wavelengths: fibre {} has no trace on the CCD between {} and {} Angstrom",
+                      ispec, wavemin, wavemax));
     return std::pair{best_x, best_w};
   };
   // specter tests the first fibre's rows with 0 <= y - 0.5 and the last one's with -0.5 <= y.

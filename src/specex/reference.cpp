@@ -138,8 +138,7 @@ bool solve(const Problem& p, const PatchPlan& plan, const PatchPixels& px,
     for (int s = 0; s < plan.nspec; ++s) {
       Matrix block(static_cast<std::size_t>(nw) * nw);
       for (int r = 0; r < nw; ++r)
-        for (int col = 0; col < nw; ++col)
-          block[r * nw + col] = c[(s * nw + r) * n + s * nw + col];
+        for (int col = 0; col < nw; ++col) block[r * nw + col] = c[(s * nw + r) * n + s * nw + col];
       std::vector<double> bl;
       Matrix bv;
       if (!eigh(block, nw, bl, bv)) return false;
