@@ -297,12 +297,19 @@ def test_chi2pix_near_one_on_a_noisy_frame(psf, noisy):
     assert 0.7 < float(np.mean(chi2)) < 1.1
 
 
-def test_cpu_equals_reference(psf, noisy):
-    """The reference backend (LU, full eigendecomposition) and the cpu backend (Cholesky,
+@pytest.mark.parametrize("bundlesize", [
+    5,
+    pytest.param(10, marks=pytest.mark.xfail(strict=False, reason=(
+        "10-fibre patches (about 700 flux bins): ivar differs by 1.9e-8 and the resolution data "
+        "by 1.1e-8 relative L2 (2.1e-7 and 1.0e-7 on specter's default 25-fibre patches), above "
+        "the library's 1e-8; reported to the C++ side"))),
+])
+def test_cpu_equals_reference(psf, noisy, bundlesize):
+    """The reference backend (LU, full eigendecomposition) and the cpu backend (banded Cholesky,
     per-spectrum blocks) solve the same patches differently: within the library's own bound
-    ||cpu - ref|| / ||ref|| <= sciproxy.tolerance('ex2d', float64) (1e-8) for flux, ivar and
-    the resolution data (about 1e-12 to 4e-11 measured on these 5-fibre bundles)."""
-    kw = dict(xyrange=noisy["xyrange"], bundlesize=5, nsubbundles=1, wavesize=50,
+    ||cpu - ref|| / ||ref|| <= sciproxy.tolerance('ex2d', float64) (1e-8) for flux, ivar, the
+    resolution data, chi2pix and the model image (1e-12 to 3e-11 measured on 5-fibre patches)."""
+    kw = dict(xyrange=noisy["xyrange"], bundlesize=bundlesize, nsubbundles=1, wavesize=50,
               full_output=True)
     ref = sx.ex2d(noisy["image"], noisy["ivar"], psf, 0, NSPEC, WAVE, device="reference", **kw)
     cpu = sx.ex2d(noisy["image"], noisy["ivar"], psf, 0, NSPEC, WAVE, device="cpu", **kw)
