@@ -156,10 +156,13 @@ void check_options(const Ex2dOptions& o, int specmin, int nspec) {
   require(o.wavesize >= 1, "wavesize", "at least 1", std::to_string(o.wavesize));
   require(std::isfinite(o.regularize) && o.regularize >= 0, "regularize", "a finite value >= 0",
           fmt::format("{}", o.regularize));
-  require(std::isfinite(o.pixpad_frac) && o.pixpad_frac >= 0, "pixpad_frac", "a finite value >= 0",
-          fmt::format("{}", o.pixpad_frac));
-  require(std::isfinite(o.wavepad_frac) && o.wavepad_frac >= 0, "wavepad_frac",
-          "a finite value >= 0", fmt::format("{}", o.wavepad_frac));
+  // Paddings are fractions of a spot (specter: 0.8 and 0.2); beyond 10 spots a patch's padding
+  // reaches rows where the inverse trace is extrapolated far outside its fit.
+  require(std::isfinite(o.pixpad_frac) && o.pixpad_frac >= 0 && o.pixpad_frac <= 10, "pixpad_frac",
+          "a fraction of a spot's rows from 0 to 10", fmt::format("{}", o.pixpad_frac));
+  require(std::isfinite(o.wavepad_frac) && o.wavepad_frac >= 0 && o.wavepad_frac <= 10,
+          "wavepad_frac", "a fraction of a spot's rows from 0 to 10",
+          fmt::format("{}", o.wavepad_frac));
   if (o.psferr)
     require(std::isfinite(*o.psferr) && *o.psferr >= 0, "psferr", "a finite value >= 0",
             fmt::format("{}", *o.psferr));
