@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what sciproxy needs and is missing: Debian packages (apt-get) and a Python virtual
 # environment in .venv with the PyPI packages (numpy, pytest, hypothesis for the fuzz tests,
-# matplotlib, the build tools, and pyrocko for the side-by-side tests). Safe to run again: it
-# only installs what is absent.
+# matplotlib, the build tools, pyrocko for the side-by-side tests, astropy and fitsio to read the
+# frames specex writes). Safe to run again: it only installs what is absent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,12 +21,12 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-python_packages=(numpy pytest hypothesis matplotlib nanobind scikit-build-core pyrocko)
+python_packages=(numpy pytest hypothesis matplotlib nanobind scikit-build-core pyrocko astropy fitsio)
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating the Python virtual environment .venv"
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import numpy, pytest, hypothesis, matplotlib, nanobind, scikit_build_core, pyrocko" 2>/dev/null; then
+if ! .venv/bin/python -c "import numpy, pytest, hypothesis, matplotlib, nanobind, scikit_build_core, pyrocko, astropy, fitsio" 2>/dev/null; then
   echo "setup: installing Python packages: ${python_packages[*]}"
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q "${python_packages[@]}"
