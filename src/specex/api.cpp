@@ -156,10 +156,13 @@ void check_options(const Ex2dOptions& o, int specmin, int nspec) {
   require(o.wavesize >= 1, "wavesize", "at least 1", std::to_string(o.wavesize));
   require(std::isfinite(o.regularize) && o.regularize >= 0, "regularize", "a finite value >= 0",
           fmt::format("{}", o.regularize));
-  require(std::isfinite(o.pixpad_frac) && o.pixpad_frac >= 0, "pixpad_frac", "a finite value >= 0",
-          fmt::format("{}", o.pixpad_frac));
-  require(std::isfinite(o.wavepad_frac) && o.wavepad_frac >= 0, "wavepad_frac",
-          "a finite value >= 0", fmt::format("{}", o.wavepad_frac));
+  // Paddings are fractions of a spot (specter: 0.8 and 0.2); beyond 10 spots a patch's padding
+  // reaches rows where the inverse trace is extrapolated far outside its fit.
+  require(std::isfinite(o.pixpad_frac) && o.pixpad_frac >= 0 && o.pixpad_frac <= 10, "pixpad_frac",
+          "a fraction of a spot's rows from 0 to 10", fmt::format("{}", o.pixpad_frac));
+  require(std::isfinite(o.wavepad_frac) && o.wavepad_frac >= 0 && o.wavepad_frac <= 10,
+          "wavepad_frac", "a fraction of a spot's rows from 0 to 10",
+          fmt::format("{}", o.wavepad_frac));
   if (o.psferr)
     require(std::isfinite(*o.psferr) && *o.psferr >= 0, "psferr", "a finite value >= 0",
             fmt::format("{}", *o.psferr));
@@ -245,20 +248,26 @@ std::vector<PatchPlan> ex2d_patches(const Psf& psf, const ImageInput& image, int
 }
 
 WorkModel ex2d_work(const std::vector<PatchPlan>& patches, const PsfModel& psf, bool ndecorr) {
-  // Per patch of n flux bins over npix pixels, with spots of sx x sy pixels and g Gauss-Hermite
-  // terms: spots n (2 g sx + 2 (ghdegy + 1) sx sy), A^T W A over overlapping spot pairs (about a
-  // spot's footprint of neighbours: 2 n sx sy (2 hsizey + 1)), Cholesky n^3/3 and its inverse
-  // 2n^3/3 (signal mode) or a full eigendecomposition ~ 9 n^3 (noise mode), the per-spectrum
-  // blocks' eigendecompositions 9 nw^3 each and Q = V D V^T 2 nw^3, R x 2 n nw. Bytes: the
-  // patch's pixels and ivar read, outputs written.
+  // The work of the tuned backends, per patch of n flux bins over npix pixels, with spots of
+  // sx x sy pixels and g Gauss-Hermite terms:
+  //   spots          n (2 g sx + 2 (ghdegy + 1) sx sy)
+  //   A^T W A        2 n sx sy (2 hsizey + 1): each spot against the spots it overlaps
+  //   signal mode    banded Cholesky n kd^2 and the band of its inverse 2 n kd^2, kd = 2 nwave
+  //                  + 2 hsizey (fibres two apart still overlap); noise mode: a dense
+  //                  eigendecomposition, ~9 n^3
+  //   per fibre      eigendecomposition of its nwave x nwave block ~9 nw^3, Q = V D V^T 2 nw^3,
+  //                  R x 2 n nw
+  // The reference does more (a dense eigendecomposition of iCov); its rate is counted on this
+  // same work. Bytes: the patch's pixels and ivar read, its kept outputs written.
   const double sx = 2 * psf.hsizex + 1, sy = 2 * psf.hsizey + 1;
   const double g = double(psf.ghdegx + 1) * double(psf.ghdegy + 1);
   WorkModel w;
   for (const PatchPlan& p : patches) {
     const double n = p.nflux(), nw = p.nwave(), npix = double(p.npix());
+    const double kd = std::min(n - 1, 2 * nw + 2 * psf.hsizey);
     w.flops += n * (2 * g * sx + 2 * (psf.ghdegy + 1) * sx * sy);
     w.flops += 2 * n * sx * sy * (2 * psf.hsizey + 1);
-    w.flops += ndecorr ? 9 * n * n * n : n * n * n;
+    w.flops += ndecorr ? 9 * n * n * n : 3 * n * kd * kd;
     w.flops += p.nspec * (11 * nw * nw * nw) + 2 * n * nw;
     w.bytes += 16 * npix + 8.0 * p.nkeep * p.ncore * (4 + 2 * 5 + 1);
     w.points += 1;

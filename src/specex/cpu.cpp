@@ -3,8 +3,10 @@
 // inside):
 //
 //   iCov_jk = sum over the pixels spots j and k share (pairs whose rectangles overlap only)
-//   iCov = L L^T (Cholesky), x = L^-T L^-1 y
-//   signal mode: C = iCov^-1 from the Cholesky factor (LAPACK dpotri), then per spectrum
+//   iCov = L L^T (Cholesky, banded: bins are ordered spectrum by spectrum, so iCov is a band
+//   matrix as wide as a spectrum's bins plus a spot), x = L^-T L^-1 y
+//   signal mode: C = iCov^-1 inside the band from the factor (selected inversion), then per
+//   spectrum
 //     C_b = U diag(m) U^T and Q_b = U diag(m^-1/2) U^T: R is block diagonal, no full
 //     eigendecomposition of iCov (specter's eigh of the whole iCov was ~85% of its time)
 //   noise mode: iCov = V diag(l) V^T, Q = V diag(l^1/2) V^T (as the reference)
@@ -93,7 +95,60 @@ void compose(const double* v, const std::vector<double>& f, int n, double* out,
 
 struct Workspace {
   std::vector<double> icov, factor, x, y, fluxweight, q, block, eig, f, scratch;
+  std::vector<double> band;     // (kd + 1) x n, LAPACK's lower band storage of the factor
+  std::vector<double> inverse;  // n x n: the band of iCov^-1, both triangles
 };
+
+// The largest |j - k| with iCov[j, k] != 0.
+int half_bandwidth(const std::vector<double>& icov, int n) {
+  int kd = 0;
+  for (int j = 0; j < n; ++j)
+    for (int k = n - 1; k > j + kd; --k)
+      if (icov[static_cast<std::size_t>(j) * n + k] != 0) {
+        kd = k - j;
+        break;
+      }
+  return kd;
+}
+
+// iCov = L L^T in band storage: band[(i - j) + j (kd + 1)] = L[i, j] for j <= i <= j + kd.
+bool banded_cholesky(const std::vector<double>& icov, int n, int kd, Workspace& w) {
+  const std::size_t ld = kd + 1;
+  w.band.assign(ld * n, 0.0);
+  for (int j = 0; j < n; ++j)
+    for (int i = j; i <= std::min(n - 1, j + kd); ++i)
+      w.band[(i - j) + j * ld] = icov[static_cast<std::size_t>(i) * n + j];
+  return LAPACKE_dpbtrf(LAPACK_COL_MAJOR, 'L', n, kd, w.band.data(), kd + 1) == 0;
+}
+
+// The band of Z = iCov^-1 from the banded factor (the Takahashi recurrences), last column first:
+//   Z[i, j] = -(1 / L[j, j]) sum_{k = j+1}^{j+kd} Z[i, k] L[k, j]           (j < i <= j + kd)
+//   Z[j, j] = (1 / L[j, j]) (1 / L[j, j] - sum_{k = j+1}^{j+kd} L[k, j] Z[k, j])
+// Every Z entry these read lies in the band of a later column, so the band is exact. Z is kept
+// dense and symmetric (n x n, only the band written) so that the sums run over contiguous rows.
+void selected_inverse(int n, int kd, Workspace& w) {
+  const std::size_t ld = kd + 1;
+  w.inverse.assign(static_cast<std::size_t>(n) * n, 0.0);
+  const double* l = w.band.data();
+  double* z = w.inverse.data();
+  for (int j = n - 1; j >= 0; --j) {
+    const int last = std::min(n - 1, j + kd);
+    const double ljj = l[j * ld];
+    const double* lj = l + j * ld - j;  // lj[k] = L[k, j]
+    for (int i = last; i > j; --i) {
+      const double* zi = z + static_cast<std::size_t>(i) * n;
+      double sum = 0;
+#pragma omp simd reduction(+ : sum)
+      for (int k = j + 1; k <= last; ++k) sum += zi[k] * lj[k];
+      z[static_cast<std::size_t>(i) * n + j] = z[static_cast<std::size_t>(j) * n + i] = -sum / ljj;
+    }
+    const double* zj = z + static_cast<std::size_t>(j) * n;
+    double sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int k = j + 1; k <= last; ++k) sum += lj[k] * zj[k];
+    z[static_cast<std::size_t>(j) * n + j] = (1 / ljj - sum) / ljj;
+  }
+}
 
 // The solved patch: flux, ivar, x, and R's diagonal blocks (nspec blocks of nwave x nwave).
 struct Solved {
@@ -166,10 +221,21 @@ bool solve(const Problem& p, const PatchPlan& plan, const PatchPixels& px,
   }
   t.normal += since(clock);
 
-  w.factor = w.icov;
-  if (LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'L', n, w.factor.data(), n) != 0) return false;
+  // Spectrum-major bins couple only where spots overlap: iCov is a band matrix of half width
+  // kd (neighbouring fibres, nearby wavelengths). Signal mode needs C = iCov^-1 only inside each
+  // spectrum's diagonal block, which lies inside that band when kd >= nwave - 1: then a banded
+  // Cholesky and the selected inversion cost n kd^2 instead of n^3.
+  const int kd = half_bandwidth(w.icov, n);
+  const bool banded = !p.ndecorr && kd >= nw - 1 && 2 * kd < n;
   w.x = w.y;
-  LAPACKE_dpotrs(LAPACK_ROW_MAJOR, 'L', n, 1, w.factor.data(), n, w.x.data(), 1);
+  if (banded) {
+    if (!banded_cholesky(w.icov, n, kd, w)) return false;
+    LAPACKE_dpbtrs(LAPACK_COL_MAJOR, 'L', n, kd, 1, w.band.data(), kd + 1, w.x.data(), n);
+  } else {
+    w.factor = w.icov;
+    if (LAPACKE_dpotrf(LAPACK_ROW_MAJOR, 'L', n, w.factor.data(), n) != 0) return false;
+    LAPACKE_dpotrs(LAPACK_ROW_MAJOR, 'L', n, 1, w.factor.data(), n, w.x.data(), 1);
+  }
   for (const double v : w.x)
     if (!std::isfinite(v)) return false;
   t.solve += since(clock);
@@ -204,13 +270,21 @@ bool solve(const Problem& p, const PatchPlan& plan, const PatchPixels& px,
         for (int c = 0; c < nw; ++c)
           out.blocks[(s * nw + r) * nw + c] = out.r_full[(s * nw + r) * n + s * nw + c];
   } else {
-    // C = iCov^-1 from the factor (lower triangle), then each spectrum's block.
-    if (LAPACKE_dpotri(LAPACK_ROW_MAJOR, 'L', n, w.factor.data(), n) != 0) return false;
+    // C = iCov^-1 (its band, or all of it from the dense factor), then each spectrum's block.
+    if (banded) {
+      selected_inverse(n, kd, w);
+    } else if (LAPACKE_dpotri(LAPACK_ROW_MAJOR, 'L', n, w.factor.data(), n) != 0) {
+      return false;
+    }
+    auto c_lower = [&](int i, int j) {  // C[i, j], i >= j
+      return banded ? w.inverse[static_cast<std::size_t>(i) * n + j]
+                    : w.factor[static_cast<std::size_t>(i) * n + j];
+    };
     for (int s = 0; s < plan.nspec; ++s) {
       w.block.resize(static_cast<std::size_t>(nw) * nw);
       for (int r = 0; r < nw; ++r)
         for (int c = 0; c <= r; ++c)
-          w.block[r * nw + c] = w.block[c * nw + r] = w.factor[(s * nw + r) * n + s * nw + c];
+          w.block[r * nw + c] = w.block[c * nw + r] = c_lower(s * nw + r, s * nw + c);
       w.eig.resize(nw);
       if (LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'V', 'U', nw, w.block.data(), nw, w.eig.data()) != 0)
         return false;

@@ -141,7 +141,8 @@ SCIPROXY_HD bool spot_pixels(const double* values, int ghdegx, int ghdegy, bool 
       for (int ix = 0; ix < nx; ++ix) pixels[iy * nx + ix] += h * row[ix];
     }
   }
-  if (has_tail) {
+  // A zero amplitude adds exactly 0 (the r0 PSF's tail): skip its powers.
+  if (has_tail && values[kTailAmp] != 0) {
     const double amp = values[kTailAmp], core2 = values[kTailCore] * values[kTailCore];
     const double xsca = values[kTailXsca], ysca = values[kTailYsca];
     const double power = 1 + values[kTailInde] / 2;

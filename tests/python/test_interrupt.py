@@ -1,8 +1,9 @@
 """Ctrl-C stops every long call: scalar, scalar_gradient (disk storage, which leaves no file),
-tti, tti_adjoint, tti_demo (both forms) and parstack raise KeyboardInterrupt within a second or
-two of SIGINT, in a subprocess (a real signal) and in this process (_thread.interrupt_main from a
-timer thread); SIGTERM ends the process; and a call after an interrupted one gives the same
-result as in a fresh process (nothing was corrupted). Prints the measured times to stop."""
+tti, tti_adjoint, tti_demo (both forms), specex's ex2d and parstack raise KeyboardInterrupt
+within a second or two of SIGINT, in a subprocess (a real signal) and in this process
+(_thread.interrupt_main from a timer thread); SIGTERM ends the process; and a call after an
+interrupted one gives the same result as in a fresh process (nothing was corrupted). Prints the
+measured times to stop."""
 
 import os
 import signal
@@ -24,6 +25,7 @@ import sciproxy.wave
 # Seconds from the signal to the stop that the test accepts: measured far below, with slack for a
 # loaded CI machine; scripts/test-sanitized.sh raises it for the sanitized (-O0) build.
 LIMIT = float(os.environ.get("SCIPROXY_STOP_LIMIT", "3.0"))
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 
 # Each snippet defines long() (many seconds of work) and short() (a quick call returning an array).
 CALLS = {
@@ -102,6 +104,21 @@ CALLS = {
         long = lambda: run(20_000)
         short = lambda: run(3)
     """,
+    "specex_ex2d": """
+        import pathlib
+        import sciproxy.specex as sx
+        data = pathlib.Path(sciproxy_tests_dir) / ".." / "data" / "specex"
+        psf = sx.load_psf(data / "psf-r0-00067784.fits")
+        w = 6000.0 + 0.8 * np.arange(1200)
+        r = psf.xyrange((0, 200), (w[0] - 30, w[-1] + 30))
+        image = np.zeros((r[3] - r[2], r[1] - r[0]))
+        ivar = np.full(image.shape, 1.0 / 9.0)
+        def run(nspec):
+            return sx.ex2d(image, ivar, psf, 0, nspec, w, xyrange=r, bundlesize=5,
+                           device="cpu")[1]
+        long = lambda: run(200)
+        short = lambda: run(5)
+    """,
     "parstack_reference": """
         import sciproxy
         rng = np.random.default_rng(0)  # made before "started": the signal finds the call running
@@ -134,6 +151,7 @@ CHILD = """
 import os, sys, time
 import numpy as np
 STORAGE = sys.argv[1]
+sciproxy_tests_dir = {tests_dir!r}
 {setup}
 print("started", flush=True)
 t0 = time.monotonic()
@@ -147,7 +165,7 @@ except KeyboardInterrupt:
 
 
 def _child(name, storage):
-    code = CHILD.format(setup=textwrap.dedent(CALLS[name]))
+    code = CHILD.format(setup=textwrap.dedent(CALLS[name]), tests_dir=TESTS_DIR)
     return subprocess.Popen([sys.executable, "-c", code, storage], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
@@ -181,7 +199,8 @@ def test_sigint_raises_keyboardinterrupt_in_a_subprocess(name, tmp_path):
     after = float(lines[lines.index("after") + 1])
     fresh = subprocess.run(
         [sys.executable, "-c",
-         "import sys\nimport numpy as np\nSTORAGE = sys.argv[1]\n" + textwrap.dedent(CALLS[name])
+         "import sys\nimport numpy as np\nSTORAGE = sys.argv[1]\n"
+         f"sciproxy_tests_dir = {TESTS_DIR!r}\n" + textwrap.dedent(CALLS[name])
          + "\nprint(float(np.sum(np.abs(short()))))", storage],
         capture_output=True, text=True, check=True)
     assert after == float(fresh.stdout.split()[-1])

@@ -181,8 +181,31 @@ def test_psf_project_and_projection_matrix(name):
         xyrange = tuple(int(v) for v in d[p + "xyrange"])
         scale = np.abs(d[p + "image"]).max()
         img = psf.project(w, phot, specmin=specmin, xyrange=xyrange)
-        np.testing.assert_allclose(img, d[p + "image"], rtol=0, atol=PROJECT_RTOL * scale,
-                                   err_msg=f"project case {k}")
+        expected = d[p + "image"]
+        # project keeps a bin when wavelength(row 0) <= w <= wavelength(row npix_y). A bin placed
+        # exactly on such a wavelength is a tie that rounding decides: the inverse trace is a
+        # least-squares fit, ours differs from specter's by ~1e-12 A. Such bins may go either
+        # way: compare without them, and check that specter's image differs from ours by either
+        # nothing or exactly their light.
+        ties = [(i, j) for i in range(phot.shape[0]) for j in range(len(w))
+                if min(abs(w[j] - psf.wavelength(specmin + i, 0.0)),
+                       abs(w[j] - psf.wavelength(specmin + i, float(psf.npix_y)))) < 1e-9]
+        if ties:
+            untied = phot.copy()
+            for i, j in ties:
+                untied[i, j] = 0
+            img_untied = psf.project(w, untied, specmin=specmin, xyrange=xyrange)
+            light = np.zeros_like(img)
+            for i, j in ties:
+                xs, ys, pix = psf.xypix(specmin + i, w[j], xmin=xyrange[0], xmax=xyrange[1],
+                                        ymin=xyrange[2], ymax=xyrange[3])
+                light[ys, xs] += pix * phot[i, j]
+            err = min(np.abs(expected - img_untied).max(),
+                      np.abs(expected - img_untied - light).max())
+            assert err <= PROJECT_RTOL * scale, (f"project case {k}", ties, err)
+        else:
+            np.testing.assert_allclose(img, expected, rtol=0, atol=PROJECT_RTOL * scale,
+                                       err_msg=f"project case {k}")
         A = psf.projection_matrix((specmin, specmin + phot.shape[0]), w, xyrange)
         assert isinstance(A, np.ndarray) and A.dtype == np.float64
         npix = (xyrange[1] - xyrange[0]) * (xyrange[3] - xyrange[2])

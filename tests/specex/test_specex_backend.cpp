@@ -52,7 +52,8 @@ Frame simulate(const std::string& file, int nspec, double w0, int nwave, double 
 
 void expect_close(const std::string& what, const std::vector<double>& got,
                   const std::vector<double>& ref) {
-  const Comparison c = compare<double, double>(std::span<const double>(got), std::span<const double>(ref), ex2d_tolerance());
+  const Comparison c = compare<double, double>(std::span<const double>(got),
+                                               std::span<const double>(ref), ex2d_tolerance());
   EXPECT_TRUE(c.pass) << what << ": " << c.summary();
 }
 

@@ -226,8 +226,8 @@ TEST(SpecexExtract, NoisyFrameHasChi2NearOneAndAModelWithinNoise) {
   Ex2dOptions o;
   o.bundlesize = 5;
   o.nsubbundles = 1;
-  const auto res = ex2d(kRef, psf, ImageInput{sim.image, sim.ivar, r.ny(), r.nx(), r}, 0, nspec,
-                        w, o);
+  const auto res =
+      ex2d(kRef, psf, ImageInput{sim.image, sim.ivar, r.ny(), r.nx(), r}, 0, nspec, w, o);
   std::vector<double> chi2 = res.chi2pix;
   std::sort(chi2.begin(), chi2.end());
   const double median = chi2[chi2.size() / 2];
@@ -275,8 +275,7 @@ TEST(SpecexExtract, RefusesBadInputNamingTheArgument) {
     return std::string("no error");
   };
   EXPECT_NE(message([&] { ex2d(kRef, psf, in, 0, 7, w, o); }).find("nspec"), std::string::npos);
-  EXPECT_NE(message([&] { ex2d(kRef, psf, in, 498, 5, w, o); }).find("specmin"),
-            std::string::npos);
+  EXPECT_NE(message([&] { ex2d(kRef, psf, in, 498, 5, w, o); }).find("specmin"), std::string::npos);
   const auto outside = wavelength_grid(5000, 5040, 0.8);
   EXPECT_NE(message([&] { ex2d(kRef, psf, in, 0, 5, outside, o); }).find("wavelengths"),
             std::string::npos);
@@ -287,8 +286,7 @@ TEST(SpecexExtract, RefusesBadInputNamingTheArgument) {
   EXPECT_NE(message([&] { ex2d(kRef, psf, in, 0, 5, w, o); }).find("image"), std::string::npos);
   image[5] = 1;
   ivar[7] = -1;
-  EXPECT_NE(message([&] { ex2d(kRef, psf, in, 0, 5, w, o); }).find("imageivar"),
-            std::string::npos);
+  EXPECT_NE(message([&] { ex2d(kRef, psf, in, 0, 5, w, o); }).find("imageivar"), std::string::npos);
   ivar[7] = 1;
   const ImageInput short_ivar{image, std::span<const double>(ivar).first(10), r.ny(), r.nx(), r};
   EXPECT_NE(message([&] { ex2d(kRef, psf, short_ivar, 0, 5, w, o); }).find("imageivar"),
