@@ -21,7 +21,6 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cfloat>
 #include <chrono>
 #include <cmath>
 #include <vector>
@@ -65,22 +64,6 @@ double since(Clock::time_point& t) {
   const double s = std::chrono::duration<double>(now - t).count();
   t = now;
   return s;
-}
-
-// f(m) for specter's eigen_compose (invert, sqr) over eigenvalues m.
-void compose_weights(const std::vector<double>& m, bool invert, bool sqr, std::vector<double>& f) {
-  const double threshold = 10.0 * DBL_EPSILON;
-  const double maxval = *std::max_element(m.begin(), m.end());
-  f.resize(m.size());
-  for (std::size_t i = 0; i < m.size(); ++i) {
-    if (invert && sqr) {
-      const double minval = std::sqrt(maxval) * threshold, root = std::sqrt(m[i]);
-      f[i] = root > minval ? 1.0 / root : 1.0 / minval;
-    } else {  // sqr only (noise mode)
-      const double minval = std::sqrt(maxval) * threshold;
-      f[i] = m[i] > minval ? std::sqrt(m[i]) : minval;
-    }
-  }
 }
 
 // out = V diag(f) V^T for V (n x n, row-major, eigenvectors in columns).
@@ -251,7 +234,7 @@ bool solve(const Problem& p, const PatchPlan& plan, const PatchPixels& px,
     w.eig.resize(n);
     if (LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'V', 'U', n, w.q.data(), n, w.eig.data()) != 0)
       return false;
-    compose_weights(w.eig, false, true, w.f);
+    eigen_compose_weights(w.eig, false, true, w.f);
     out.r_full.resize(static_cast<std::size_t>(n) * n);
     compose(w.q.data(), w.f, n, out.r_full.data(), w.scratch);
     for (int i = 0; i < n; ++i) {
@@ -288,7 +271,7 @@ bool solve(const Problem& p, const PatchPlan& plan, const PatchPixels& px,
       w.eig.resize(nw);
       if (LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'V', 'U', nw, w.block.data(), nw, w.eig.data()) != 0)
         return false;
-      compose_weights(w.eig, true, true, w.f);
+      eigen_compose_weights(w.eig, true, true, w.f);
       double* rb = out.blocks.data() + static_cast<std::size_t>(s) * nw * nw;
       compose(w.block.data(), w.f, nw, rb, w.scratch);
       for (int r = 0; r < nw; ++r) {

@@ -4,6 +4,8 @@
 // patch's kept part into the frame's outputs.
 #pragma once
 
+#include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -95,6 +97,30 @@ inline void patch_diagnostics(const PatchPlan& plan, const std::vector<Spot>& sp
     });
     pixmask[j] = 1 - unmasked;
     chi2pix[j] = weight == 0 ? 0 : sum / weight;
+  }
+}
+
+// The eigenvalue function of specter's eigen_compose(w, v, invert, sqr) = V diag(f(w)) V^T:
+// f = w, 1/w, sqrt(w) or 1/sqrt(w), with eigenvalues at or below 10 eps max(w) (sqrt(max(w)) for
+// the square roots) replaced so that the condition number stays within double precision. As
+// specter, the square-root cases compare sqrt(w) (invert) or w (not inverted) with that floor.
+inline void eigen_compose_weights(const std::vector<double>& w, bool invert, bool sqr,
+                                  std::vector<double>& f) {
+  const double threshold = 10.0 * DBL_EPSILON;
+  const double maxval = *std::max_element(w.begin(), w.end());
+  const double minval = sqr ? std::sqrt(maxval) * threshold : maxval * threshold;
+  f.resize(w.size());
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    if (invert && sqr) {
+      const double root = std::sqrt(w[i]);
+      f[i] = root > minval ? 1.0 / root : 1.0 / minval;
+    } else if (invert) {
+      f[i] = w[i] > minval ? 1.0 / w[i] : 1.0 / minval;
+    } else if (sqr) {
+      f[i] = w[i] > minval ? std::sqrt(w[i]) : minval;
+    } else {
+      f[i] = w[i] > minval ? w[i] : minval;
+    }
   }
 }
 

@@ -14,7 +14,6 @@
 #include <lapacke.h>
 
 #include <algorithm>
-#include <cfloat>
 #include <cmath>
 #include <vector>
 
@@ -31,24 +30,8 @@ using Matrix = std::vector<double>;  // n x n, row-major
 // specter's eigen_compose: V diag(f(l)) V^T with f one of l, 1/l, sqrt(l), 1/sqrt(l), small
 // eigenvalues replaced so that the condition number stays within double precision.
 Matrix eigen_compose(const std::vector<double>& l, const Matrix& v, int n, bool invert, bool sqr) {
-  const double threshold = 10.0 * DBL_EPSILON;
-  const double maxval = *std::max_element(l.begin(), l.end());
-  std::vector<double> f(n);
-  for (int i = 0; i < n; ++i) {
-    if (invert && sqr) {
-      const double minval = std::sqrt(maxval) * threshold, root = std::sqrt(l[i]);
-      f[i] = root > minval ? 1.0 / root : 1.0 / minval;
-    } else if (invert) {
-      const double minval = maxval * threshold;
-      f[i] = l[i] > minval ? 1.0 / l[i] : 1.0 / minval;
-    } else if (sqr) {
-      const double minval = std::sqrt(maxval) * threshold;
-      f[i] = l[i] > minval ? std::sqrt(l[i]) : minval;
-    } else {
-      const double minval = maxval * threshold;
-      f[i] = l[i] > minval ? l[i] : minval;
-    }
-  }
+  std::vector<double> f;
+  eigen_compose_weights(l, invert, sqr, f);
   Matrix out(static_cast<std::size_t>(n) * n, 0.0);
   for (int r = 0; r < n; ++r)
     for (int c = 0; c < n; ++c) {

@@ -87,3 +87,45 @@ def test_preprocessed_image_round_trip(frame):
 def test_no_temporary_files_left(frame):
     leftovers = [p for p in os.listdir(frame["folder"]) if ".tmp" in p]
     assert not leftovers, leftovers
+
+
+def _broken_psf(tmp_path, name, edit):
+    """A copy of the r0 PSF changed by edit(hdul), written to tmp_path / name."""
+    path = str(tmp_path / name)
+    with astropy_fits.open(PSF) as f:
+        hdul = astropy_fits.HDUList([h.copy() for h in f])
+    edit(hdul)
+    hdul.writeto(path)
+    return path
+
+
+def _drop_ytrace(hdul):
+    del hdul["YTRACE"]
+
+
+def _nan_coefficient(hdul):
+    hdul["PSF"].data["COEFF"][3][0, 1] = np.nan
+
+
+def _wrong_degree(hdul):
+    hdul["PSF"].header["GHDEGX"] = 9  # the table has GH-i-j up to 6
+
+
+def _wrong_type(hdul):
+    hdul[0].header["PSFTYPE"] = "SPOTGRID"
+
+
+@pytest.mark.parametrize("edit, words", [
+    (_drop_ytrace, ["YTRACE"]),
+    (_nan_coefficient, ["non-finite", "parameter"]),
+    (_wrong_degree, ["GH-7-0", "GHDEGX"]),
+    (_wrong_type, ["PSFTYPE", "SPOTGRID"]),
+], ids=["missing HDU", "NaN coefficient", "wrong degree", "wrong type"])
+def test_a_broken_psf_file_is_refused_naming_file_and_fault(tmp_path, edit, words):
+    path = _broken_psf(tmp_path, "broken.fits", edit)
+    with pytest.raises(ValueError) as info:
+        specex.load_psf(path)
+    message = str(info.value)
+    assert "broken.fits" in message, message
+    for word in words:
+        assert word in message, message
