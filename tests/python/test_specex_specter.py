@@ -260,14 +260,20 @@ def test_ex2d_patch(case, ndecorr, device):
     assert np.allclose(xflux, d[q + "xflux"]), np.abs(xflux - d[q + "xflux"]).max()
     blocks = np.array([R[i * nwave:(i + 1) * nwave, i * nwave:(i + 1) * nwave]
                        for i in range(nspec)])
-    assert np.allclose(blocks, d[q + "R_blocks"]), np.abs(blocks - d[q + "R_blocks"]).max()
+    # R's rows of bins that no pixel constrains (ivar 0: off the CCD, masked) are set by the
+    # minweight prior alone and ill-conditioned: both codes' values there are rounding noise
+    # (an unoptimised build moves them by 3e-8). Compared: the rows of constrained bins.
+    assert np.allclose(blocks[good], d[q + "R_blocks"][good]), \
+        np.abs(blocks - d[q + "R_blocks"])[good].max()
     if not ndecorr:  # specter's signal-mode R is exactly block diagonal
         off = R.copy()
         for i in range(nspec):
             off[i * nwave:(i + 1) * nwave, i * nwave:(i + 1) * nwave] = 0.0
         assert np.allclose(off, 0.0)
     if q + "R_full" in d:
-        assert np.allclose(R, d[q + "R_full"]), np.abs(R - d[q + "R_full"]).max()
+        rows = good.ravel()
+        assert np.allclose(R[rows], d[q + "R_full"][rows]), \
+            np.abs(R - d[q + "R_full"])[rows].max()
 
     # the short form returns the same (flux, ivar, R)
     short = specex.ex2d_patch(d[p + "image"], d[p + "ivar"], psf, int(d[p + "specmin"]), nspec, w,
