@@ -253,10 +253,11 @@ WorkModel ex2d_work(const std::vector<PatchPlan>& patches, const PsfModel& psf, 
   //   spots          n (2 g sx + 2 (ghdegy + 1) sx sy)
   //   A^T W A        2 n sx sy (2 hsizey + 1): each spot against the spots it overlaps
   //   signal mode    banded Cholesky n kd^2 and the band of its inverse 2 n kd^2, kd = 2 nwave
-  //                  + 2 hsizey (fibres two apart still overlap); noise mode: a dense
-  //                  eigendecomposition, ~9 n^3
-  //   per fibre      eigendecomposition of its nwave x nwave block ~9 nw^3, Q = V D V^T 2 nw^3,
-  //                  R x 2 n nw
+  //                  + 2 hsizey (fibres two apart still overlap), then per fibre the
+  //                  eigendecomposition of its nwave x nwave block of C and Q_b = V f V^T
+  //   noise mode     Cholesky n^3/3, the eigendecomposition of iCov and Q = V f V^T
+  //   an eigendecomposition with vectors of an m x m matrix: 10/3 m^3 (tridiagonal reduction
+  //   4/3 m^3, back transformation 2 m^3); V f V^T: 2 m^3; R x: 2 n nw (signal), 2 n^2 (noise)
   // The reference does more (a dense eigendecomposition of iCov); its rate is counted on this
   // same work. Bytes: the patch's pixels and ivar read, its kept outputs written.
   const double sx = 2 * psf.hsizex + 1, sy = 2 * psf.hsizey + 1;
@@ -267,8 +268,11 @@ WorkModel ex2d_work(const std::vector<PatchPlan>& patches, const PsfModel& psf, 
     const double kd = std::min(n - 1, 2 * nw + 2 * psf.hsizey);
     w.flops += n * (2 * g * sx + 2 * (psf.ghdegy + 1) * sx * sy);
     w.flops += 2 * n * sx * sy * (2 * psf.hsizey + 1);
-    w.flops += ndecorr ? 9 * n * n * n : 3 * n * kd * kd;
-    w.flops += p.nspec * (11 * nw * nw * nw) + 2 * n * nw;
+    const double eig_and_compose = 10.0 / 3 + 2;  // per m^3
+    if (ndecorr)
+      w.flops += (1.0 / 3 + eig_and_compose) * n * n * n + 2 * n * n;
+    else
+      w.flops += 3 * n * kd * kd + p.nspec * eig_and_compose * nw * nw * nw + 2 * n * nw;
     w.bytes += 16 * npix + 8.0 * p.nkeep * p.ncore * (4 + 2 * 5 + 1);
     w.points += 1;
   }
