@@ -112,6 +112,10 @@ class Psf {
   double wavelength(int ispec, double y) const;  // the approximate inverse, as specter's
   // Gaussian sigma of the spot along the dispersion, in Angstroms (specter's wdisp).
   double wdisp(int ispec, double wavelength) const;
+  // Any spot parameter by its name in the file (GHSIGX, GHSIGY, GH-i-j, TAILAMP, TAILCORE,
+  // TAILXSCA, TAILYSCA, TAILINDE) at (fibre, wavelength): specter's coeff[name].eval(ispec,
+  // wavelength). The TAIL* parameters are 0 for a PSF without a tail.
+  double parameter(const std::string& name, int ispec, double wavelength) const;
   // The spot clipped to `bounds` (default: the CCD), coordinates relative to bounds' corner,
   // as specter's xypix(ispec, wavelength, xmin, xmax, ymin, ymax).
   Spot spot(int ispec, double wavelength, std::optional<PixelRange> bounds = {}) const;

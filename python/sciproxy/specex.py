@@ -270,6 +270,15 @@ class Psf:
         """Gaussian sigma of the spot along the dispersion, in Angstroms (specter's wdisp)."""
         return self._eval("wdisp", self._ispec(ispec), wavelength, "wavelength")
 
+    def param(self, name, ispec, wavelength):
+        """Any spot parameter by its name in the PSF file (GHSIGX, GHSIGY, GH-i-j, TAILAMP,
+        TAILCORE, TAILXSCA, TAILYSCA, TAILINDE) of fibre(s) ``ispec`` at ``wavelength``: specter's
+        ``psf.coeff[name].eval(ispec, wavelength)``. TAIL* are 0 for a PSF without a tail."""
+        if not isinstance(name, str):
+            raise TypeError(f"name: expected a parameter name such as 'GHSIGX', got "
+                            f"{_describe(name)}")
+        return self._eval("param:" + name, ispec, wavelength, "wavelength")
+
     # -- spots --
 
     def xypix(self, ispec, wavelength, xmin=0, xmax=None, ymin=0, ymax=None):

@@ -96,7 +96,11 @@ nb::object psf_eval(const sx::Psf& psf, const std::string& what, const Specs& is
   if (what == "y") which = 1;
   if (what == "wavelength") which = 2;
   if (what == "wdisp") which = 3;
-  if (which < 0) sciproxy::throw_invalid_argument("what", "x, y, wavelength or wdisp", what);
+  // "param:NAME": any spot parameter by its name.
+  const std::string param = what.rfind("param:", 0) == 0 ? what.substr(6) : std::string();
+  if (!param.empty()) which = 4;
+  if (which < 0)
+    sciproxy::throw_invalid_argument("what", "x, y, wavelength, wdisp or param:NAME", what);
   std::vector<double> out(static_cast<std::size_t>(k * n));
   {
     nb::gil_scoped_release release;
@@ -115,8 +119,11 @@ nb::object psf_eval(const sx::Psf& psf, const std::string& what, const Specs& is
           case 2:
             o[j] = psf.wavelength(s, v[j]);
             break;
-          default:
+          case 3:
             o[j] = psf.wdisp(s, v[j]);
+            break;
+          default:
+            o[j] = psf.parameter(param, s, v[j]);
             break;
         }
       }

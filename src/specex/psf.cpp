@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <map>
 #include <memory>
@@ -475,6 +476,29 @@ double Psf::wdisp(int ispec, double wavelength) const {
       m.params.data() + (static_cast<std::int64_t>(kGhSigY) * m.nspec + ispec) * m.param_ncoeff,
       m.param_ncoeff, u);
   return per_pixel * sigma;
+}
+
+double Psf::parameter(const std::string& name, int ispec, double wavelength) const {
+  require_fibre(*model_, ispec);
+  const PsfModel& m = *model_;
+  static const char* const kFixed[] = {"GHSIGX",   "GHSIGY",   "TAILAMP", "TAILCORE",
+                                       "TAILXSCA", "TAILYSCA", "TAILINDE"};
+  int index = -1;
+  for (int k = 0; k < kFirstGh; ++k)
+    if (name == kFixed[k]) index = k;
+  int i = 0, j = 0;
+  char tail = 0;
+  if (index < 0 && std::sscanf(name.c_str(), "GH-%d-%d%c", &i, &j, &tail) == 2 && i >= 0 &&
+      j >= 0 && i <= m.ghdegx && j <= m.ghdegy)
+    index = kFirstGh + i * (m.ghdegy + 1) + j;
+  if (index < 0)
+    throw InvalidArgument(fmt::format(
+        "name: expected a parameter of the PSF (GHSIGX, GHSIGY, GH-i-j with i <= {}, j <= {}, "
+        "TAILAMP, TAILCORE, TAILXSCA, TAILYSCA, TAILINDE), got \"{}\"",
+        m.ghdegx, m.ghdegy, name));
+  return legendre_sum(
+      m.params.data() + (static_cast<std::int64_t>(index) * m.nspec + ispec) * m.param_ncoeff,
+      m.param_ncoeff, legendre_argument(wavelength, m.param_lo, m.param_hi));
 }
 
 Spot Psf::spot(int ispec, double wavelength, std::optional<PixelRange> bounds) const {

@@ -530,3 +530,22 @@ def test_interrupt_stops_a_long_extraction(psf):
     again = sx.ex2d(image, ivar, psf, 0, 5, w, xyrange=r, bundlesize=5, device="cpu")
     for a, b in zip(first, again):
         np.testing.assert_array_equal(a, b)
+
+
+def test_psf_parameters_by_name(psf):
+    """psf.param(name, ispec, wavelength): specter's psf.coeff[name].eval(ispec, wavelength); the
+    spot's sigma along x is GHSIGX (the r0 spots are close to Gaussian)."""
+    sig = psf.param("GHSIGX", 7, 6500.0)
+    assert 0.5 < sig < 2.0
+    many = psf.param("GH-0-0", 3, np.array([6000.0, 7000.0]))
+    assert many.shape == (2,)
+    xs, ys, pix = psf.xypix(7, 6500.0)
+    col = pix.sum(axis=0)
+    x = np.arange(xs.start, xs.stop)
+    mean = (col * x).sum() / col.sum()
+    width = np.sqrt((col * (x - mean) ** 2).sum() / col.sum())
+    assert abs(width - np.sqrt(sig**2 + 1 / 12)) < 0.3  # pixel integration adds 1/12
+    with pytest.raises(ValueError, match="name"):
+        psf.param("SIGMA", 0, 6500.0)
+    with pytest.raises(TypeError, match="name"):
+        psf.param(3, 0, 6500.0)

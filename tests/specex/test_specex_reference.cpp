@@ -126,6 +126,29 @@ TEST(SpecexPsf, SpotsAreNormalisedAndCentred) {
   EXPECT_EQ(psf.spot(0, 9000.0).ystart, psf.npix_y());
 }
 
+// Parameters by name: the r0 file's series are linear in lambda (LEGDEG 1), so at the ends of
+// the domain a parameter is c0 - c1 and c0 + c1 of its coefficients.
+TEST(SpecexPsf, ParametersByName) {
+  const Psf& psf = r0();
+  const PsfModel& m = psf.model();
+  ASSERT_EQ(m.param_ncoeff, 2);
+  const auto coeff = [&](int param, int ispec, int k) {
+    return m.params[(static_cast<std::size_t>(param) * m.nspec + ispec) * m.param_ncoeff + k];
+  };
+  for (const int ispec : {0, 321}) {
+    const int gh = kFirstGh + 2 * (m.ghdegy + 1) + 1;  // GH-2-1
+    EXPECT_NEAR(psf.parameter("GHSIGX", ispec, m.param_lo),
+                coeff(kGhSigX, ispec, 0) - coeff(kGhSigX, ispec, 1), 1e-14);
+    EXPECT_NEAR(psf.parameter("GH-2-1", ispec, m.param_hi),
+                coeff(gh, ispec, 0) + coeff(gh, ispec, 1), 1e-14);
+  }
+  EXPECT_GT(psf.parameter("GHSIGY", 10, 6500), 0.5);
+  EXPECT_LT(psf.parameter("GHSIGY", 10, 6500), 2.0);
+  EXPECT_THROW(psf.parameter("GH-7-0", 0, 6500), InvalidArgument);  // GHDEGX is 6
+  EXPECT_THROW(psf.parameter("SIGMA", 0, 6500), InvalidArgument);
+  EXPECT_THROW(psf.parameter("GHSIGX", 500, 6500), InvalidArgument);
+}
+
 TEST(SpecexPsf, RefusesFilesThatAreNotPsfs) {
   try {
     Psf::load(kData + "README.md");
