@@ -1,0 +1,104 @@
+// diffusion: ICON's horizontal diffusion on icosahedral grids (issue 16,
+// docs/kernels/diffusion.md). This header holds, so far, the grid the kernels run on: ICON-style
+// global icosahedral grids RnBk with their connectivities and their geometry on the sphere.
+//
+//   RnBk: the 20 triangles of the icosahedron, each triangle's edges divided into n equal arcs
+//   (the root division), then k bisections (every edge halved at its great-circle midpoint, every
+//   triangle cut into 4), every vertex on the unit sphere, then scaled by `radius`:
+//     num_cells = 20 n^2 4^k,  num_edges = 30 n^2 4^k,  num_vertices = 10 n^2 4^k + 2
+//   (R2B4: 20480, 30720, 10242), 12 vertices with 5 neighbours (the icosahedron's corners, one at
+//   each pole) and all others with 6.
+//
+// The grid is ICON-style, not bit-identical to DWD's grid files (whose root-division interior
+// points and numbering differ, and which are optimised by spring relaxation); every convention
+// below is ours where ICON leaves freedom, and the names are ICON4Py's.
+//
+// Conventions (all tables int32, zero-based, row-major (n, k); -1 marks a missing neighbour):
+// - Cells are spherical triangles whose vertices C2V run counter-clockwise seen from outside the
+//   sphere. Edge i of a cell (C2E[c][i]) is the edge opposite its vertex i (C2V[c][i]), so it
+//   joins C2V[c][i+1] and C2V[c][i+2] (indices mod 3), and C2E2C[c][i] is the cell across it.
+// - E2V is (lower vertex index, higher), E2C is (lower cell index, higher): orientations are
+//   therefore not all +1, as in ICON's files, and code using them must use the signs.
+// - The primal normal of an edge points from E2C[e][0] to E2C[e][1]; edge_orientation of a cell's
+//   edge is +1 where that normal points out of the cell (so +1 in E2C[e][0], -1 in E2C[e][1]).
+// - The dual normal (the primal tangent) t and the primal normal n satisfy n = r x t, r the unit
+//   radial vector at the edge midpoint (ICON4Py's edge_primal_normal: edge_center x tangent), so
+//   t = n x r; tangent_orientation = +1 where t points from E2V[e][0] to E2V[e][1], else -1.
+// - V2C and V2E run counter-clockwise around the vertex seen from outside; V2E[v][i] is the edge
+//   between V2C[v][i-1] and V2C[v][i] (i - 1 mod the vertex's degree). Pentagon vertices have 5:
+//   the 6th entry of both is -1.
+// - Cell centres are the circumcentres of the spherical triangles (as ICON), which lie on the
+//   perpendicular bisector of every edge: the dual edge (the arc between the two cell centres)
+//   crosses its primal edge at the edge midpoint, at a right angle.
+// - Lengths and areas are in units of `radius` (metres for the default); angles in radians,
+//   longitudes in (-pi, pi].
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace sciproxy::diffusion {
+
+inline constexpr double kEarthRadius = 6371229.0;  // ICON4Py's constants.EARTH_RADIUS, metres
+
+// Neighbour counts of the tables (their second dimension).
+inline constexpr int kC2E = 3, kC2V = 3, kC2E2C = 3, kC2E2CO = 4;
+inline constexpr int kE2C = 2, kE2V = 2, kE2C2V = 4, kV2E = 6, kV2C = 6;
+
+struct Grid {
+  int n = 0, k = 0;  // RnBk
+  double radius = kEarthRadius;
+  std::int32_t num_cells = 0, num_edges = 0, num_vertices = 0;
+
+  // Connectivities.
+  std::vector<std::int32_t> c2e;     // (num_cells, 3): edge i is opposite vertex i
+  std::vector<std::int32_t> c2v;     // (num_cells, 3): counter-clockwise seen from outside
+  std::vector<std::int32_t> c2e2c;   // (num_cells, 3): the cell across edge i
+  std::vector<std::int32_t> c2e2co;  // (num_cells, 4): the cell itself, then C2E2C
+  std::vector<std::int32_t> e2c;     // (num_edges, 2): lower cell index first
+  std::vector<std::int32_t> e2v;     // (num_edges, 2): lower vertex index first
+  // (num_edges, 4): the diamond: E2V[e][0], E2V[e][1], then the far vertex (the one not on the
+  // edge) of E2C[e][0] and of E2C[e][1].
+  std::vector<std::int32_t> e2c2v;
+  std::vector<std::int32_t> v2e;  // (num_vertices, 6): counter-clockwise, -1 last at pentagons
+  std::vector<std::int32_t> v2c;  // (num_vertices, 6): counter-clockwise, -1 last at pentagons
+
+  // Orientations (+1 / -1).
+  std::vector<std::int32_t> edge_orientation;     // (num_cells, 3): the normal leaves the cell
+  std::vector<std::int32_t> tangent_orientation;  // (num_edges): t points E2V[0] -> E2V[1]
+
+  // Positions: latitude, longitude and the cartesian unit vector (x, y, z) (z to the north pole,
+  // x to longitude 0 on the equator); multiply by radius for metres.
+  std::vector<double> cell_lat, cell_lon, cell_center;        // center: (num_cells, 3)
+  std::vector<double> vertex_lat, vertex_lon, vertex_center;  // (num_vertices, 3)
+  std::vector<double> edge_center_lat, edge_center_lon;       // great-circle midpoint of E2V
+  std::vector<double> edge_center;                            // (num_edges, 3)
+
+  // Measures on the sphere of radius `radius`.
+  std::vector<double> cell_area;         // (num_cells): spherical triangle of C2V
+  std::vector<double> dual_area;         // (num_vertices): spherical polygon of V2C's centres
+  std::vector<double> edge_length;       // (num_edges): arc between E2V's vertices
+  std::vector<double> dual_edge_length;  // (num_edges): arc between E2C's cell centres
+  std::vector<double> edge_cell_length;  // (num_edges, 2): edge midpoint to E2C[e][i]'s centre
+  std::vector<double> edge_vert_length;  // (num_edges, 2): edge midpoint to E2V[e][i]
+
+  // Unit vectors at the edge midpoint, tangent to the sphere: cartesian (num_edges, 3), and the
+  // local (zonal, meridional) components (ICON4Py's primal_normal_x/y, dual_normal_x/y).
+  std::vector<double> primal_cart_normal, dual_cart_normal;
+  std::vector<double> primal_normal_x, primal_normal_y, dual_normal_x, dual_normal_y;
+};
+
+// ICON's sparse offsets, flattening a neighbour table's (entity, neighbour) into one index.
+inline constexpr std::int64_t e2ecv(std::int64_t edge, int i) {
+  return edge * 4 + i;
+}
+inline constexpr std::int64_t c2ce(std::int64_t cell, int i) {
+  return cell * 3 + i;
+}
+
+// The global grid RnBk on a sphere of `radius`. Refuses (InvalidArgument, naming the argument)
+// n < 1, k < 0, radius not positive and finite, and grids whose sizes (up to the sparse offsets
+// 4 * num_edges) do not fit int32. R2B4 takes a few tens of milliseconds, R2B6 under a second.
+Grid icosahedral_grid(int n, int k, double radius = kEarthRadius);
+
+}  // namespace sciproxy::diffusion
