@@ -66,6 +66,10 @@ struct Grid {
   // Orientations (+1 / -1).
   std::vector<std::int32_t> edge_orientation;     // (num_cells, 3): the normal leaves the cell
   std::vector<std::int32_t> tangent_orientation;  // (num_edges): t points E2V[0] -> E2V[1]
+  // (num_vertices, 6), ICON's vertex edge_orientation: +1 where the edge's primal normal points
+  // counter-clockwise around the vertex (seen from outside), i.e. where t points away from the
+  // vertex; 0 for a pentagon's missing 6th edge.
+  std::vector<std::int32_t> vertex_edge_orientation;
 
   // Positions: latitude, longitude and the cartesian unit vector (x, y, z) (z to the north pole,
   // x to longitude 0 on the equator); multiply by radius for metres.

@@ -421,6 +421,17 @@ Grid icosahedral_grid(int n, int k, double radius) {
       g.edge_orientation[3 * c + i] =
           sign(dot(at(g.primal_cart_normal, e), at(g.edge_center, e) - at(g.cell_center, c)));
     }
+  // A vertex's edge orientation from the geometry: does the normal turn counter-clockwise around
+  // the vertex (along m x (m - v), seen from outside)?
+  g.vertex_edge_orientation.assign(6 * std::int64_t{nv}, 0);
+  for (std::int64_t v = 0; v < nv; ++v)
+    for (int i = 0; i < 6; ++i) {
+      const std::int32_t e = g.v2e[6 * v + i];
+      if (e < 0) continue;
+      const Vec m = at(g.edge_center, e);
+      g.vertex_edge_orientation[6 * v + i] =
+          sign(dot(at(g.primal_cart_normal, e), cross(m, m - at(g.vertex_center, v))));
+    }
   return g;
 }
 
