@@ -100,6 +100,39 @@ inline constexpr std::int64_t c2ce(std::int64_t cell, int i) {
   return cell * 3 + i;
 }
 
+// Interpolation and geometry coefficients of the diffusion granule (ICON4Py's names, computed
+// as ICON4Py's interpolation_fields.py and rbf_interpolation.py compute them; the equations are
+// at the top of src/diffusion/coefficients.cpp). Arrays are row-major, shapes in the comments;
+// where a pentagon vertex has no 6th edge the entry is 0. Lengths in units of Grid::radius.
+struct RbfOptions {
+  // Gaussian kernel exp(-(d / scale_factor)^2), d the arc between points on the unit sphere
+  // (radians). 0.5 is ICON4Py's compute_default_rbf_scale_vertex for grids coarser than 2 km.
+  double scale_factor = 0.5;
+};
+
+struct InterpolationCoefficients {
+  std::vector<double> geofac_div;  // (num_cells, 3): divergence over C2E
+  std::vector<double> geofac_rot;  // (num_vertices, 6): curl over V2E
+  std::vector<double> geofac_n2s;  // (num_cells, 4): nabla2 of a cell scalar over C2E2CO
+  // (num_cells, 4, 2): Green-Gauss gradient of a cell scalar over C2E2CO, [c][i][0] the zonal
+  // (x) and [c][i][1] the meridional (y) component at the cell centre.
+  std::vector<double> geofac_grg;
+  std::vector<double> c_lin_e;    // (num_edges, 2): linear cell -> edge weights over E2C
+  std::vector<double> e_bln_c_s;  // (num_cells, 3): bilinear edge -> cell centre over C2E
+  std::vector<double> inverse_primal_edge_lengths;    // (num_edges)
+  std::vector<double> inverse_dual_edge_lengths;      // (num_edges)
+  std::vector<double> inverse_vertex_vertex_lengths;  // (num_edges): 1 / |E2C2V[2] E2C2V[3]|
+  // (num_vertices, 6) each: zonal (v1) and meridional (v2) wind at a vertex from the normal
+  // components on V2E: u = sum_i rbf_vec_coeff_v1[v][i] vn[V2E[v][i]].
+  std::vector<double> rbf_vec_coeff_v1, rbf_vec_coeff_v2;
+  // (num_edges): the lateral-boundary nudging coefficient; 0 everywhere on a global grid
+  // (limited-area grids get 0.375 in the nudging zone, decaying over rows 2 to 10 of the
+  // boundary; not implemented until limited-area grids are).
+  std::vector<double> nudgecoeff_e;
+};
+
+InterpolationCoefficients interpolation_coefficients(const Grid& grid, const RbfOptions& rbf = {});
+
 // The global grid RnBk on a sphere of `radius`. Refuses (InvalidArgument, naming the argument)
 // n < 1, k < 0, radius not positive and finite, and grids whose sizes (up to the sparse offsets
 // 4 * num_edges) do not fit int32. R2B4 takes a few tens of milliseconds, R2B6 under a second.
