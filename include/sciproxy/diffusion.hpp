@@ -125,9 +125,9 @@ struct InterpolationCoefficients {
   // (num_vertices, 6) each: zonal (v1) and meridional (v2) wind at a vertex from the normal
   // components on V2E: u = sum_i rbf_vec_coeff_v1[v][i] vn[V2E[v][i]].
   std::vector<double> rbf_vec_coeff_v1, rbf_vec_coeff_v2;
-  // (num_edges): the lateral-boundary nudging coefficient; 0 everywhere on a global grid
-  // (limited-area grids get 0.375 in the nudging zone, decaying over rows 2 to 10 of the
-  // boundary; not implemented until limited-area grids are).
+  // (num_edges): the lateral-boundary nudging coefficient; 0 everywhere on a global grid.
+  // Limited-area grids will get ICON4Py's defaults (max_nudging_coefficient 0.375,
+  // nudge_efold_width 2 rows, nudge_zone_width 10 rows) when limited-area grids exist.
   std::vector<double> nudgecoeff_e;
 };
 

@@ -17,7 +17,9 @@
 //                      n_ci: the primal normal of e in the local (zonal, meridional) frame at the
 //                      cell centre (ICON's primal_normal_cell), the Green-Gauss gradient
 //                      (1/A) sum_e l_e o_e psi_e n_e with psi_e linear between the two cells
-//   e_bln_c_s[c][i]:   ICON4Py's compute_e_bln_c_s with weighting_factor 0 (_weighting_factors):
+//   e_bln_c_s[c][i]:   ICON4Py's compute_e_bln_c_s with weighting_factor 0 (ICON4Py's configured
+//   value;
+//                      _weighting_factors):
 //                      rotate (lat, lon) so the cell centre sits on the equator, then the weights
 //                      w of the three edge midpoints solve sum w = 1, sum w x = x_c, sum w y = y_c
 //                      (x, y the rotated lon and lat relative to the centre), by the same
