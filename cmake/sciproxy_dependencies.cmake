@@ -24,8 +24,10 @@ function(sciproxy_check_dependencies)
     if(NOT _sciproxy_fftw3_FOUND)
       list(APPEND missing "fftw3 (libfftw3-dev)")
     endif()
-    # specex: FITS files (cfitsio) and dense algebra (LAPACKE over OpenBLAS).
-    foreach(_module_package cfitsio:libcfitsio-dev lapacke:liblapacke-dev openblas:libopenblas-dev)
+    # specex: FITS files (cfitsio) and dense algebra (LAPACKE over OpenBLAS); diffusion: ICON grid
+    # files and savepoints (netCDF-C).
+    foreach(_module_package cfitsio:libcfitsio-dev lapacke:liblapacke-dev openblas:libopenblas-dev
+                            netcdf:libnetcdf-dev)
       string(REPLACE ":" ";" _pair ${_module_package})
       list(GET _pair 0 _module)
       list(GET _pair 1 _package)
