@@ -34,7 +34,9 @@
 //   longitudes in (-pi, pi].
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace sciproxy::diffusion {
@@ -44,6 +46,40 @@ inline constexpr double kEarthRadius = 6371229.0;  // ICON4Py's constants.EARTH_
 // Neighbour counts of the tables (their second dimension).
 inline constexpr int kC2E = 3, kC2V = 3, kC2E2C = 3, kC2E2CO = 4;
 inline constexpr int kE2C = 2, kE2V = 2, kE2C2V = 4, kV2E = 6, kV2C = 6;
+
+// The horizontal dimensions and ICON4Py's grid zones (icon4py.model.common.grid.horizontal). On a
+// limited-area grid ICON orders every array by refin_ctrl, the distance (in rows) from the lateral
+// boundary: row 1 first, then row 2, ..., then the nudging rows, then the unordered interior, so
+// each zone is a contiguous index range. Cells and vertices have boundary rows 1-4 and one nudging
+// row; edges have rows 1-8 and two nudging rows. On a global grid every refin_ctrl is 0: the
+// boundary and nudging zones are empty (start = end = 0), INTERIOR and LOCAL are everything. With
+// no halos (one process) HALO and HALO_LEVEL_2 are empty at the end.
+enum class Dimension : int { Cell = 0, Edge = 1, Vertex = 2 };
+enum class Zone : int {
+  End,
+  Interior,
+  Halo,
+  HaloLevel2,
+  Local,
+  LateralBoundary,
+  LateralBoundaryLevel2,
+  LateralBoundaryLevel3,
+  LateralBoundaryLevel4,
+  LateralBoundaryLevel5,
+  LateralBoundaryLevel6,
+  LateralBoundaryLevel7,
+  LateralBoundaryLevel8,
+  Nudging,
+  NudgingLevel2,
+};
+inline constexpr int kNumZones = 15;
+// ICON4Py's names ("lb_level_5", "nudging_level_2", ...) and the reverse; zone_from_name throws
+// InvalidArgument naming the unknown name and the valid ones.
+const char* zone_name(Zone zone);
+Zone zone_from_name(const std::string& name);
+// Whether a zone exists for a dimension (cells and vertices: rows 1-4 and NUDGING; edges: rows
+// 1-8, NUDGING and NUDGING_LEVEL_2; END, INTERIOR, HALO*, LOCAL everywhere).
+bool zone_exists(Dimension dim, Zone zone);
 
 struct Grid {
   int n = 0, k = 0;  // RnBk
@@ -90,7 +126,28 @@ struct Grid {
   // local (zonal, meridional) components (ICON4Py's primal_normal_x/y, dual_normal_x/y).
   std::vector<double> primal_cart_normal, dual_cart_normal;
   std::vector<double> primal_normal_x, primal_normal_y, dual_normal_x, dual_normal_y;
+
+  // Lateral boundary. refin_ctrl per entity (ICON's refin_c_ctrl, refin_e_ctrl, refin_v_ctrl:
+  // 0 in the unordered interior, 1.. the boundary row, then the nudging rows); all 0 and
+  // limited_area false on a global grid. zone_start/zone_end[dim][zone] are the zero-based
+  // half-open index ranges of each zone, as ICON4Py's grid_refinement.compute_domain_bounds
+  // derives them from refin_ctrl; set_domain_bounds fills them.
+  bool limited_area = false;
+  std::vector<std::int32_t> cell_refin_ctrl, edge_refin_ctrl, vertex_refin_ctrl;
+  std::array<std::array<std::int32_t, kNumZones>, 3> zone_start{}, zone_end{};
+
+  std::int32_t size(Dimension dim) const;
+  // ICON4Py's grid.start_index(Domain(dim, zone)) / end_index; InvalidArgument for a zone the
+  // dimension does not have.
+  std::int32_t start_index(Dimension dim, Zone zone) const;
+  std::int32_t end_index(Dimension dim, Zone zone) const;
 };
+
+// Fills limited_area, zone_start and zone_end from the refin_ctrl arrays (which must hold
+// num_cells/num_edges/num_vertices entries, or be empty for all zeros), ICON4Py's way: a zone's
+// range spans the first to the last entity with its refin_ctrl value (empty, (0, 0), if none);
+// INTERIOR starts where the last nudging zone ends; LOCAL is [0, n); HALO* are [n, n).
+void set_domain_bounds(Grid& grid);
 
 // ICON's sparse offsets, flattening a neighbour table's (entity, neighbour) into one index.
 inline constexpr std::int64_t e2ecv(std::int64_t edge, int i) {

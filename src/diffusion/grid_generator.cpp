@@ -432,6 +432,11 @@ Grid icosahedral_grid(int n, int k, double radius) {
       g.vertex_edge_orientation[6 * v + i] =
           sign(dot(at(g.primal_cart_normal, e), cross(m, m - at(g.vertex_center, v))));
     }
+  // A global grid: every refin_ctrl 0, the boundary and nudging zones empty.
+  g.cell_refin_ctrl.assign(nc, 0);
+  g.edge_refin_ctrl.assign(ne, 0);
+  g.vertex_refin_ctrl.assign(nv, 0);
+  set_domain_bounds(g);
   return g;
 }
 

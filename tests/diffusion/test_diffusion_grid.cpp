@@ -351,3 +351,49 @@ TEST(DiffusionGrid, BadArgumentsAreRefusedByName) {
     EXPECT_NE(m.find("int32"), std::string::npos) << m;
   }
 }
+
+TEST(DiffusionDomains, GlobalGridHasEmptyBoundaryZonesAndEverythingInterior) {
+  using namespace sciproxy::diffusion;
+  const Grid g = icosahedral_grid(2, 1);
+  EXPECT_FALSE(g.limited_area);
+  for (Dimension d : {Dimension::Cell, Dimension::Edge, Dimension::Vertex}) {
+    EXPECT_EQ(g.start_index(d, Zone::LateralBoundary), 0);
+    EXPECT_EQ(g.end_index(d, Zone::LateralBoundary), 0);
+    EXPECT_EQ(g.start_index(d, Zone::Nudging), 0);
+    EXPECT_EQ(g.start_index(d, Zone::Interior), 0);
+    EXPECT_EQ(g.end_index(d, Zone::Interior), g.size(d));
+    EXPECT_EQ(g.end_index(d, Zone::Local), g.size(d));
+    EXPECT_EQ(g.start_index(d, Zone::Halo), g.size(d));
+    EXPECT_EQ(g.end_index(d, Zone::HaloLevel2), g.size(d));
+  }
+  EXPECT_EQ(g.start_index(Dimension::Edge, Zone::LateralBoundaryLevel5), 0);
+  EXPECT_THROW(g.start_index(Dimension::Cell, Zone::LateralBoundaryLevel5), sciproxy::InvalidArgument);
+  EXPECT_THROW(g.start_index(Dimension::Vertex, Zone::NudgingLevel2), sciproxy::InvalidArgument);
+  EXPECT_EQ(zone_from_name("lb_level_5"), Zone::LateralBoundaryLevel5);
+  EXPECT_THROW(zone_from_name("lateral"), sciproxy::InvalidArgument);
+}
+
+TEST(DiffusionDomains, ZonesFollowRefinementControl) {
+  using namespace sciproxy::diffusion;
+  Grid g = icosahedral_grid(1, 0);  // 20 cells, 30 edges, 12 vertices
+  g.cell_refin_ctrl.assign(20, 0);
+  for (int c = 0; c < 3; ++c) g.cell_refin_ctrl[c] = 1;
+  for (int c = 3; c < 5; ++c) g.cell_refin_ctrl[c] = 2;
+  g.cell_refin_ctrl[5] = 5;  // the nudging row of cells (4 + 1)
+  g.edge_refin_ctrl.assign(30, 0);
+  g.edge_refin_ctrl[0] = 1;
+  g.edge_refin_ctrl[1] = 10;  // the 2nd nudging row of edges (8 + 2)
+  set_domain_bounds(g);
+  EXPECT_TRUE(g.limited_area);
+  EXPECT_EQ(g.start_index(Dimension::Cell, Zone::LateralBoundary), 0);
+  EXPECT_EQ(g.end_index(Dimension::Cell, Zone::LateralBoundary), 3);
+  EXPECT_EQ(g.start_index(Dimension::Cell, Zone::LateralBoundaryLevel2), 3);
+  EXPECT_EQ(g.end_index(Dimension::Cell, Zone::LateralBoundaryLevel2), 5);
+  EXPECT_EQ(g.start_index(Dimension::Cell, Zone::LateralBoundaryLevel3), 0);  // no row 3: empty
+  EXPECT_EQ(g.start_index(Dimension::Cell, Zone::Nudging), 5);
+  EXPECT_EQ(g.start_index(Dimension::Cell, Zone::Interior), 6);
+  EXPECT_EQ(g.start_index(Dimension::Edge, Zone::NudgingLevel2), 1);
+  EXPECT_EQ(g.start_index(Dimension::Edge, Zone::Interior), 2);
+  g.edge_refin_ctrl.resize(7);
+  EXPECT_THROW(set_domain_bounds(g), sciproxy::InvalidArgument);
+}
