@@ -36,8 +36,13 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+namespace sciproxy {
+class Timers;  // sciproxy/core/timers.hpp
+}
 
 namespace sciproxy::diffusion {
 
@@ -194,5 +199,163 @@ InterpolationCoefficients interpolation_coefficients(const Grid& grid, const Rbf
 // n < 1, k < 0, radius not positive and finite, and grids whose sizes (up to the sparse offsets
 // 4 * num_edges) do not fit int32. R2B4 takes a few tens of milliseconds, R2B6 under a second.
 Grid icosahedral_grid(int n, int k, double radius = kEarthRadius);
+
+
+// ---------------------------------------------------------------------------------------------
+// The granule: ICON's horizontal diffusion (mo_nh_diffusion, hdiff_order 5: Smagorinsky plus
+// fourth-order background), as ICON4Py's Diffusion runs it: constructed once (init) with the
+// grid, the configuration, the vertical grid, the metric, interpolation and geometry fields,
+// then run() every dynamics step on the prognostic and diagnostic fields, in place. The
+// equations are at the top of src/diffusion/math.hpp; the names below are ICON4Py's.
+// ---------------------------------------------------------------------------------------------
+
+// ICON4Py's DiffusionConfig (icon4py.model.atmosphere.diffusion.DiffusionConfig) with its
+// defaults; enums as ICON's integers. Only what ICON4Py implements is accepted: diffusion_type 5,
+// type_vn_diffu 1, type_t_diffu 2, shear_type 0-2, no 3-D or w Smagorinsky (checked at init,
+// InvalidArgument naming the option).
+struct DiffusionConfig {
+  int diffusion_type = 5;  // hdiff_order
+  bool apply_to_vertical_wind = true;    // lhdiff_w
+  bool apply_to_horizontal_wind = true;  // lhdiff_vn
+  bool apply_to_temperature = true;      // lhdiff_temp
+  bool apply_smag_diff_to_vertical_wind = false;
+  bool compute_3d_smag_coeff = false;
+  int type_vn_diffu = 1;  // diamond stencil on vertices
+  int type_t_diffu = 2;   // div(K grad T)
+  double hdiff_efdt_ratio = 36.0;
+  double hdiff_w_efdt_ratio = 15.0;
+  // enh_smag_fac(z): constant smagorinski_scaling_factor below height, linear to factor2 at
+  // height2, then quadratic through factor3 at height3 to factor4 at height4.
+  double smagorinski_scaling_factor = 0.015;
+  // 9086.25... = sqrt(1600 (1600 + 50000)), ICON4Py's defaults written out.
+  double smagorinski_scaling_factor2 = 2e-6 * (1600.0 + 25000.0 + 9086.253353280437);
+  double smagorinski_scaling_factor3 = 0.0;
+  double smagorinski_scaling_factor4 = 1.0;
+  double smagorinski_scaling_height = 32500.0;
+  double smagorinski_scaling_height2 = 1600.0 + 50000.0 + 9086.253353280437;
+  double smagorinski_scaling_height3 = 50000.0;
+  double smagorinski_scaling_height4 = 90000.0;
+  bool apply_zdiffusion_t = true;  // truly horizontal temperature diffusion over steep terrain
+  int ndyn_substeps = 5;
+  double temperature_boundary_diffusion_denominator = 135.0;
+  double velocity_boundary_diffusion_denominator = 200.0;
+  double max_nudging_coefficient = 0.1;  // 5 (dynamics-to-physics ratio) x 0.02
+  int shear_type = 0;  // itype_sher: 0, 1 (div_ic, hdef_ic), 2 (also dwdx, dwdy)
+  int iforcing = 0;
+  double a_hshr = 1.0;
+  bool loutshs = false;
+};
+
+// The vertical grid as the granule uses it: vct_a (num_levels + 1 interface heights, from the
+// model top down, metres) and the zero-based index of the last level of the Rayleigh damping
+// layer (ICON4Py's VerticalGrid.end_index_of_damping_layer).
+struct DiffusionVerticalGrid {
+  std::int32_t num_levels = 0;
+  std::vector<double> vct_a;
+  std::int32_t end_index_of_damping_layer = 0;
+};
+
+// ICON4Py's DiffusionMetricState, row-major with the level last: theta_ref_mc (cells, levels),
+// wgtfac_c (cells, levels + 1), zd_intcoef and zd_vertoffset (cells, 3, levels): the
+// neighbour's level offset and weight of the truly horizontal temperature diffusion, zd_diffcoef
+// (cells, levels): 0 where that correction is off.
+struct DiffusionMetricState {
+  std::vector<double> theta_ref_mc, wgtfac_c, zd_intcoef, zd_diffcoef;
+  std::vector<std::int32_t> zd_vertoffset;
+};
+
+// ICON4Py's DiffusionInterpolationState: e_bln_c_s, geofac_div (cells, 3), rbf_coeff_1/2
+// (vertices, 6), geofac_n2s, geofac_grg_x/y (cells, 4), nudgecoeff_e (edges).
+struct DiffusionInterpolationState {
+  std::vector<double> e_bln_c_s, rbf_coeff_1, rbf_coeff_2, geofac_div, geofac_n2s, geofac_grg_x,
+      geofac_grg_y, nudgecoeff_e;
+};
+
+// ICON4Py's EdgeParams as the granule uses them (edges; the *_vert fields (edges, 4) over
+// E2C2V: the edge's primal and dual unit normals in the local (zonal, meridional) frame of each
+// diamond vertex), and CellParams (area (cells), mean_cell_area).
+struct DiffusionEdgeParams {
+  std::vector<double> tangent_orientation, inverse_primal_edge_lengths,
+      inverse_vertex_vertex_lengths, inverse_dual_edge_lengths, edge_areas;
+  std::vector<double> primal_normal_vert_x, primal_normal_vert_y, dual_normal_vert_x,
+      dual_normal_vert_y;
+};
+struct DiffusionCellParams {
+  std::vector<double> area;
+  double mean_cell_area = 0;
+};
+
+// The granule's inputs computed by sciproxy from a grid (ICON4Py's defaults: RBF, nudging,
+// arc lengths on grid.radius), for callers who do not bring ICON's own.
+DiffusionInterpolationState interpolation_state(const Grid& grid, const InterpolationCoefficients& c);
+DiffusionEdgeParams edge_params(const Grid& grid, const InterpolationCoefficients& c);
+DiffusionCellParams cell_params(const Grid& grid);
+
+// How the caller's (entity, level) fields lie in memory. LevelsContiguous: row-major (entity,
+// level), numpy's C order as ICON4Py allocates them. EntitiesContiguous: Fortran's (nproma,
+// nlev) with one block, ICON's own arrays: the entity index runs fastest.
+enum class FieldLayout { LevelsContiguous, EntitiesContiguous };
+
+// The fields of one run(), the caller's memory, updated in place. vn (edges, levels); w,
+// div_ic, hdef_ic, dwdx, dwdy (cells, levels + 1); theta_v, exner (cells, levels). Real is the
+// precision the granule was initialised with (DiffusionOptions::single_precision).
+template <class Real>
+struct DiffusionPrognosticFields {
+  Real* vn = nullptr;
+  Real* w = nullptr;
+  Real* theta_v = nullptr;
+  Real* exner = nullptr;
+};
+template <class Real>
+struct DiffusionDiagnosticFields {
+  Real* hdef_ic = nullptr;
+  Real* div_ic = nullptr;
+  Real* dwdx = nullptr;
+  Real* dwdy = nullptr;
+};
+
+struct DiffusionOptions {
+  std::string device = "auto";  // reference, cpu, cuda[:N], auto
+  int nparallel = 0;            // OpenMP threads of the cpu backend; 0: all
+  FieldLayout layout = FieldLayout::LevelsContiguous;
+  bool single_precision = false;  // float32 fields and coefficients (ICON's vpfloat everywhere)
+  // Check every prognostic field for NaN and infinity before a run (InvalidArgument naming the
+  // field, its first bad index). One extra read of the fields: off for benchmarks.
+  bool check_finite = true;
+};
+
+class Diffusion {
+ public:
+  // init: checks every input against the grid and the levels (InvalidArgument naming it),
+  // copies the coefficients to the backend's memory, computes the level-dependent factors.
+  Diffusion(const Grid& grid, const DiffusionConfig& config, const DiffusionVerticalGrid& vertical,
+            const DiffusionMetricState& metrics, const DiffusionInterpolationState& interpolation,
+            const DiffusionEdgeParams& edges, const DiffusionCellParams& cells,
+            const DiffusionOptions& options = {});
+  ~Diffusion();
+  Diffusion(Diffusion&&) noexcept;
+  Diffusion& operator=(Diffusion&&) noexcept;
+
+  // One diffusion step of dtime seconds (> 0), ICON4Py's Diffusion.run; initial_run is ICON's
+  // linit (the extra call before the first step: K4/3 efdt background, no Smagorinsky offset).
+  void run(DiffusionDiagnosticFields<double>& diagnostic, DiffusionPrognosticFields<double>& prognostic,
+           double dtime, bool initial_run = false);
+  void run(DiffusionDiagnosticFields<float>& diagnostic, DiffusionPrognosticFields<float>& prognostic,
+           double dtime, bool initial_run = false);
+
+  // ICON's timer table of every run so far: one region per stencil group, and "init".
+  sciproxy::Timers& timers();
+  std::string device() const;  // the backend that runs, e.g. "cpu"
+  std::int32_t num_levels() const;
+  const Grid& grid() const;
+  // Bytes one run moves at least (each field read or written once) for the roofline.
+  double bytes_per_run() const;
+  double init_seconds() const;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace sciproxy::diffusion

@@ -3,6 +3,7 @@
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/roofline.hpp"
+#include "diffusion/kernels.hpp"
 #include "specex/kernels.hpp"
 #include "stack/kernels.hpp"
 #include "tti/kernels.hpp"
@@ -36,6 +37,13 @@ namespace sciproxy::tti::kernels::cuda {
 SCIPROXY_STUB_FLOAT_KERNEL(SCIPROXY_TTI_FORWARD, "tti")
 SCIPROXY_STUB_FLOAT_KERNEL(SCIPROXY_TTI_DEMO_FORWARD, "tti demo")
 }  // namespace sciproxy::tti::kernels::cuda
+
+namespace sciproxy::diffusion::kernels::cuda {
+SCIPROXY_STUB_KERNEL(SCIPROXY_DIFFUSION_RUN(double, FieldLayout::LevelsContiguous), "diffusion")
+SCIPROXY_STUB_KERNEL(SCIPROXY_DIFFUSION_RUN(double, FieldLayout::EntitiesContiguous), "diffusion")
+SCIPROXY_STUB_KERNEL(SCIPROXY_DIFFUSION_RUN(float, FieldLayout::LevelsContiguous), "diffusion")
+SCIPROXY_STUB_KERNEL(SCIPROXY_DIFFUSION_RUN(float, FieldLayout::EntitiesContiguous), "diffusion")
+}  // namespace sciproxy::diffusion::kernels::cuda
 
 namespace sciproxy::specex::kernels::cuda {
 SCIPROXY_STUB_KERNEL(SCIPROXY_SPECEX_EXTRACT, "ex2d")

@@ -1,0 +1,499 @@
+// The diffusion granule's init and run (ICON4Py's Diffusion.__init__ and Diffusion.run,
+// model/atmosphere/diffusion/diffusion.py v0.4.1): checks every input, derives ICON's constants
+// and the level factors, lays the coefficients out for the backend, and dispatches each run.
+//
+//   K2 = 1 / (8 hdiff_efdt_ratio),  K4 = K2 / 8,  K4W = 1 / (36 hdiff_w_efdt_ratio)
+//   diff_multfac_vn = min(1/128, K4 ndyn_substeps / 3),  smag_limit = 1/8 - 4 diff_multfac_vn
+//   initial run:  diff_multfac_vn = K4 hdiff_efdt_ratio / 3,  smag_offset = 0
+//   smag_offset = K4 ndyn_substeps / 4,  diff_multfac_w = min(1/48, K4W ndyn_substeps)
+//   nudgezone_diff = 0.04 / (max_nudging_coefficient + eps),
+//   fac_bdydiff_v = sqrt(ndyn_substeps) / velocity_boundary_diffusion_denominator
+//   enh_smag_fac(k): at zf = (vct_a[k] + vct_a[k+1]) / 2, with dz21 = z2 - z1,
+//     alin = (f2 - f1) / dz21, bqdr = (df42 dz32 - df32 dz42) / (dz32 dz42 (dz42 - dz32)),
+//     aqdr = df32 / dz32 - bqdr dz32, dzlin = min(dz21, max(0, zf - z1)),
+//     dzqdr = min(dz42, max(0, zf - z2)):  f1 + dzlin alin + dzqdr (aqdr + dzqdr bqdr)
+//   diff_multfac_n2w(k) = ((vct_a[k] - vct_a[nrd + 1]) / (vct_a[1] - vct_a[nrd + 1]))^4 / 12
+//     for 1 <= k <= nrd = end_index_of_damping_layer, else 0
+//   rd_o_cvd = Rd / (cpd - Rd), Rd = 287.04, cpd = 1004.64;  thresh_tdiff = -5 K
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/recorded_call.hpp"
+#include "diffusion/kernels.hpp"
+#include "sciproxy/core/device.hpp"
+#include "sciproxy/core/error.hpp"
+#include "sciproxy/core/resources.hpp"
+#include "sciproxy/core/timers.hpp"
+#include "sciproxy/diffusion.hpp"
+
+namespace sciproxy::diffusion {
+
+namespace {
+
+constexpr double kRd = 287.04, kCpd = 1004.64;
+
+std::string count_text(std::size_t n) {
+  return fmt::format("{} values", n);
+}
+
+void require_size(const std::vector<double>& v, std::int64_t n, const char* name, const char* shape) {
+  require(static_cast<std::int64_t>(v.size()) == n, name, fmt::format("{} = {} values", shape, n),
+          count_text(v.size()));
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (!std::isfinite(v[i]))
+      throw_invalid_argument(name, "finite values", fmt::format("{} at flat index {}", v[i], i));
+}
+
+void require_table(const std::vector<std::int32_t>& t, std::int64_t rows, int cols,
+                   std::int32_t bound, const char* name, bool allow_missing) {
+  require(static_cast<std::int64_t>(t.size()) == rows * cols, fmt::format("grid.{}", name),
+          fmt::format("({}, {}) = {} entries", rows, cols, rows * cols), count_text(t.size()));
+  for (std::size_t i = 0; i < t.size(); ++i)
+    if (t[i] >= bound || t[i] < (allow_missing ? -1 : 0))
+      throw_invalid_argument(fmt::format("grid.{}", name),
+                             fmt::format("indices in [{}, {})", allow_missing ? -1 : 0, bound),
+                             fmt::format("{} at row {}", t[i], i / cols));
+}
+
+void check_config(const DiffusionConfig& c) {
+  require(c.diffusion_type == 5, "config.diffusion_type",
+          "5 (Smagorinsky with fourth-order background, the only one ICON4Py implements)",
+          std::to_string(c.diffusion_type));
+  require(c.type_vn_diffu == 1, "config.type_vn_diffu", "1 (diamond stencil on vertices)",
+          std::to_string(c.type_vn_diffu));
+  require(c.type_t_diffu == 2, "config.type_t_diffu", "2 (div(K grad T))", std::to_string(c.type_t_diffu));
+  require(!c.apply_smag_diff_to_vertical_wind, "config.apply_smag_diff_to_vertical_wind",
+          "false (not implemented, as in ICON4Py)", "true");
+  require(!c.compute_3d_smag_coeff, "config.compute_3d_smag_coeff", "false (not implemented, as in ICON4Py)",
+          "true");
+  require(c.shear_type >= 0 && c.shear_type <= 2, "config.shear_type", "0, 1 or 2",
+          std::to_string(c.shear_type));
+  require(c.ndyn_substeps >= 1, "config.ndyn_substeps", "an integer >= 1", std::to_string(c.ndyn_substeps));
+  auto positive = [](double v, const char* name) {
+    require(std::isfinite(v) && v > 0, name, "a positive, finite number", fmt::format("{}", v));
+  };
+  auto finite = [](double v, const char* name) {
+    require(std::isfinite(v), name, "a finite number", fmt::format("{}", v));
+  };
+  require(std::isfinite(c.hdiff_efdt_ratio) && c.hdiff_efdt_ratio >= 0, "config.hdiff_efdt_ratio",
+          "a finite number >= 0", fmt::format("{}", c.hdiff_efdt_ratio));
+  require(std::isfinite(c.hdiff_w_efdt_ratio) && c.hdiff_w_efdt_ratio >= 0, "config.hdiff_w_efdt_ratio",
+          "a finite number >= 0", fmt::format("{}", c.hdiff_w_efdt_ratio));
+  finite(c.smagorinski_scaling_factor, "config.smagorinski_scaling_factor");
+  finite(c.smagorinski_scaling_factor2, "config.smagorinski_scaling_factor2");
+  finite(c.smagorinski_scaling_factor3, "config.smagorinski_scaling_factor3");
+  finite(c.smagorinski_scaling_factor4, "config.smagorinski_scaling_factor4");
+  const double z1 = c.smagorinski_scaling_height, z2 = c.smagorinski_scaling_height2,
+               z3 = c.smagorinski_scaling_height3, z4 = c.smagorinski_scaling_height4;
+  // The profile divides by z2 - z1, z3 - z2, z4 - z2 and z4 - z3 (ICON4Py's defaults have z3 < z2).
+  require(std::isfinite(z1) && std::isfinite(z2) && std::isfinite(z3) && std::isfinite(z4) &&
+              z2 != z1 && z3 != z2 && z4 != z2 && z4 != z3,
+          "config.smagorinski_scaling_height..height4",
+          "finite heights with height2 != height, height3 and height4 != height2, height4 != height3",
+          fmt::format("{}, {}, {}, {}", z1, z2, z3, z4));
+  positive(c.temperature_boundary_diffusion_denominator, "config.temperature_boundary_diffusion_denominator");
+  positive(c.velocity_boundary_diffusion_denominator, "config.velocity_boundary_diffusion_denominator");
+  require(std::isfinite(c.max_nudging_coefficient) && c.max_nudging_coefficient >= 0,
+          "config.max_nudging_coefficient", "a finite number >= 0", fmt::format("{}", c.max_nudging_coefficient));
+  finite(c.a_hshr, "config.a_hshr");
+}
+
+// The level factor enh_smag_fac (ICON4Py's _en_smag_fac_for_zero_nshift).
+std::vector<double> enh_smag_fac(const DiffusionConfig& c, const std::vector<double>& vct_a, int nlev) {
+  const double f1 = c.smagorinski_scaling_factor, f2 = c.smagorinski_scaling_factor2,
+               f3 = c.smagorinski_scaling_factor3, f4 = c.smagorinski_scaling_factor4;
+  const double z1 = c.smagorinski_scaling_height, z2 = c.smagorinski_scaling_height2,
+               z3 = c.smagorinski_scaling_height3, z4 = c.smagorinski_scaling_height4;
+  const double dz21 = z2 - z1, alin = (f2 - f1) / dz21, df32 = f3 - f2, df42 = f4 - f2,
+               dz32 = z3 - z2, dz42 = z4 - z2;
+  const double bqdr = (df42 * dz32 - df32 * dz42) / (dz32 * dz42 * (dz42 - dz32));
+  const double aqdr = df32 / dz32 - bqdr * dz32;
+  std::vector<double> out(nlev);
+  for (int k = 0; k < nlev; ++k) {
+    const double zf = 0.5 * (vct_a[k] + vct_a[k + 1]);
+    const double dzlin = std::min(dz21, std::max(0.0, zf - z1));
+    const double dzqdr = std::min(dz42, std::max(0.0, zf - z2));
+    out[k] = f1 + dzlin * alin + dzqdr * (aqdr + dzqdr * bqdr);
+  }
+  return out;
+}
+
+// The caller's fields, in the precision the granule runs.
+template <class Real>
+struct Storage {
+  std::vector<Real> coefficients;  // every Real input, back to back
+  std::vector<Real> levels;        // the level factors
+  std::vector<Real> work;          // the work arrays
+  std::vector<std::int32_t> zd_vertoffset;
+  kernels::Problem<Real> problem;
+};
+
+}  // namespace
+
+struct Diffusion::Impl {
+  Grid grid;
+  DiffusionConfig config;
+  DiffusionVerticalGrid vertical;
+  DiffusionOptions options;
+  Device device;
+  Timers timers;
+  double init_seconds = 0;
+  double bytes_per_run = 0;
+  std::variant<Storage<double>, Storage<float>> storage;
+
+  template <class Real>
+  void build(const DiffusionMetricState& m, const DiffusionInterpolationState& in,
+             const DiffusionEdgeParams& ep, const DiffusionCellParams& cp);
+  template <class Real>
+  void run(DiffusionDiagnosticFields<Real>& d, DiffusionPrognosticFields<Real>& f, double dtime,
+           bool initial_run);
+};
+
+template <class Real>
+void Diffusion::Impl::build(const DiffusionMetricState& m, const DiffusionInterpolationState& in,
+                            const DiffusionEdgeParams& ep, const DiffusionCellParams& cp) {
+  const std::int64_t nc = grid.num_cells, ne = grid.num_edges, nv = grid.num_vertices;
+  const std::int32_t nlev = vertical.num_levels;
+  Storage<Real>& s = storage.template emplace<Storage<Real>>();
+  kernels::Problem<Real>& p = s.problem;
+  p.num_cells = grid.num_cells;
+  p.num_edges = grid.num_edges;
+  p.num_vertices = grid.num_vertices;
+  p.nlev = nlev;
+  p.limited_area = grid.limited_area;
+  p.c2e = grid.c2e.data();
+  p.c2e2c = grid.c2e2c.data();
+  p.c2e2co = grid.c2e2co.data();
+  p.e2c = grid.e2c.data();
+  p.e2c2v = grid.e2c2v.data();
+  p.v2e = grid.v2e.data();
+
+  // The level-dependent inputs in the caller's layout; the others as they come.
+  const bool entities_first = options.layout == FieldLayout::EntitiesContiguous;
+  auto level_field = [&](const double* src, std::int64_t n, int nk, Real* dst) {
+    for (std::int64_t i = 0; i < n; ++i)
+      for (int k = 0; k < nk; ++k)
+        dst[entities_first ? k * n + i : i * nk + k] = static_cast<Real>(src[i * nk + k]);
+  };
+  const std::vector<const std::vector<double>*> flat = {
+      &in.rbf_coeff_1, &in.rbf_coeff_2, &ep.tangent_orientation, &ep.inverse_primal_edge_lengths,
+      &ep.inverse_vertex_vertex_lengths, &ep.inverse_dual_edge_lengths, &ep.edge_areas, &in.nudgecoeff_e,
+      &ep.primal_normal_vert_x, &ep.primal_normal_vert_y, &ep.dual_normal_vert_x, &ep.dual_normal_vert_y,
+      &in.e_bln_c_s, &in.geofac_div, &in.geofac_n2s, &in.geofac_grg_x, &in.geofac_grg_y, &cp.area};
+  std::int64_t total = 0;
+  for (const auto* v : flat) total += static_cast<std::int64_t>(v->size());
+  const std::int64_t level_total = nc * nlev * 5 + nc * (nlev + 1);  // theta_ref, zd x4, wgtfac_c
+  s.coefficients.resize(total + level_total);
+  std::vector<const Real*> ptr;
+  Real* at = s.coefficients.data();
+  for (const auto* v : flat) {
+    ptr.push_back(at);
+    for (double x : *v) *at++ = static_cast<Real>(x);
+  }
+  int i = 0;
+  p.rbf_coeff_1 = ptr[i++], p.rbf_coeff_2 = ptr[i++], p.tangent_orientation = ptr[i++];
+  p.inv_primal_edge_length = ptr[i++], p.inv_vert_vert_length = ptr[i++];
+  p.inv_dual_edge_length = ptr[i++], p.edge_area = ptr[i++], p.nudgecoeff_e = ptr[i++];
+  p.primal_normal_vert_x = ptr[i++], p.primal_normal_vert_y = ptr[i++];
+  p.dual_normal_vert_x = ptr[i++], p.dual_normal_vert_y = ptr[i++];
+  p.e_bln_c_s = ptr[i++], p.geofac_div = ptr[i++], p.geofac_n2s = ptr[i++];
+  p.geofac_grg_x = ptr[i++], p.geofac_grg_y = ptr[i++], p.area = ptr[i++];
+  level_field(m.theta_ref_mc.data(), nc, nlev, at);
+  p.theta_ref_mc = at, at += nc * nlev;
+  level_field(m.wgtfac_c.data(), nc, nlev + 1, at);
+  p.wgtfac_c = at, at += nc * (nlev + 1);
+  level_field(m.zd_diffcoef.data(), nc, nlev, at);
+  p.zd_diffcoef = at, at += nc * nlev;
+  // zd_intcoef and zd_vertoffset come as (cells, 3, levels): one (cells, levels) field per j.
+  s.zd_vertoffset.resize(3 * nc * nlev);
+  for (int j = 0; j < 3; ++j) {
+    std::vector<double> coef(nc * nlev);
+    for (std::int64_t c = 0; c < nc; ++c)
+      for (int k = 0; k < nlev; ++k) {
+        const std::int64_t from = (c * 3 + j) * nlev + k;
+        const std::int64_t to = entities_first ? k * nc + c : c * nlev + k;
+        coef[c * nlev + k] = m.zd_intcoef[from];
+        s.zd_vertoffset[j * nc * nlev + to] = m.zd_vertoffset[from];
+      }
+    level_field(coef.data(), nc, nlev, at);
+    p.zd_intcoef[j] = at, at += nc * nlev;
+    p.zd_vertoffset[j] = s.zd_vertoffset.data() + j * nc * nlev;
+  }
+
+  // Constants and level factors.
+  const DiffusionConfig& c = config;
+  const double K2 = c.hdiff_efdt_ratio > 0 ? 1.0 / (c.hdiff_efdt_ratio * 8.0) : 0.0;
+  const double K4 = K2 / 8.0;
+  const double K4W = c.hdiff_w_efdt_ratio > 0 ? 1.0 / (c.hdiff_w_efdt_ratio * 36.0) : 0.0;
+  const double substeps = c.ndyn_substeps;
+  const double multfac_vn = std::min(1.0 / 128.0, K4 * substeps / 3.0);
+  const double multfac_vn_initial = K4 / 3.0 * c.hdiff_efdt_ratio;
+  const std::vector<double> enh = enh_smag_fac(c, vertical.vct_a, nlev);
+  const std::int32_t nrd = vertical.end_index_of_damping_layer;
+  s.levels.assign(6 * static_cast<std::size_t>(nlev), Real(0));
+  Real* lv = s.levels.data();
+  for (int k = 0; k < nlev; ++k) {
+    lv[k] = static_cast<Real>(enh[k]);
+    if (k >= 1 && k < nrd + 1) {
+      const double h = vertical.vct_a[k], h_nrd = vertical.vct_a[nrd + 1], h1 = vertical.vct_a[1];
+      lv[nlev + k] = static_cast<Real>(1.0 / 12.0 * std::pow((h - h_nrd) / (h1 - h_nrd), 4));
+    }
+    lv[2 * nlev + k] = static_cast<Real>(multfac_vn);
+    lv[3 * nlev + k] = static_cast<Real>(0.125 - 4.0 * multfac_vn);
+    lv[4 * nlev + k] = static_cast<Real>(multfac_vn_initial);
+    lv[5 * nlev + k] = static_cast<Real>(0.125 - 4.0 * multfac_vn_initial);
+  }
+  p.enh_smag_fac = lv, p.diff_multfac_n2w = lv + nlev, p.diff_multfac_vn = lv + 2 * nlev;
+  p.smag_limit = lv + 3 * nlev, p.diff_multfac_vn_initial = lv + 4 * nlev;
+  p.smag_limit_initial = lv + 5 * nlev;
+  p.smag_offset = static_cast<Real>(0.25 * K4 * substeps);
+  p.diff_multfac_w = static_cast<Real>(std::min(1.0 / 48.0, K4W * substeps));
+  p.nudgezone_diff = static_cast<Real>(0.04 / (c.max_nudging_coefficient + std::numeric_limits<double>::epsilon()));
+  p.fac_bdydiff_v = static_cast<Real>(std::sqrt(substeps) / c.velocity_boundary_diffusion_denominator);
+  p.rd_o_cvd = static_cast<Real>(kRd / (kCpd - kRd));
+  p.thresh_tdiff = Real(-5);
+  p.smallest_vpfloat = std::numeric_limits<Real>::epsilon();
+  p.nrdmax = nrd + 1;
+  p.shear_type = c.shear_type;
+  p.turbulence_diagnostics = c.shear_type >= 1 || c.loutshs || c.a_hshr > 0.0;
+  p.apply_to_vertical_wind = c.apply_to_vertical_wind;
+  p.apply_to_horizontal_wind = c.apply_to_horizontal_wind;
+  p.apply_to_temperature = c.apply_to_temperature;
+  p.apply_zdiffusion_t = c.apply_zdiffusion_t;
+
+  // ICON4Py's domains.
+  using D = Dimension;
+  p.vertex_begin = grid.start_index(D::Vertex, Zone::LateralBoundaryLevel2);
+  p.vertex_end = grid.end_index(D::Vertex, Zone::Local);
+  p.edge_smag_begin = grid.start_index(D::Edge, Zone::LateralBoundaryLevel5);
+  p.edge_smag_end = grid.end_index(D::Edge, Zone::HaloLevel2);
+  p.edge_vn_begin = p.edge_smag_begin;
+  p.edge_vn_end = grid.end_index(D::Edge, Zone::Local);
+  p.edge_nudge2_begin = grid.start_index(D::Edge, Zone::NudgingLevel2);
+  p.cell_turb_begin = grid.start_index(D::Cell, Zone::Nudging);
+  p.cell_turb_end = grid.end_index(D::Cell, Zone::Local);
+  p.cell_w_begin = grid.limited_area ? grid.start_index(D::Cell, Zone::Nudging)
+                                     : grid.start_index(D::Cell, Zone::LateralBoundaryLevel4);
+  p.cell_w_end = grid.end_index(D::Cell, Zone::Halo);
+  p.cell_interior_begin = grid.start_index(D::Cell, Zone::Interior);
+  p.cell_local_end = grid.end_index(D::Cell, Zone::Local);
+  p.edge_cold_begin = grid.start_index(D::Edge, Zone::Nudging);
+  p.edge_cold_end = grid.end_index(D::Edge, Zone::Halo);
+  p.cell_theta_begin = grid.start_index(D::Cell, Zone::Nudging);
+  p.cell_theta_end = grid.end_index(D::Cell, Zone::Local);
+
+  // Work arrays.
+  const std::int64_t work = 2 * nv * nlev + 3 * ne * nlev + nc * nlev + nc * nlev + nc * (nlev + 1) +
+                            nc * nlev + 2 * nc + nlev;
+  s.work.assign(work, Real(0));
+  Real* wk = s.work.data();
+  auto take = [&](std::int64_t n) {
+    Real* q = wk;
+    wk += n;
+    return q;
+  };
+  p.u_vert = take(nv * nlev), p.v_vert = take(nv * nlev);
+  p.kh_smag_e = take(ne * nlev), p.kh_smag_ec = take(ne * nlev), p.z_nabla2_e = take(ne * nlev);
+  p.z_nabla2_c = take(nc * nlev), p.z_temp = take(nc * nlev), p.w_old = take(nc * (nlev + 1));
+  p.theta_old = take(nc * nlev), p.enh_diffu_3d = take(2 * nc), p.diff_multfac_smag = take(nlev);
+  p.nparallel = options.nparallel;
+
+  // Compulsory bytes of a run: vn, w, theta_v, exner read and written; div_ic, hdef_ic, dwdx,
+  // dwdy written (as configured); the coefficients read once.
+  const double r = sizeof(Real);
+  double fields = 2.0 * ne * nlev + 2.0 * nc * (nlev + 1) + 4.0 * nc * nlev;
+  if (p.turbulence_diagnostics) fields += 2.0 * nc * (nlev - 1) + nc * (nlev + 1);  // + wgtfac_c
+  if (p.shear_type == 2) fields += 2.0 * nc * (nlev - 1);
+  fields += nc * nlev;  // zd_diffcoef
+  const double coefficients = 6.0 * nv + 13.0 * ne + 15.0 * nc;
+  const double tables = 4.0 * (6.0 * nv + 4.0 * ne + 2.0 * ne + 3.0 * nc + 3.0 * nc + 4.0 * nc);
+  bytes_per_run = r * (fields + coefficients) + tables;
+}
+
+namespace {
+
+template <class Real>
+void check_finite_field(const Real* x, std::int64_t n, const char* name) {
+  for (std::int64_t i = 0; i < n; ++i)
+    if (!std::isfinite(x[i]))
+      throw_invalid_argument(name, "finite values",
+                             fmt::format("{} at flat index {} (of {})", static_cast<double>(x[i]), i, n));
+}
+
+}  // namespace
+
+template <class Real>
+void Diffusion::Impl::run(DiffusionDiagnosticFields<Real>& d, DiffusionPrognosticFields<Real>& f,
+                          double dtime, bool initial_run) {
+  auto* s = std::get_if<Storage<Real>>(&storage);
+  require(s != nullptr, "fields",
+          options.single_precision ? "float32 fields (the granule was initialised in single precision)"
+                                   : "float64 fields (the granule was initialised in double precision)",
+          sizeof(Real) == 4 ? "float32" : "float64");
+  require(std::isfinite(dtime) && dtime > 0, "dtime", "a positive, finite time step in seconds",
+          fmt::format("{}", dtime));
+  const struct {
+    const Real* ptr;
+    const char* name;
+  } required[] = {{f.vn, "prognostic.vn"},     {f.w, "prognostic.w"},        {f.theta_v, "prognostic.theta_v"},
+                  {f.exner, "prognostic.exner"}, {d.hdef_ic, "diagnostic.hdef_ic"}, {d.div_ic, "diagnostic.div_ic"},
+                  {d.dwdx, "diagnostic.dwdx"},   {d.dwdy, "diagnostic.dwdy"}};
+  for (const auto& r : required) require(r.ptr != nullptr, r.name, "a field", "a null pointer");
+  const std::int64_t nc = grid.num_cells, ne = grid.num_edges;
+  const std::int32_t nlev = vertical.num_levels;
+  if (options.check_finite) {
+    check_finite_field(f.vn, ne * nlev, "prognostic.vn");
+    check_finite_field(f.w, nc * (nlev + 1), "prognostic.w");
+    check_finite_field(f.theta_v, nc * nlev, "prognostic.theta_v");
+    check_finite_field(f.exner, nc * nlev, "prognostic.exner");
+  }
+  RecordedCall call("diffusion", device, &timers);
+  WorkModel work;
+  work.points = static_cast<double>(ne * nlev + nc * nlev);
+  work.bytes = bytes_per_run;
+  work.flops = 0;
+  work.precision = sizeof(Real) == 4 ? Precision::fp32 : Precision::fp64;
+  call.set_work(work);
+  auto t = Timers::region(&timers, "diffusion_run");
+  kernels::RunFields<Real> fields{f, d, static_cast<Real>(dtime), initial_run};
+  const Context ctx{device, &timers};
+  if (options.layout == FieldLayout::LevelsContiguous)
+    SCIPROXY_RUN_KERNEL(ctx, run, s->problem, fields,
+                        std::integral_constant<FieldLayout, FieldLayout::LevelsContiguous>{});
+  else
+    SCIPROXY_RUN_KERNEL(ctx, run, s->problem, fields,
+                        std::integral_constant<FieldLayout, FieldLayout::EntitiesContiguous>{});
+}
+
+Diffusion::Diffusion(const Grid& grid, const DiffusionConfig& config,
+                     const DiffusionVerticalGrid& vertical, const DiffusionMetricState& metrics,
+                     const DiffusionInterpolationState& interpolation, const DiffusionEdgeParams& edges,
+                     const DiffusionCellParams& cells, const DiffusionOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  const auto start = std::chrono::steady_clock::now();
+  Impl& m = *impl_;
+  check_config(config);
+  m.device = select_device(options.device);
+  require(options.nparallel >= 0, "options.nparallel", "0 (all threads) or a positive thread count",
+          std::to_string(options.nparallel));
+  const std::int64_t nc = grid.num_cells, ne = grid.num_edges, nv = grid.num_vertices;
+  require(nc > 0 && ne > 0 && nv > 0, "grid", "a grid with cells, edges and vertices",
+          fmt::format("{} cells, {} edges, {} vertices", nc, ne, nv));
+  require_table(grid.c2e, nc, 3, grid.num_edges, "c2e", false);
+  require_table(grid.c2e2c, nc, 3, grid.num_cells, "c2e2c", true);
+  require_table(grid.c2e2co, nc, 4, grid.num_cells, "c2e2co", true);
+  require_table(grid.e2c, ne, 2, grid.num_cells, "e2c", true);
+  require_table(grid.e2c2v, ne, 4, grid.num_vertices, "e2c2v", true);
+  require_table(grid.v2e, nv, 6, grid.num_edges, "v2e", true);
+  const std::int32_t nlev = vertical.num_levels;
+  require(nlev >= 2, "vertical_grid.num_levels", "at least 2 levels", std::to_string(nlev));
+  require_size(vertical.vct_a, nlev + 1, "vertical_grid.vct_a", "num_levels + 1");
+  for (int k = 0; k < nlev; ++k)
+    require(vertical.vct_a[k] > vertical.vct_a[k + 1], "vertical_grid.vct_a",
+            "interface heights decreasing from the model top",
+            fmt::format("vct_a[{}] = {} <= vct_a[{}] = {}", k, vertical.vct_a[k], k + 1, vertical.vct_a[k + 1]));
+  require(vertical.end_index_of_damping_layer >= 0 && vertical.end_index_of_damping_layer < nlev,
+          "vertical_grid.end_index_of_damping_layer", fmt::format("an index in [0, {})", nlev),
+          std::to_string(vertical.end_index_of_damping_layer));
+  require_size(metrics.theta_ref_mc, nc * nlev, "metric_state.theta_ref_mc", "(cells, levels)");
+  require_size(metrics.wgtfac_c, nc * (nlev + 1), "metric_state.wgtfac_c", "(cells, levels + 1)");
+  require_size(metrics.zd_intcoef, nc * 3 * nlev, "metric_state.zd_intcoef", "(cells, 3, levels)");
+  require_size(metrics.zd_diffcoef, nc * nlev, "metric_state.zd_diffcoef", "(cells, levels)");
+  require(static_cast<std::int64_t>(metrics.zd_vertoffset.size()) == nc * 3 * nlev,
+          "metric_state.zd_vertoffset", fmt::format("(cells, 3, levels) = {} values", nc * 3 * nlev),
+          count_text(metrics.zd_vertoffset.size()));
+  if (config.apply_zdiffusion_t && config.apply_to_temperature)
+    for (std::int64_t c = 0; c < nc; ++c)
+      for (int k = 0; k < nlev; ++k) {
+        if (metrics.zd_diffcoef[c * nlev + k] == 0.0) continue;
+        for (int j = 0; j < 3; ++j) {
+          const std::int32_t target = k + metrics.zd_vertoffset[(c * 3 + j) * nlev + k];
+          if (target < 0 || target + 1 >= nlev || grid.c2e2c[3 * c + j] < 0)
+            throw_invalid_argument("metric_state.zd_vertoffset",
+                                   "levels k + offset and k + offset + 1 inside the column, at a neighbour that exists",
+                                   fmt::format("k + offset = {} at cell {}, level {}, neighbour {}", target, c, k, j));
+        }
+      }
+  require_size(interpolation.e_bln_c_s, nc * 3, "interpolation_state.e_bln_c_s", "(cells, 3)");
+  require_size(interpolation.geofac_div, nc * 3, "interpolation_state.geofac_div", "(cells, 3)");
+  require_size(interpolation.rbf_coeff_1, nv * 6, "interpolation_state.rbf_coeff_1", "(vertices, 6)");
+  require_size(interpolation.rbf_coeff_2, nv * 6, "interpolation_state.rbf_coeff_2", "(vertices, 6)");
+  require_size(interpolation.geofac_n2s, nc * 4, "interpolation_state.geofac_n2s", "(cells, 4)");
+  require_size(interpolation.geofac_grg_x, nc * 4, "interpolation_state.geofac_grg_x", "(cells, 4)");
+  require_size(interpolation.geofac_grg_y, nc * 4, "interpolation_state.geofac_grg_y", "(cells, 4)");
+  require_size(interpolation.nudgecoeff_e, ne, "interpolation_state.nudgecoeff_e", "(edges)");
+  require_size(edges.tangent_orientation, ne, "edge_params.tangent_orientation", "(edges)");
+  require_size(edges.inverse_primal_edge_lengths, ne, "edge_params.inverse_primal_edge_lengths", "(edges)");
+  require_size(edges.inverse_vertex_vertex_lengths, ne, "edge_params.inverse_vertex_vertex_lengths", "(edges)");
+  require_size(edges.inverse_dual_edge_lengths, ne, "edge_params.inverse_dual_edge_lengths", "(edges)");
+  require_size(edges.edge_areas, ne, "edge_params.edge_areas", "(edges)");
+  require_size(edges.primal_normal_vert_x, ne * 4, "edge_params.primal_normal_vert_x", "(edges, 4)");
+  require_size(edges.primal_normal_vert_y, ne * 4, "edge_params.primal_normal_vert_y", "(edges, 4)");
+  require_size(edges.dual_normal_vert_x, ne * 4, "edge_params.dual_normal_vert_x", "(edges, 4)");
+  require_size(edges.dual_normal_vert_y, ne * 4, "edge_params.dual_normal_vert_y", "(edges, 4)");
+  require_size(cells.area, nc, "cell_params.area", "(cells)");
+  // Every vertex of a diamond the stencils read must exist in the edge range they run over.
+  const std::int32_t smag_begin = grid.start_index(Dimension::Edge, Zone::LateralBoundaryLevel5);
+  for (std::int64_t e = smag_begin; e < ne; ++e)
+    for (int i = 0; i < 4; ++i)
+      if (grid.e2c2v[4 * e + i] < 0)
+        throw_invalid_argument("grid.e2c2v", "four diamond vertices at every edge the stencils update",
+                               fmt::format("a missing vertex at edge {} (refin_ctrl {})", e,
+                                           grid.edge_refin_ctrl.empty() ? 0 : grid.edge_refin_ctrl[e]));
+  const double field_bytes = (options.single_precision ? 4.0 : 8.0) *
+                             (16.0 * nc * (nlev + 1) + 4.0 * ne * nlev + 2.0 * nv * nlev + 30.0 * ne);
+  require_memory(field_bytes, "grid, vertical_grid.num_levels",
+                 fmt::format("{} cells x {} levels", nc, nlev));
+
+  m.grid = grid;
+  m.config = config;
+  m.vertical = vertical;
+  m.options = options;
+  if (options.single_precision)
+    m.build<float>(metrics, interpolation, edges, cells);
+  else
+    m.build<double>(metrics, interpolation, edges, cells);
+  m.init_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  m.timers.record("init", m.init_seconds);
+}
+
+Diffusion::~Diffusion() = default;
+Diffusion::Diffusion(Diffusion&&) noexcept = default;
+Diffusion& Diffusion::operator=(Diffusion&&) noexcept = default;
+
+void Diffusion::run(DiffusionDiagnosticFields<double>& diagnostic,
+                    DiffusionPrognosticFields<double>& prognostic, double dtime, bool initial_run) {
+  impl_->run(diagnostic, prognostic, dtime, initial_run);
+}
+void Diffusion::run(DiffusionDiagnosticFields<float>& diagnostic,
+                    DiffusionPrognosticFields<float>& prognostic, double dtime, bool initial_run) {
+  impl_->run(diagnostic, prognostic, dtime, initial_run);
+}
+
+Timers& Diffusion::timers() {
+  return impl_->timers;
+}
+std::string Diffusion::device() const {
+  return impl_->device.name();
+}
+std::int32_t Diffusion::num_levels() const {
+  return impl_->vertical.num_levels;
+}
+const Grid& Diffusion::grid() const {
+  return impl_->grid;
+}
+double Diffusion::bytes_per_run() const {
+  return impl_->bytes_per_run;
+}
+double Diffusion::init_seconds() const {
+  return impl_->init_seconds;
+}
+
+}  // namespace sciproxy::diffusion

@@ -1,0 +1,74 @@
+// The granule's geometry inputs computed from a grid, as ICON4Py's geometry factory computes
+// them (model/common/grid/geometry.py, geometry_stencils.py):
+//
+//   edge_areas = primal edge length x dual edge length
+//   primal_normal_vert_{x,y}[e, i]: the edge's cartesian primal normal n in the local frame of
+//     diamond vertex i = E2C2V[e, i] at (lat, lon):  x = n . e_lon,  y = n . e_lat,
+//     e_lon = (-sin lon, cos lon, 0),  e_lat = (-sin lat cos lon, -sin lat sin lon, cos lat)
+//   dual_normal_vert_{x,y}: the same for the dual normal (the edge tangent)
+//   mean_cell_area = sum of the cell areas / number of cells
+#include "sciproxy/diffusion.hpp"
+
+#include <cmath>
+
+namespace sciproxy::diffusion {
+
+DiffusionInterpolationState interpolation_state(const Grid& grid, const InterpolationCoefficients& c) {
+  (void)grid;
+  DiffusionInterpolationState s;
+  s.e_bln_c_s = c.e_bln_c_s;
+  s.rbf_coeff_1 = c.rbf_vec_coeff_v1;
+  s.rbf_coeff_2 = c.rbf_vec_coeff_v2;
+  s.geofac_div = c.geofac_div;
+  s.geofac_n2s = c.geofac_n2s;
+  const std::size_t nc = c.geofac_n2s.size() / 4;
+  s.geofac_grg_x.resize(4 * nc);
+  s.geofac_grg_y.resize(4 * nc);
+  for (std::size_t i = 0; i < 4 * nc; ++i) {
+    s.geofac_grg_x[i] = c.geofac_grg[2 * i];
+    s.geofac_grg_y[i] = c.geofac_grg[2 * i + 1];
+  }
+  s.nudgecoeff_e = c.nudgecoeff_e;
+  return s;
+}
+
+DiffusionEdgeParams edge_params(const Grid& grid, const InterpolationCoefficients& c) {
+  DiffusionEdgeParams p;
+  const std::int64_t ne = grid.num_edges;
+  p.tangent_orientation.assign(grid.tangent_orientation.begin(), grid.tangent_orientation.end());
+  p.inverse_primal_edge_lengths = c.inverse_primal_edge_lengths;
+  p.inverse_vertex_vertex_lengths = c.inverse_vertex_vertex_lengths;
+  p.inverse_dual_edge_lengths = c.inverse_dual_edge_lengths;
+  p.edge_areas.resize(ne);
+  for (std::int64_t e = 0; e < ne; ++e) p.edge_areas[e] = grid.edge_length[e] * grid.dual_edge_length[e];
+  p.primal_normal_vert_x.assign(4 * ne, 0.0);
+  p.primal_normal_vert_y.assign(4 * ne, 0.0);
+  p.dual_normal_vert_x.assign(4 * ne, 0.0);
+  p.dual_normal_vert_y.assign(4 * ne, 0.0);
+  for (std::int64_t e = 0; e < ne; ++e)
+    for (int i = 0; i < 4; ++i) {
+      const std::int32_t v = grid.e2c2v[4 * e + i];
+      if (v < 0) continue;
+      const double lat = grid.vertex_lat[v], lon = grid.vertex_lon[v];
+      const double e_lon[3] = {-std::sin(lon), std::cos(lon), 0.0};
+      const double e_lat[3] = {-std::sin(lat) * std::cos(lon), -std::sin(lat) * std::sin(lon), std::cos(lat)};
+      const double* n = &grid.primal_cart_normal[3 * e];
+      const double* t = &grid.dual_cart_normal[3 * e];
+      p.primal_normal_vert_x[4 * e + i] = n[0] * e_lon[0] + n[1] * e_lon[1] + n[2] * e_lon[2];
+      p.primal_normal_vert_y[4 * e + i] = n[0] * e_lat[0] + n[1] * e_lat[1] + n[2] * e_lat[2];
+      p.dual_normal_vert_x[4 * e + i] = t[0] * e_lon[0] + t[1] * e_lon[1] + t[2] * e_lon[2];
+      p.dual_normal_vert_y[4 * e + i] = t[0] * e_lat[0] + t[1] * e_lat[1] + t[2] * e_lat[2];
+    }
+  return p;
+}
+
+DiffusionCellParams cell_params(const Grid& grid) {
+  DiffusionCellParams p;
+  p.area = grid.cell_area;
+  double sum = 0;
+  for (double a : grid.cell_area) sum += a;
+  p.mean_cell_area = grid.num_cells > 0 ? sum / grid.num_cells : 0.0;
+  return p;
+}
+
+}  // namespace sciproxy::diffusion
