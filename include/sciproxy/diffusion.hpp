@@ -291,6 +291,23 @@ DiffusionInterpolationState interpolation_state(const Grid& grid, const Interpol
 DiffusionEdgeParams edge_params(const Grid& grid, const InterpolationCoefficients& c);
 DiffusionCellParams cell_params(const Grid& grid);
 
+// Every input of the granule computed by sciproxy for a grid and a number of levels: the
+// interpolation and geometry fields above, a vertical grid from 30 km down (stretched, the
+// damping layer over its top quarter), and metric fields of a simple atmosphere (theta_ref_mc,
+// wgtfac_c from the layer thicknesses, and truly-horizontal-diffusion points on a pattern of
+// cells so that every branch runs). For tests, demos and benchmarks of the granule's speed;
+// ICON's own metrics come from the caller.
+struct DiffusionInputs {
+  Grid grid;
+  DiffusionConfig config;
+  DiffusionVerticalGrid vertical;
+  DiffusionMetricState metrics;
+  DiffusionInterpolationState interpolation;
+  DiffusionEdgeParams edges;
+  DiffusionCellParams cells;
+};
+DiffusionInputs computed_inputs(Grid grid, int num_levels);
+
 // How the caller's (entity, level) fields lie in memory. LevelsContiguous: row-major (entity,
 // level), numpy's C order as ICON4Py allocates them. EntitiesContiguous: Fortran's (nproma,
 // nlev) with one block, ICON's own arrays: the entity index runs fastest.

@@ -2,6 +2,7 @@
 // coefficients, a simple vertical grid and metric fields, and smooth-plus-random fields.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -10,65 +11,13 @@
 
 namespace sciproxy::diffusion::testing {
 
-struct GranuleSetup {
-  Grid grid;
-  DiffusionConfig config;
-  DiffusionVerticalGrid vertical;
-  DiffusionMetricState metrics;
-  DiffusionInterpolationState interpolation;
-  DiffusionEdgeParams edges;
-  DiffusionCellParams cells;
-};
+using GranuleSetup = DiffusionInputs;
 
-// nlev levels from 30 km down to 0 (stretched), damping layer over the top quarter, theta_ref
-// of an isothermal-ish atmosphere, wgtfac_c from the layer thicknesses, and zd points on every
-// tenth cell of the lower half (offsets 0 or 1, weights in (0, 1)) so that the truly horizontal
-// branch runs.
+// R n B k with nlev levels and sciproxy's computed inputs (zd points on every tenth cell of the
+// lower half, or none).
 inline GranuleSetup make_setup(int n, int k, int nlev, bool with_zd = true) {
-  GranuleSetup s;
-  s.grid = icosahedral_grid(n, k);
-  const InterpolationCoefficients c = interpolation_coefficients(s.grid);
-  s.interpolation = interpolation_state(s.grid, c);
-  s.edges = edge_params(s.grid, c);
-  s.cells = cell_params(s.grid);
-  s.config.shear_type = 2;
-  s.vertical.num_levels = nlev;
-  s.vertical.vct_a.resize(nlev + 1);
-  for (int i = 0; i <= nlev; ++i) {
-    const double x = 1.0 - double(i) / nlev;
-    s.vertical.vct_a[i] = 30000.0 * x * (0.3 + 0.7 * x);
-  }
-  s.vertical.end_index_of_damping_layer = nlev / 4;
-  const std::int64_t nc = s.grid.num_cells;
-  s.metrics.theta_ref_mc.resize(nc * nlev);
-  s.metrics.wgtfac_c.resize(nc * (nlev + 1));
-  s.metrics.zd_diffcoef.assign(nc * nlev, 0.0);
-  s.metrics.zd_intcoef.assign(nc * 3 * nlev, 0.0);
-  s.metrics.zd_vertoffset.assign(nc * 3 * nlev, 0);
-  for (std::int64_t cell = 0; cell < nc; ++cell) {
-    for (int i = 0; i < nlev; ++i) {
-      const double z = 0.5 * (s.vertical.vct_a[i] + s.vertical.vct_a[i + 1]);
-      s.metrics.theta_ref_mc[cell * nlev + i] = 290.0 * std::exp(z / 25000.0) +
-                                                2.0 * std::sin(0.001 * cell);
-    }
-    for (int i = 0; i <= nlev; ++i) {
-      double w = 0.5;
-      if (i > 0 && i < nlev) {
-        const double dz_above = s.vertical.vct_a[i - 1] - s.vertical.vct_a[i];
-        const double dz_below = s.vertical.vct_a[i] - s.vertical.vct_a[i + 1];
-        w = dz_above / (dz_above + dz_below);
-      }
-      s.metrics.wgtfac_c[cell * (nlev + 1) + i] = w;
-    }
-    if (with_zd && cell % 10 == 3)
-      for (int i = nlev / 2; i < nlev - 2; ++i) {
-        s.metrics.zd_diffcoef[cell * nlev + i] = 0.002 + 0.0001 * (cell % 7);
-        for (int j = 0; j < 3; ++j) {
-          s.metrics.zd_vertoffset[(cell * 3 + j) * nlev + i] = (cell + j) % 2;
-          s.metrics.zd_intcoef[(cell * 3 + j) * nlev + i] = 0.2 + 0.2 * j;
-        }
-      }
-  }
+  GranuleSetup s = computed_inputs(icosahedral_grid(n, k), nlev);
+  if (!with_zd) std::fill(s.metrics.zd_diffcoef.begin(), s.metrics.zd_diffcoef.end(), 0.0);
   return s;
 }
 
