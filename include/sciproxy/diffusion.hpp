@@ -308,6 +308,18 @@ struct DiffusionInputs {
 };
 DiffusionInputs computed_inputs(Grid grid, int num_levels);
 
+// A state to diffuse, row-major (entity, level), float64: a zonal wind of 20 m/s cos(lat) with
+// uniform noise of +-1 m/s, w noise of +-0.1 m/s, theta_v at theta_ref_mc +-0.5 K with cold pools
+// (8 K colder) on every 13th cell's two lowest levels, exner from 0.7 to 0.95 downwards;
+// diagnostics zero. The same for a seed on every machine.
+struct DiffusionState {
+  std::vector<double> vn, w, theta_v, exner, hdef_ic, div_ic, dwdx, dwdy;
+};
+DiffusionState synthetic_state(const DiffusionInputs& inputs, std::uint64_t seed);
+// The mean grid spacing sqrt(mean cell area) in metres, and ICON4Py's rule of thumb for a time
+// step where the Smagorinsky branch is on: 9 s per km.
+double smagorinsky_dtime(const DiffusionInputs& inputs);
+
 // How the caller's (entity, level) fields lie in memory. LevelsContiguous: row-major (entity,
 // level), numpy's C order as ICON4Py allocates them. EntitiesContiguous: Fortran's (nproma,
 // nlev) with one block, ICON's own arrays: the entity index runs fastest.

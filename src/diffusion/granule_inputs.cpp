@@ -9,6 +9,7 @@
 //   mean_cell_area = sum of the cell areas / number of cells
 // and computed_inputs: the whole input set with simple metrics (its equations below).
 #include <cmath>
+#include <random>
 #include <string>
 #include <utility>
 
@@ -127,6 +128,41 @@ DiffusionInputs computed_inputs(Grid grid, int num_levels) {
       }
   }
   return s;
+}
+
+}  // namespace sciproxy::diffusion
+
+namespace sciproxy::diffusion {
+
+DiffusionState synthetic_state(const DiffusionInputs& inputs, std::uint64_t seed) {
+  const Grid& g = inputs.grid;
+  const int nlev = inputs.vertical.num_levels;
+  const std::int64_t nc = g.num_cells, ne = g.num_edges;
+  // Uniform in [-0.5, 0.5) from the raw 64-bit stream: the same on every standard library.
+  std::mt19937_64 rng(seed);
+  auto noise = [&] { return static_cast<double>(rng() >> 11) * 0x1.0p-53 - 0.5; };
+  DiffusionState s;
+  s.vn.resize(ne * nlev);
+  for (std::int64_t e = 0; e < ne; ++e)
+    for (int k = 0; k < nlev; ++k)
+      s.vn[e * nlev + k] = 20.0 * std::cos(g.edge_center_lat[e]) * g.primal_normal_x[e] + 2.0 * noise();
+  s.w.resize(nc * (nlev + 1));
+  for (auto& x : s.w) x = 0.2 * noise();
+  s.theta_v.resize(nc * nlev);
+  s.exner.resize(nc * nlev);
+  for (std::int64_t c = 0; c < nc; ++c)
+    for (int k = 0; k < nlev; ++k) {
+      const double cold = (c % 13 == 0 && k >= nlev - 2) ? -8.0 : 0.0;
+      s.theta_v[c * nlev + k] = inputs.metrics.theta_ref_mc[c * nlev + k] + cold + noise();
+      s.exner[c * nlev + k] = 0.7 + 0.25 * double(k) / nlev + 0.001 * noise();
+    }
+  s.hdef_ic.assign(nc * (nlev + 1), 0.0);
+  s.div_ic = s.dwdx = s.dwdy = s.hdef_ic;
+  return s;
+}
+
+double smagorinsky_dtime(const DiffusionInputs& inputs) {
+  return 9.0 * std::sqrt(inputs.cells.mean_cell_area) / 1000.0;
 }
 
 }  // namespace sciproxy::diffusion
