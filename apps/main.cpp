@@ -104,6 +104,7 @@ int main(int argc, char** argv) {
     commands.push_back(app::add_scalar_command(root));
     commands.push_back(app::add_tti_command(root));
     commands.push_back(app::add_spex_command(root));
+    commands.push_back(app::add_diffusion_command(root));
     commands.push_back(app::add_simulate_command(root));
     commands.push_back(app::add_bench_command(root));
     commands.push_back(app::add_demo_command(root));
