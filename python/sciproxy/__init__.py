@@ -7,6 +7,7 @@ The Python face of the C++ library, one module per kernel family:
 - ``sciproxy.wave``: the scalar propagators, Deepwave's way (``scalar``, ``scalar_born``, ...);
 - ``sciproxy.tti``: the coupled P/M TTI propagator and the workshop's one-field operator;
 - ``sciproxy.specex``: spectroperfectionism extraction of DESI spectra, specter's PSF and ex2d;
+- ``sciproxy.diffusion``: ICON's horizontal diffusion granule, ICON4Py's names;
 - ``sciproxy.torch``: the scalar propagators as differentiable PyTorch functions.
 
 ::
@@ -28,13 +29,13 @@ from __future__ import annotations
 import atexit
 
 from . import _sciproxy
-from . import specex, stack, tti, wave
+from . import diffusion, specex, stack, tti, wave
 from ._recording import Record, record
 from .stack import argmax, parstack, resolve_impl
 
 __version__ = _sciproxy.__version__
 __all__ = ["parstack", "argmax", "info", "resolve_impl", "record", "Record", "tolerance", "stack",
-           "wave", "tti", "specex", "__version__"]
+           "wave", "tti", "specex", "diffusion", "__version__"]
 
 # The C++ buffers of the CUDA backend persist between calls; free them while CUDA is still alive.
 atexit.register(_sciproxy.release_plans)

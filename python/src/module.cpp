@@ -241,6 +241,7 @@ void register_tti_demo(nb::module_& m);   // tti_demo_bindings.cpp
 void register_tti(nb::module_& m);        // tti_bindings.cpp
 void register_recording(nb::module_& m);  // recording_bindings.cpp
 void register_specex(nb::module_& m);     // specex_bindings.cpp
+void register_diffusion(nb::module_& m);  // diffusion_bindings.cpp
 
 NB_MODULE(_sciproxy, m) {
   m.doc() = "sciproxy C++ kernels (use the sciproxy package, not this module, directly)";
@@ -292,4 +293,5 @@ NB_MODULE(_sciproxy, m) {
   register_tti(m);
   register_recording(m);
   register_specex(m);
+  register_diffusion(m);
 }
