@@ -10,8 +10,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "sciproxy/core/error.hpp"
@@ -416,4 +421,167 @@ TEST(DiffusionMetrics, RefusesBadInput) {
   dif::GaussianMountain bad;
   bad.mount_width = 0.0;
   EXPECT_THROW((void)dif::synthetic_orography(r.grid, bad), sciproxy::InvalidArgument);
+}
+
+// ICON4Py side by side: tests/data/diffusion/metrics_reference.json holds the inputs of a small
+// case (the grid tables and geometry, the coefficients, the topography, the configuration), as
+// this test writes them when SCIPROXY_WRITE_METRICS_INPUTS names a file, and what ICON4Py 0.4.1's
+// own functions compute from them (tests/data/diffusion/make_metrics_reference.py). The test
+// checks that sciproxy's inputs are still the stored ones, then compares every field.
+namespace {
+
+constexpr int kReferenceN = 1, kReferenceK = 1;  // R1B1: 80 cells
+constexpr std::int32_t kReferenceLevels = 12;
+dif::GaussianMountain reference_mountain() {
+  dif::GaussianMountain m;
+  m.mount_height = 3000.0;
+  m.mount_width = 1500.0e3;
+  return m;
+}
+
+struct ReferenceCase {
+  dif::Grid grid;
+  dif::InterpolationCoefficients coef;
+  dif::VerticalGrid vertical;
+  std::vector<double> topography;
+};
+ReferenceCase reference_case() {
+  ReferenceCase r;
+  r.grid = dif::icosahedral_grid(kReferenceN, kReferenceK);
+  r.coef = dif::interpolation_coefficients(r.grid);
+  r.vertical = dif::vertical_grid(levels(kReferenceLevels));
+  r.topography = dif::synthetic_orography(r.grid, reference_mountain());
+  return r;
+}
+
+nlohmann::json inputs_json(const ReferenceCase& r) {
+  const dif::VerticalGridConfig& c = r.vertical.config;
+  nlohmann::json j;
+  j["grid"] = fmt::format("R{}B{}", kReferenceN, kReferenceK);
+  j["num_cells"] = r.grid.num_cells;
+  j["num_edges"] = r.grid.num_edges;
+  j["vertical_config"] = {
+      {"num_levels", c.num_levels},
+      {"maximal_layer_thickness", c.maximal_layer_thickness},
+      {"top_height_limit_for_maximal_layer_thickness",
+       c.top_height_limit_for_maximal_layer_thickness},
+      {"lowest_layer_thickness", c.lowest_layer_thickness},
+      {"model_top_height", c.model_top_height},
+      {"flat_height", c.flat_height},
+      {"stretch_factor", c.stretch_factor},
+      {"rayleigh_damping_height", c.rayleigh_damping_height},
+      {"htop_moist_proc", c.htop_moist_proc},
+      {"SLEVE_decay_scale_1", c.SLEVE_decay_scale_1},
+      {"SLEVE_decay_scale_2", c.SLEVE_decay_scale_2},
+      {"SLEVE_decay_exponent", c.SLEVE_decay_exponent},
+  };
+  const dif::MetricOptions o;
+  j["options"] = {
+      {"thslp_zdiffu", o.thslp_zdiffu},
+      {"thhgtd_zdiffu", o.thhgtd_zdiffu},
+      {"divergence_averaging_central_cell_weight", o.divergence_averaging_central_cell_weight}};
+  j["c2e"] = r.grid.c2e;
+  j["c2e2c"] = r.grid.c2e2c;
+  j["c2e2co"] = r.grid.c2e2co;
+  j["e2c"] = r.grid.e2c;
+  j["cell_lat"] = r.grid.cell_lat;
+  j["cell_lon"] = r.grid.cell_lon;
+  j["cell_area"] = r.grid.cell_area;
+  j["dual_edge_length"] = r.grid.dual_edge_length;
+  j["inverse_dual_edge_lengths"] = r.coef.inverse_dual_edge_lengths;
+  j["geofac_n2s"] = r.coef.geofac_n2s;
+  j["topography"] = r.topography;
+  return j;
+}
+
+// |a - b| <= rtol |b| + atol elementwise, reporting the worst offender.
+void expect_close(const std::vector<double>& got, const nlohmann::json& want, const char* name,
+                  double rtol = 1e-12, double atol = 0.0) {
+  const auto ref = want.get<std::vector<double>>();
+  ASSERT_EQ(got.size(), ref.size()) << name;
+  std::size_t worst = 0;
+  double worst_excess = -std::numeric_limits<double>::infinity(), worst_relative = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    const double difference = std::abs(got[i] - ref[i]);
+    const double excess = difference - (rtol * std::abs(ref[i]) + atol);
+    if (excess > worst_excess) worst_excess = excess, worst = i;
+    if (ref[i] != 0) worst_relative = std::max(worst_relative, difference / std::abs(ref[i]));
+  }
+  fmt::print("  {:<28} worst relative difference to ICON4Py {:.1e}\n", name, worst_relative);
+  EXPECT_LE(worst_excess, 0.0) << name << "[" << worst
+                               << "]: " << fmt::format("{:.17g}", got[worst]) << " vs ICON4Py "
+                               << fmt::format("{:.17g}", ref[worst]);
+}
+
+}  // namespace
+
+TEST(DiffusionMetricsReference, Icon4py) {
+  const ReferenceCase r = reference_case();
+  if (const char* out = std::getenv("SCIPROXY_WRITE_METRICS_INPUTS")) {
+    std::ofstream(out) << inputs_json(r).dump() << "\n";
+    GTEST_SKIP() << "wrote the inputs to " << out;
+  }
+  const auto path =
+      std::filesystem::path(SCIPROXY_TEST_DATA_DIR) / "diffusion" / "metrics_reference.json";
+  std::ifstream f(path);
+  ASSERT_TRUE(f.good()) << "cannot read " << path;
+  const nlohmann::json ref = nlohmann::json::parse(f);
+
+  // The stored inputs are still what sciproxy computes (the grid, its coefficients, the
+  // mountain); the tables exactly.
+  const nlohmann::json now = inputs_json(r);
+  const nlohmann::json& in = ref.at("inputs");
+  for (const char* table : {"c2e", "c2e2c", "c2e2co", "e2c"})
+    EXPECT_EQ(now.at(table), in.at(table)) << table;
+  for (const char* field : {"cell_lat", "cell_lon", "cell_area", "dual_edge_length",
+                            "inverse_dual_edge_lengths", "geofac_n2s", "topography"})
+    expect_close(now.at(field).get<std::vector<double>>(), in.at(field), field, 1e-13, 1e-300);
+  EXPECT_EQ(now.at("vertical_config"), in.at("vertical_config"));
+  EXPECT_EQ(now.at("options"), in.at("options"));
+
+  // The vertical grids.
+  for (const nlohmann::json& v : ref.at("vertical_grids")) {
+    dif::VerticalGridConfig c = levels(v.at("num_levels").get<std::int32_t>());
+    c.maximal_layer_thickness = v.at("maximal_layer_thickness").get<double>();
+    c.top_height_limit_for_maximal_layer_thickness =
+        v.at("top_height_limit_for_maximal_layer_thickness").get<double>();
+    c.lowest_layer_thickness = v.at("lowest_layer_thickness").get<double>();
+    c.model_top_height = v.at("model_top_height").get<double>();
+    c.flat_height = v.at("flat_height").get<double>();
+    c.stretch_factor = v.at("stretch_factor").get<double>();
+    c.rayleigh_damping_height = v.at("rayleigh_damping_height").get<double>();
+    c.htop_moist_proc = v.at("htop_moist_proc").get<double>();
+    const dif::VerticalGrid g = dif::vertical_grid(c);
+    const std::string name = v.at("name").get<std::string>();
+    SCOPED_TRACE(name);
+    expect_close(g.vct_a, v.at("vct_a"), "vct_a", 1e-12, 1e-9);
+    expect_close(g.vct_b, v.at("vct_b"), "vct_b", 1e-12, 1e-300);
+    EXPECT_EQ(g.end_index_of_damping_layer, v.at("end_index_of_damping_layer").get<std::int32_t>());
+    EXPECT_EQ(g.nflatlev, v.at("nflatlev").get<std::int32_t>());
+    EXPECT_EQ(g.kstart_moist, v.at("kstart_moist").get<std::int32_t>());
+  }
+
+  // The metric fields.
+  const dif::MetricState m = dif::metric_state(r.grid, r.coef, r.vertical, r.topography);
+  const nlohmann::json& o = ref.at("outputs");
+  expect_close(m.smoothed_topography, o.at("smoothed_topography"), "smoothed_topography", 1e-12,
+               1e-9);
+  expect_close(m.z_ifc, o.at("z_ifc"), "z_ifc", 1e-12, 1e-9);
+  expect_close(m.z_mc, o.at("z_mc"), "z_mc", 1e-12, 1e-9);
+  expect_close(m.theta_ref_mc, o.at("theta_ref_mc"), "theta_ref_mc");
+  expect_close(m.exner_ref_mc, o.at("exner_ref_mc"), "exner_ref_mc");
+  expect_close(m.rho_ref_mc, o.at("rho_ref_mc"), "rho_ref_mc");
+  expect_close(m.wgtfac_c, o.at("wgtfac_c"), "wgtfac_c");
+  expect_close(m.c_bln_avg, o.at("c_bln_avg"), "c_bln_avg");
+  expect_close(m.maxslp_avg, o.at("maxslp_avg"), "maxslp_avg", 1e-12, 1e-15);
+  expect_close(m.maxhgtd_avg, o.at("maxhgtd_avg"), "maxhgtd_avg", 1e-12, 1e-9);
+  expect_close(m.max_nbhgt, o.at("max_nbhgt"), "max_nbhgt");
+  expect_close(m.zd_diffcoef, o.at("zd_diffcoef"), "zd_diffcoef");
+  expect_close(m.zd_intcoef, o.at("zd_intcoef"), "zd_intcoef");
+  EXPECT_EQ(m.zd_vertoffset, o.at("zd_vertoffset").get<std::vector<std::int32_t>>());
+  EXPECT_EQ(m.mask_hdiff, o.at("mask_hdiff").get<std::vector<std::uint8_t>>());
+  const auto points = std::count(m.mask_hdiff.begin(), m.mask_hdiff.end(), 1);
+  fmt::print("ICON4Py reference ({}): {} points with truly horizontal diffusion\n",
+             in.at("grid").get<std::string>(), points);
+  EXPECT_GT(points, 0);
 }
