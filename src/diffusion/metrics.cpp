@@ -105,12 +105,8 @@ std::string str(double v) {
   return fmt::format("{}", v);
 }
 
-void check_config(const VerticalGridConfig& c) {
-  require(c.num_levels >= 1, "config.num_levels", "at least 1 level", str(c.num_levels));
-  require(std::isfinite(c.model_top_height) && c.model_top_height > 0, "config.model_top_height",
-          "a positive, finite height", str(c.model_top_height));
-  require(std::isfinite(c.lowest_layer_thickness), "config.lowest_layer_thickness",
-          "a finite thickness", str(c.lowest_layer_thickness));
+// What vct_a's formula needs of the configuration.
+void check_vct_a_config(const VerticalGridConfig& c) {
   if (c.lowest_layer_thickness > 0.01) {
     require(c.num_levels >= 2, "config.num_levels",
             "at least 2 levels for the stretched coordinate (lowest_layer_thickness > 0.01)",
@@ -126,6 +122,15 @@ void check_config(const VerticalGridConfig& c) {
             "config.top_height_limit_for_maximal_layer_thickness", "a finite height",
             str(c.top_height_limit_for_maximal_layer_thickness));
   }
+}
+
+// What every vertical grid needs of the configuration.
+void check_config(const VerticalGridConfig& c) {
+  require(c.num_levels >= 1, "config.num_levels", "at least 1 level", str(c.num_levels));
+  require(std::isfinite(c.model_top_height) && c.model_top_height > 0, "config.model_top_height",
+          "a positive, finite height", str(c.model_top_height));
+  require(std::isfinite(c.lowest_layer_thickness), "config.lowest_layer_thickness",
+          "a finite thickness", str(c.lowest_layer_thickness));
   require(std::isfinite(c.rayleigh_damping_height) && c.rayleigh_damping_height >= 0,
           "config.rayleigh_damping_height", "a finite height >= 0", str(c.rayleigh_damping_height));
   require(std::isfinite(c.flat_height) && c.flat_height >= 0, "config.flat_height",
@@ -274,6 +279,7 @@ VerticalGrid vertical_grid(const VerticalGridConfig& config, std::vector<double>
 
 VerticalGrid vertical_grid(const VerticalGridConfig& config) {
   check_config(config);
+  check_vct_a_config(config);
   std::vector<double> vct_a = compute_vct_a(config);
   std::vector<double> vct_b(vct_a.size());
   for (std::size_t k = 0; k < vct_a.size(); ++k) vct_b[k] = std::exp(-vct_a[k] / 5000.0);

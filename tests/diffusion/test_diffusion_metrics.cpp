@@ -3,7 +3,8 @@
 // a 4-level case and for the defaults (values worked out from ICON4Py's equations), ICON4Py's own
 // damping-layer test cases, the reference atmosphere at a few heights, wgtfac_c exact on uniform
 // layers and as a linear interpolation everywhere, and the truly horizontal diffusion fields on a
-// Gaussian mountain on R2B4 x 65 levels (what they must satisfy, since no ICON4Py data is here).
+// Gaussian mountain on R2B4 x 65 levels (what they must satisfy); then every field side by side
+// with ICON4Py 0.4.1's own functions on a small case (R1B1 x 12 levels, committed data).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 

@@ -94,7 +94,8 @@ def main(inputs_path):
         a = np.asarray(inputs[name], dtype=np.float64)
         return a if width is None else a.reshape(-1, width)
 
-    c2e, c2e2c, c2e2co, e2c = table("c2e", 3), table("c2e2c", 3), table("c2e2co", 4), table("e2c", 2)
+    c2e, c2e2c = table("c2e", 3), table("c2e2c", 3)
+    c2e2co, e2c = table("c2e2co", 4), table("e2c", 2)
     cell_area, topography = values("cell_area"), values("topography")
     geofac_n2s = values("geofac_n2s", 4)
 
@@ -247,7 +248,9 @@ def main(inputs_path):
         lon=values("cell_lon"),
         cell_areas=cell_area,
         cell_owner_mask=np.ones(nc, dtype=bool),
-        divergence_averaging_central_cell_weight=options["divergence_averaging_central_cell_weight"],
+        divergence_averaging_central_cell_weight=options[
+            "divergence_averaging_central_cell_weight"
+        ],
         horizontal_start=0,
         horizontal_start_level_3=0,
         exchange=exchange,
