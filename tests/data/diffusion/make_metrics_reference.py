@@ -8,7 +8,10 @@ configuration) come from the C++ test itself, so that both sides start from the 
 
     SCIPROXY_WRITE_METRICS_INPUTS=/tmp/metrics_inputs.json \\
         build/cpu/tests/test_diffusion_metrics --gtest_filter='DiffusionMetricsReference.*'
-    python tests/data/diffusion/make_metrics_reference.py /tmp/metrics_inputs.json
+    python tests/data/diffusion/make_metrics_reference.py /tmp/metrics_inputs.json [out.json]
+
+(out.json defaults to the committed file; the test reads another one named by
+SCIPROXY_METRICS_REFERENCE.)
 
 Run it with a Python 3.12 environment that has icon4py-common 0.4.1 (and its gt4py 1.2.1). What
 each field is computed with:
@@ -79,7 +82,7 @@ def vertical_case(name, config):
     }
 
 
-def main(inputs_path):
+def main(inputs_path, out_path=OUT):
     inputs = json.loads(pathlib.Path(inputs_path).read_text())
     nc, ne = inputs["num_cells"], inputs["num_edges"]
     vc = inputs["vertical_config"]
@@ -328,9 +331,9 @@ def main(inputs_path):
             "mask_hdiff": [int(v) for v in mask_hdiff.ravel()],
         },
     }
-    OUT.write_text(json.dumps(reference) + "\n")
-    print(f"wrote {OUT}", file=sys.stderr)
+    pathlib.Path(out_path).write_text(json.dumps(reference) + "\n")
+    print(f"wrote {out_path}", file=sys.stderr)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:3])
