@@ -75,7 +75,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
-#include <limits>
+#include <string>
 #include <utility>
 #include <vector>
 
