@@ -288,7 +288,7 @@ struct MetricState {
   // (num_cells, num_levels): the steepest slope and height difference to a neighbour, averaged
   // with c_bln_avg; max_nbhgt (num_cells): the highest lowest-level z_mc of the C2E2C neighbours.
   std::vector<double> maxslp_avg, maxhgtd_avg, max_nbhgt;
-  // Truly horizontal temperature diffusion, non-zero only where mask_hdiff is 1:
+  // Truly horizontal temperature diffusion, zero wherever mask_hdiff is 0:
   // zd_diffcoef (num_cells, num_levels); zd_intcoef (num_cells, 3, num_levels) and zd_vertoffset
   // (num_cells, 3, num_levels): neighbour i = C2E2C[c][i] is read at levels
   // k + zd_vertoffset and k + zd_vertoffset + 1 (both in [0, num_levels)), weighted
@@ -296,17 +296,18 @@ struct MetricState {
   std::vector<double> zd_diffcoef, zd_intcoef;
   std::vector<std::int32_t> zd_vertoffset;
   // (num_cells, num_levels): ICON's mask_hdiff, the (cell, level) points with the correction
-  // (ICON4Py 0.4.1 no longer stores it; it is the level range [kstart, kend) of
-  // compute_diffusion_metrics).
+  // (ICON4Py 0.4.1's DiffusionMetricState does not carry it; it is the level range [kstart, kend)
+  // of compute_diffusion_metrics).
   std::vector<std::uint8_t> mask_hdiff;
 };
 
 // The metric fields as ICON4Py's MetricsFieldsFactory derives them (one process, no halos) from
-// the grid, its interpolation coefficients (geofac_n2s, c_lin_e), the vertical grid and the
+// the grid, its interpolation coefficients (geofac_n2s, inverse_dual_edge_lengths), the vertical
+// grid and the
 // topography (num_cells, metres). InvalidArgument naming the argument for a topography of the
 // wrong size or with non-finite values, coefficients that do not belong to the grid, a vertical
 // grid with fewer than 2 levels, and for the configurations ICON4Py refuses (the model top too
-// low for the thickness limiter, level nflatlev no longer flat).
+// low for the thickness limiter, interface max(0, nflatlev - 1) no longer flat).
 MetricState metric_state(const Grid& grid, const InterpolationCoefficients& coefficients,
                          const VerticalGrid& vertical, const std::vector<double>& topography,
                          const MetricOptions& options = {});
