@@ -303,11 +303,11 @@ struct MetricState {
 
 // The metric fields as ICON4Py's MetricsFieldsFactory derives them (one process, no halos) from
 // the grid, its interpolation coefficients (geofac_n2s, inverse_dual_edge_lengths), the vertical
-// grid and the
-// topography (num_cells, metres). InvalidArgument naming the argument for a topography of the
-// wrong size or with non-finite values, coefficients that do not belong to the grid, a vertical
-// grid with fewer than 2 levels, and for the configurations ICON4Py refuses (the model top too
-// low for the thickness limiter, interface max(0, nflatlev - 1) no longer flat).
+// grid and the topography (num_cells, metres). InvalidArgument naming the argument for a
+// topography of the wrong size or with non-finite values, coefficients that do not belong to the
+// grid, a vertical grid with fewer than 2 levels, and for the configurations ICON4Py refuses
+// (the model top too low for the thickness limiter, interface max(0, nflatlev - 1) no longer
+// flat).
 MetricState metric_state(const Grid& grid, const InterpolationCoefficients& coefficients,
                          const VerticalGrid& vertical, const std::vector<double>& topography,
                          const MetricOptions& options = {});
