@@ -195,6 +195,128 @@ struct InterpolationCoefficients {
 
 InterpolationCoefficients interpolation_coefficients(const Grid& grid, const RbfOptions& rbf = {});
 
+// The vertical grid and the metric fields of the diffusion granule (ICON4Py's names and defaults:
+// icon4py.model.common.grid.vertical and icon4py.model.common.metrics; the equations are at the
+// top of src/diffusion/metrics.cpp). Heights in metres, levels counted from the model top:
+// interfaces (half levels) k = 0..num_levels, k = 0 the model top and k = num_levels the
+// surface; full level k lies between interfaces k and k + 1.
+struct VerticalGridConfig {
+  // Number of full levels. Required (ICON4Py has no default); at least 1, and at least 2 for the
+  // stretched coordinate (lowest_layer_thickness > 0.01) and for metric_state.
+  std::int32_t num_levels = 0;
+  // max_lay_thckn and htop_thcknlimit: no layer below the height limit is thicker than the
+  // maximal thickness (applied only if 2 lowest_layer_thickness < maximal < limit / 2).
+  double maximal_layer_thickness = 25000.0;
+  double top_height_limit_for_maximal_layer_thickness = 15000.0;
+  double lowest_layer_thickness = 50.0;      // min_lay_thckn; <= 0.01 selects uniform layers
+  double model_top_height = 23500.0;         // top_height
+  double flat_height = 16000.0;              // above it coordinate surfaces are flat
+  double stretch_factor = 1.0;               // stretch_fac
+  double rayleigh_damping_height = 45000.0;  // damp_height: Rayleigh damping of w above it
+  double htop_moist_proc = 22500.0;          // no moist physics above it
+  // SLEVE: decay of the large-scale (1) and small-scale (2) topography with height.
+  double SLEVE_decay_scale_1 = 4000.0;
+  double SLEVE_decay_scale_2 = 2500.0;
+  double SLEVE_decay_exponent = 1.2;
+  // The layer-thickness limiter of ICON's init_vert_coord (not namelist parameters; ICON4Py
+  // spells them with a leading underscore).
+  double SLEVE_minimum_layer_thickness_1 = 100.0;
+  double SLEVE_minimum_relative_layer_thickness_1 = 1.0 / 3.0;
+  double SLEVE_minimum_layer_thickness_2 = 500.0;
+  double SLEVE_minimum_relative_layer_thickness_2 = 0.5;
+};
+
+struct VerticalGrid {
+  VerticalGridConfig config;
+  // (num_levels + 1): interface heights over flat ground, vct_a[0] the model top, and ICON's
+  // vct_b = exp(-vct_a / 5000) (used only to initialise w).
+  std::vector<double> vct_a, vct_b;
+  // Zero-based interface indices, as ICON4Py's VerticalGrid gives them:
+  // - end_index_of_damping_layer: the lowest interface with vct_a >= rayleigh_damping_height (0
+  //   when the damping height is above the model top); full levels 0..end_index_of_damping_layer
+  //   are damped, so kernels loop to the exclusive end end_index_of_damping_layer + 1 (the
+  //   granule's vertical_end, ICON's nrdmax).
+  // - nflatlev: the lowest interface with vct_a >= flat_height (0 if flat_height is above the
+  //   top); interfaces 0..nflatlev are flat (z_ifc = vct_a everywhere).
+  // - kstart_moist: the first full level whose mid-height 0.5 (vct_a[k] + vct_a[k+1]) is below
+  //   htop_moist_proc.
+  std::int32_t end_index_of_damping_layer = 0, nflatlev = 0, kstart_moist = 0;
+  std::int32_t num_levels() const { return config.num_levels; }
+};
+
+// vct_a and vct_b computed from the configuration (ICON4Py's _compute_vct_a_and_vct_b), then the
+// indices. InvalidArgument, naming the field (config.num_levels, ...), for an inconsistent
+// configuration.
+VerticalGrid vertical_grid(const VerticalGridConfig& config);
+// The same from given vct_a / vct_b (ICON4Py's VerticalGrid(config, vct_a, vct_b), e.g. a table
+// read from a file); both must hold num_levels + 1 finite values (vct_b may be empty).
+VerticalGrid vertical_grid(const VerticalGridConfig& config, std::vector<double> vct_a,
+                           std::vector<double> vct_b);
+
+// A Gaussian mountain h(d) = mount_height exp(-(d / mount_width)^2), d the great-circle distance
+// (metres, on the grid's sphere) from the centre (mount_lat, mount_lon, radians). ICON4Py's
+// gaussian_hill names, on the sphere. The defaults (4 km, 400 km, in the Alps) are steep enough at
+// R2B4 (about 160 km between cell centres) for truly horizontal temperature diffusion.
+struct GaussianMountain {
+  double mount_height = 4000.0;
+  double mount_width = 400.0e3;
+  double mount_lat = 46.0 / 180.0 * 3.141592653589793;
+  double mount_lon = 10.0 / 180.0 * 3.141592653589793;
+};
+// (num_cells): the mountain at the cell centres. InvalidArgument for a non-finite or negative
+// height, or a width that is not positive and finite.
+std::vector<double> synthetic_orography(const Grid& grid, const GaussianMountain& mountain = {});
+
+struct MetricOptions {
+  // ICON4Py's MetricsConfig (and ICON's nonhydrostatic_nml) defaults: truly horizontal
+  // temperature diffusion where the averaged slope reaches thslp_zdiffu or the averaged height
+  // difference to a neighbour reaches thhgtd_zdiffu (metres).
+  double thslp_zdiffu = 0.025;
+  double thhgtd_zdiffu = 200.0;
+  // ICON4Py's InterpolationConfig (ICON's divavg_cntrwgt): the central weight of c_bln_avg.
+  double divergence_averaging_central_cell_weight = 0.5;
+};
+
+// The metric fields, row-major, shapes in the comments (ICON4Py's names; the granule's
+// DiffusionMetricState is theta_ref_mc, wgtfac_c, zd_intcoef, zd_vertoffset, zd_diffcoef).
+struct MetricState {
+  std::int32_t num_cells = 0, num_levels = 0;
+  std::vector<double> smoothed_topography;  // (num_cells): 25 nabla2 smoothing steps
+  std::vector<double> z_ifc;                // (num_cells, num_levels + 1): interface heights
+  std::vector<double> z_mc;                 // (num_cells, num_levels): full-level heights
+  // (num_cells, num_levels): the reference atmosphere at z_mc.
+  std::vector<double> theta_ref_mc, exner_ref_mc, rho_ref_mc;
+  // (num_cells, num_levels + 1): w_ic(k) = wgtfac_c(k) f(k) + (1 - wgtfac_c(k)) f(k - 1)
+  // interpolates full-level f to interface k (extrapolates at k = 0 and k = num_levels).
+  std::vector<double> wgtfac_c;
+  std::vector<double> c_bln_avg;  // (num_cells, 4): mass-conserving average over C2E2CO
+  // (num_cells, num_levels): the steepest slope and height difference to a neighbour, averaged
+  // with c_bln_avg; max_nbhgt (num_cells): the highest lowest-level z_mc of the C2E2C neighbours.
+  std::vector<double> maxslp_avg, maxhgtd_avg, max_nbhgt;
+  // Truly horizontal temperature diffusion, zero wherever mask_hdiff is 0:
+  // zd_diffcoef (num_cells, num_levels); zd_intcoef (num_cells, 3, num_levels) and zd_vertoffset
+  // (num_cells, 3, num_levels): neighbour i = C2E2C[c][i] is read at levels
+  // k + zd_vertoffset and k + zd_vertoffset + 1 (both in [0, num_levels)), weighted
+  // zd_intcoef and 1 - zd_intcoef, to find its value at the height z_mc[c][k].
+  std::vector<double> zd_diffcoef, zd_intcoef;
+  std::vector<std::int32_t> zd_vertoffset;
+  // (num_cells, num_levels): ICON's mask_hdiff, the (cell, level) points with the correction
+  // (ICON4Py 0.4.1's DiffusionMetricState does not carry it; it is the level range [kstart, kend)
+  // of compute_diffusion_metrics).
+  std::vector<std::uint8_t> mask_hdiff;
+};
+
+// The metric fields as ICON4Py's MetricsFieldsFactory derives them (one process, no halos) from
+// the grid, its interpolation coefficients (geofac_n2s, inverse_dual_edge_lengths), the vertical
+// grid and the topography (num_cells, metres). InvalidArgument naming the argument for a
+// topography of the wrong size or with non-finite values, coefficients that do not belong to the
+// grid, a vertical grid with fewer than 2 levels, and for the configurations ICON4Py refuses
+// (the model top too low for the thickness limiter, interface max(0, nflatlev - 1) no longer
+// flat).
+MetricState metric_state(const Grid& grid, const InterpolationCoefficients& coefficients,
+                         const VerticalGrid& vertical, const std::vector<double>& topography,
+                         const MetricOptions& options = {});
+
 // The global grid RnBk on a sphere of `radius`. Refuses (InvalidArgument, naming the argument)
 // n < 1, k < 0, radius not positive and finite, and grids whose sizes (up to the sparse offsets
 // 4 * num_edges) do not fit int32. R2B4 takes a few tens of milliseconds, R2B6 under a second.
