@@ -413,12 +413,20 @@ DiffusionInterpolationState interpolation_state(const Grid& grid, const Interpol
 DiffusionEdgeParams edge_params(const Grid& grid, const InterpolationCoefficients& c);
 DiffusionCellParams cell_params(const Grid& grid);
 
-// Every input of the granule computed by sciproxy for a grid and a number of levels: the
-// interpolation and geometry fields above, a vertical grid from 30 km down (stretched, the
-// damping layer over its top quarter), and metric fields of a simple atmosphere (theta_ref_mc,
-// wgtfac_c from the layer thicknesses, and truly-horizontal-diffusion points on a pattern of
-// cells so that every branch runs). For tests, demos and benchmarks of the granule's speed;
-// ICON's own metrics come from the caller.
+// Every input of the granule computed by sciproxy for a grid and a number of levels, as
+// ICON4Py's factories compute them: the interpolation and geometry fields above, ICON4Py's
+// vertical grid (default: 23.5 km top, the damping layer from 12.5 km so that the upper damping
+// of w runs), and the metric fields over a Gaussian mountain (synthetic_orography, metric_state)
+// whose steep slopes switch the truly horizontal temperature diffusion on.
+struct ComputedInputsOptions {
+  VerticalGridConfig vertical = [] {
+    VerticalGridConfig c;
+    c.rayleigh_damping_height = 12500.0;
+    return c;
+  }();
+  GaussianMountain mountain;
+  MetricOptions metrics;
+};
 struct DiffusionInputs {
   Grid grid;
   DiffusionConfig config;
@@ -428,7 +436,7 @@ struct DiffusionInputs {
   DiffusionEdgeParams edges;
   DiffusionCellParams cells;
 };
-DiffusionInputs computed_inputs(Grid grid, int num_levels);
+DiffusionInputs computed_inputs(Grid grid, int num_levels, const ComputedInputsOptions& options = {});
 
 // A state to diffuse, row-major (entity, level), float64: a zonal wind of 20 m/s cos(lat) with
 // uniform noise of +-1 m/s, w noise of +-0.1 m/s, theta_v at theta_ref_mc +-0.5 K with cold pools

@@ -7,7 +7,7 @@
 //     e_lon = (-sin lon, cos lon, 0),  e_lat = (-sin lat cos lon, -sin lat sin lon, cos lat)
 //   dual_normal_vert_{x,y}: the same for the dual normal (the edge tangent)
 //   mean_cell_area = sum of the cell areas / number of cells
-// and computed_inputs: the whole input set with simple metrics (its equations below).
+// and computed_inputs: the whole input set, the vertical grid and metrics from metrics.cpp.
 #include <cmath>
 #include <random>
 #include <string>
@@ -80,7 +80,7 @@ DiffusionCellParams cell_params(const Grid& grid) {
 
 namespace sciproxy::diffusion {
 
-DiffusionInputs computed_inputs(Grid grid, int num_levels) {
+DiffusionInputs computed_inputs(Grid grid, int num_levels, const ComputedInputsOptions& options) {
   require(num_levels >= 2, "num_levels", "at least 2 levels", std::to_string(num_levels));
   DiffusionInputs s;
   s.grid = std::move(grid);
@@ -89,44 +89,19 @@ DiffusionInputs computed_inputs(Grid grid, int num_levels) {
   s.edges = edge_params(s.grid, c);
   s.cells = cell_params(s.grid);
   s.config.shear_type = 2;  // every diagnostic written
-  const int nlev = num_levels;
-  s.vertical.num_levels = nlev;
-  s.vertical.vct_a.resize(nlev + 1);
-  for (int i = 0; i <= nlev; ++i) {
-    const double x = 1.0 - double(i) / nlev;
-    s.vertical.vct_a[i] = 30000.0 * x * (0.3 + 0.7 * x);
-  }
-  s.vertical.end_index_of_damping_layer = nlev / 4;
-  const std::int64_t nc = s.grid.num_cells;
-  s.metrics.theta_ref_mc.resize(nc * nlev);
-  s.metrics.wgtfac_c.resize(nc * (nlev + 1));
-  s.metrics.zd_diffcoef.assign(nc * nlev, 0.0);
-  s.metrics.zd_intcoef.assign(nc * 3 * nlev, 0.0);
-  s.metrics.zd_vertoffset.assign(nc * 3 * nlev, 0);
-  for (std::int64_t cell = 0; cell < nc; ++cell) {
-    for (int i = 0; i < nlev; ++i) {
-      const double z = 0.5 * (s.vertical.vct_a[i] + s.vertical.vct_a[i + 1]);
-      s.metrics.theta_ref_mc[cell * nlev + i] = 290.0 * std::exp(z / 25000.0) + 2.0 * std::sin(0.001 * cell);
-    }
-    for (int i = 0; i <= nlev; ++i) {
-      double w = 0.5;
-      if (i > 0 && i < nlev) {
-        const double dz_above = s.vertical.vct_a[i - 1] - s.vertical.vct_a[i];
-        const double dz_below = s.vertical.vct_a[i] - s.vertical.vct_a[i + 1];
-        w = dz_above / (dz_above + dz_below);
-      }
-      s.metrics.wgtfac_c[cell * (nlev + 1) + i] = w;
-    }
-    // Steep points on every tenth cell's lower half: offsets 0 or 1, weights in (0, 1).
-    if (cell % 10 == 3)
-      for (int i = nlev / 2; i < nlev - 2; ++i) {
-        s.metrics.zd_diffcoef[cell * nlev + i] = 0.002 + 0.0001 * (cell % 7);
-        for (int j = 0; j < 3; ++j) {
-          s.metrics.zd_vertoffset[(cell * 3 + j) * nlev + i] = (cell + j) % 2;
-          s.metrics.zd_intcoef[(cell * 3 + j) * nlev + i] = 0.2 + 0.2 * j;
-        }
-      }
-  }
+  VerticalGridConfig vc = options.vertical;
+  vc.num_levels = num_levels;
+  const VerticalGrid vg = vertical_grid(vc);
+  s.vertical.num_levels = num_levels;
+  s.vertical.vct_a = vg.vct_a;
+  s.vertical.end_index_of_damping_layer = vg.end_index_of_damping_layer;
+  const MetricState m =
+      metric_state(s.grid, c, vg, synthetic_orography(s.grid, options.mountain), options.metrics);
+  s.metrics.theta_ref_mc = m.theta_ref_mc;
+  s.metrics.wgtfac_c = m.wgtfac_c;
+  s.metrics.zd_intcoef = m.zd_intcoef;
+  s.metrics.zd_vertoffset = m.zd_vertoffset;
+  s.metrics.zd_diffcoef = m.zd_diffcoef;
   return s;
 }
 
