@@ -107,16 +107,15 @@ void run_passes(const Context& ctx, const Problem<Real>& p, const RunFields<Real
         const Real hdef = wgt * kh_c + (Real(1) - wgt) * kh_c_above;
         f.diagnostic.hdef_ic[xh(c, k)] = hdef * hdef;
       });
-    if (p.apply_to_vertical_wind) {
+    if (p.apply_to_vertical_wind)
       for_points<L>(0, p.num_cells, 0, nlev, [&](std::int64_t c, std::int32_t k) {
         p.z_nabla2_c[xc(c, k)] = c2e2co_sum<Real, L>(p, p.geofac_n2s, w, nlev + 1, c, k);
       });
-      if (p.shear_type == 2)
-        for_points<L>(p.cell_w_begin, p.cell_w_end, 1, nlev, [&](std::int64_t c, std::int32_t k) {
-          f.diagnostic.dwdx[xh(c, k)] = c2e2co_sum<Real, L>(p, p.geofac_grg_x, w, nlev + 1, c, k);
-          f.diagnostic.dwdy[xh(c, k)] = c2e2co_sum<Real, L>(p, p.geofac_grg_y, w, nlev + 1, c, k);
-        });
-    }
+    if (p.shear_type == 2)
+      for_points<L>(p.cell_w_begin, p.cell_w_end, 1, nlev, [&](std::int64_t c, std::int32_t k) {
+        f.diagnostic.dwdx[xh(c, k)] = c2e2co_sum<Real, L>(p, p.geofac_grg_x, w, nlev + 1, c, k);
+        f.diagnostic.dwdy[xh(c, k)] = c2e2co_sum<Real, L>(p, p.geofac_grg_y, w, nlev + 1, c, k);
+      });
   });
   pass("vn_w", [&] {
     if (p.apply_to_horizontal_wind)

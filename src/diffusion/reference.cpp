@@ -72,19 +72,26 @@ void run_steps(const Context& ctx, const Problem<Real>& p, const RunFields<Real>
                                    diff_multfac_vn[k]);
       }
   }
-  if (p.apply_to_vertical_wind) {
+  {
+    // The gradients of w are turbulence diagnostics (shear type 2): computed whether or not w
+    // is diffused, from w before its update.
     auto t = Timers::region(ctx.timers, "w");
     const std::int64_t nw = static_cast<std::int64_t>(p.num_cells) * (nlev + 1);
     std::memcpy(p.w_old, w, sizeof(Real) * nw);
+    if (p.shear_type == 2)
+      for (std::int64_t c = p.cell_w_begin; c < p.cell_w_end; ++c)
+        for (std::int32_t k = 1; k < nlev; ++k) {
+          f.diagnostic.dwdx[xh(c, k)] = c2e2co_sum<Real, L>(p, p.geofac_grg_x, p.w_old, nlev + 1, c, k);
+          f.diagnostic.dwdy[xh(c, k)] = c2e2co_sum<Real, L>(p, p.geofac_grg_y, p.w_old, nlev + 1, c, k);
+        }
+  }
+  if (p.apply_to_vertical_wind) {
+    auto t = Timers::region(ctx.timers, "w");
     for (std::int64_t c = 0; c < p.num_cells; ++c)
       for (std::int32_t k = 0; k < nlev; ++k)
         p.z_nabla2_c[xc(c, k)] = c2e2co_sum<Real, L>(p, p.geofac_n2s, p.w_old, nlev + 1, c, k);
     for (std::int64_t c = p.cell_w_begin; c < p.cell_w_end; ++c)
       for (std::int32_t k = 0; k < nlev; ++k) {
-        if (p.shear_type == 2 && k > 0) {
-          f.diagnostic.dwdx[xh(c, k)] = c2e2co_sum<Real, L>(p, p.geofac_grg_x, p.w_old, nlev + 1, c, k);
-          f.diagnostic.dwdy[xh(c, k)] = c2e2co_sum<Real, L>(p, p.geofac_grg_y, p.w_old, nlev + 1, c, k);
-        }
         if (c < p.cell_interior_begin || c >= p.cell_local_end) continue;
         const Real area = p.area[c];
         Real w_new = p.w_old[xh(c, k)] - p.diff_multfac_w * (area * area) *
