@@ -1,6 +1,7 @@
 // diffusion: ICON's horizontal diffusion on icosahedral grids (issue 16,
 // docs/kernels/diffusion.md). This header holds, so far, the grid the kernels run on: ICON-style
-// global icosahedral grids RnBk with their connectivities and their geometry on the sphere.
+// global icosahedral grids RnBk with their connectivities and their geometry on the sphere, ICON
+// grid files (NetCDF) read and written as ICON4Py reads them, and the interpolation coefficients.
 //
 //   RnBk: the 20 triangles of the icosahedron, each triangle's edges divided into n equal arcs
 //   (the root division), then k bisections (every edge halved at its great-circle midpoint, every
@@ -148,6 +149,44 @@ struct Grid {
 // range spans the first to the last entity with its refin_ctrl value (empty, (0, 0), if none);
 // INTERIOR starts where the last nudging zone ends; LOCAL is [0, n); HALO* are [n, n).
 void set_domain_bounds(Grid& grid);
+
+// ICON grid files (NetCDF; docs/kernels/diffusion.md), read as ICON4Py's GridManager reads them
+// (one process, skip values kept): every table transposed from the file's (k, n) to (n, k), its
+// 1-based indices made zero-based, 0 and -1 (a missing neighbour) both -1, on every grid,
+// limited-area included; C2E2CO = (the cell, C2E2C); E2C2V = (E2V[e][0], E2V[e][1], then the
+// first two vertices of C2V[E2C[e][0]] followed by C2V[E2C[e][1]] that are not on the edge: the
+// far vertex of each cell, -1 where E2C[e][0] is missing); V2E, V2C, the vertex edge_orientation
+// and refin_c/e/v_ctrl as stored. The grid keeps the file's numbering and order, so where the
+// conventions above differ from the generator's, a read grid has the file's: E2V and E2C are in
+// the file's order (not by index), the primal normal and the orientations are the file's, V2E and
+// V2C run as the file has them (ICON: counter-clockwise, missing entries last), cell centres are
+// the file's (not necessarily circumcentres), and a limited-area grid has -1 in C2E2C, E2C, V2C,
+// V2E and E2C2V at its lateral boundary. n and k are the file's grid_root and grid_level (0 if
+// absent). radius 0 takes the file's sphere_radius attribute (kEarthRadius where it has none);
+// another radius scales the file's lengths and areas by radius / sphere_radius. Geometry comes
+// from the file where present (cell_area, dual_area, edge_length, dual_edge_length,
+// edge_cell_distance, edge_vert_distance, edge_primal/dual_normal_cartesian_x/y/z,
+// zonal/meridional_normal_primal/dual_edge, orientation_of_normal, edge_system_orientation,
+// edge_orientation); what is absent is computed from the positions as the generator computes it
+// (at a lateral boundary: the clipped dual edge and dual cell). Positions are clat/clon,
+// vlat/vlon, elat/elon and, where present, the file's cartesian unit vectors. refin_ctrl absent:
+// all 0 (a global grid). Zones: set_domain_bounds. A bad file is an InvalidArgument starting
+// "path: " that names the file and the fault: not NetCDF or missing, a variable or dimension
+// missing, a variable whose shape disagrees with the cell/edge/vertex counts, an index outside
+// 1..count (or missing where every entry needs one: C2E, C2V, E2V), NaN or infinite positions or
+// geometry.
+Grid read_grid_file(const std::string& path, double radius = 0);
+
+// Writes the grid as an ICON grid file (NetCDF-4) with the variables read_grid_file reads (the
+// tables 1-based, -1 for a missing neighbour, the (n, k) tables as (k, n)), the cartesian
+// positions, vertices_of_vertex, start_idx/end_idx as ICON defines them from refin_ctrl, and the
+// global attributes uuidOfHGrid (derived from the grid), number_of_grid_used (0), grid_root and
+// grid_level (where n > 0), sphere_radius, grid_geometry, grid_cell_type and global_grid, so that
+// read_grid_file(path) gives the same grid exactly. Written to a temporary file in the target's
+// directory and renamed onto the target: a failed write leaves the target as it was.
+// InvalidArgument ("grid: ...") for a grid whose arrays do not match its counts; IoError where
+// the file cannot be written.
+void write_grid_file(const Grid& grid, const std::string& path);
 
 // ICON's sparse offsets, flattening a neighbour table's (entity, neighbour) into one index.
 inline constexpr std::int64_t e2ecv(std::int64_t edge, int i) {

@@ -30,6 +30,29 @@ double clipped_dual_excess(const Grid& g, std::int64_t v) {
 
 }  // namespace
 
+void derive_tables(Grid& g) {
+  const std::int64_t nc = g.num_cells, ne = g.num_edges;
+  g.c2e2co.resize(4 * nc);
+  for (std::int64_t c = 0; c < nc; ++c) {
+    g.c2e2co[4 * c] = static_cast<std::int32_t>(c);
+    for (int i = 0; i < 3; ++i) g.c2e2co[4 * c + 1 + i] = g.c2e2c[3 * c + i];
+  }
+  g.e2c2v.resize(4 * ne);
+  for (std::int64_t e = 0; e < ne; ++e) {
+    std::int32_t flat[6];
+    for (int j = 0; j < 2; ++j) {
+      const std::int32_t c = g.e2c[2 * e + j];
+      for (int i = 0; i < 3; ++i) flat[3 * j + i] = c >= 0 ? g.c2v[3 * std::int64_t{c} + i] : -1;
+    }
+    const std::int32_t v0 = g.e2v[2 * e], v1 = g.e2v[2 * e + 1];
+    g.e2c2v[4 * e] = v0, g.e2c2v[4 * e + 1] = v1;
+    g.e2c2v[4 * e + 2] = g.e2c2v[4 * e + 3] = -1;
+    int found = 0;
+    for (int i = 0; i < 6 && found < 2; ++i)
+      if (flat[i] != v0 && flat[i] != v1) g.e2c2v[4 * e + 2 + found++] = flat[i];
+  }
+}
+
 void compute_geometry(Grid& g, const GeometryFields& f) {
   const std::int64_t nc = g.num_cells, ne = g.num_edges, nv = g.num_vertices;
   const double radius = g.radius, r2 = radius * radius;

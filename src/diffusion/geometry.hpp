@@ -68,6 +68,11 @@ inline Vec from_lat_lon(double lat, double lon) {
   return {std::cos(lat) * std::cos(lon), std::cos(lat) * std::sin(lon), std::sin(lat)};
 }
 
+// C2E2CO and E2C2V from the other tables, as ICON4Py's GridManager derives them
+// (_get_derived_connectivities): C2E2CO = (the cell, C2E2C); E2C2V = (E2V, then the first two
+// entries of C2V[E2C[0]] ++ C2V[E2C[1]] that are not on the edge, a missing cell giving -1s).
+void derive_tables(Grid& g);
+
 // Which derived fields compute_geometry fills; the others are left as they are.
 struct GeometryFields {
   bool cell_area = true, dual_area = true, edge_length = true, dual_edge_length = true;
