@@ -1,7 +1,8 @@
 // diffusion: ICON's horizontal diffusion on icosahedral grids (issue 16,
 // docs/kernels/diffusion.md). This header holds, so far, the grid the kernels run on: ICON-style
 // global icosahedral grids RnBk with their connectivities and their geometry on the sphere, ICON
-// grid files (NetCDF) read and written as ICON4Py reads them, and the interpolation coefficients.
+// grid files (NetCDF) read and written as ICON4Py reads them, limited-area cut-outs with ICON's
+// lateral-boundary rows and ordering, and the interpolation coefficients.
 //
 //   RnBk: the 20 triangles of the icosahedron, each triangle's edges divided into n equal arcs
 //   (the root division), then k bisections (every edge halved at its great-circle midpoint, every
@@ -187,6 +188,32 @@ Grid read_grid_file(const std::string& path, double radius = 0);
 // InvalidArgument ("grid: ...") for a grid whose arrays do not match its counts; IoError where
 // the file cannot be written.
 void write_grid_file(const Grid& grid, const std::string& path);
+
+// Limited-area cut-outs of a grid, as ICON's limited-area grids are laid out (ICON4Py's
+// grid_refinement.py; icon-grid-generator's limited-area grids):
+// - the region: the cells whose centre lies within the angular distance radius_rad of
+//   (center_lat, center_lon) (radians); the edges and vertices of those cells;
+// - refin_ctrl rows, from the lateral boundary (the edges with one cell in the region, or none
+//   in the source grid): vertices on it are row 1; the other vertices of a cell with a vertex in
+//   row r are in row r + 1; a cell is in the lowest row of its vertices; an edge is in row
+//   (row of E2C[0]) + (row of E2C[1]) (a boundary edge: 1; an edge between rows r and r: 2r,
+//   between r and r + 1: 2r + 1: twice as many edge rows as cell rows); rows are counted up to
+//   boundary_depth (cells and vertices; edges up to 2 boundary_depth), deeper entities are 0;
+// - the order: rows 1..4 and the nudging row 5 of cells and vertices, rows 1..8 and the nudging
+//   rows 9 and 10 of edges, each in the source grid's order, then the rest (0 or deeper rows) in
+//   the source's order; every zone a contiguous index range (set_domain_bounds);
+// - the tables remapped, -1 for a neighbour outside the region; a boundary edge's cell first in
+//   E2C (its normal, tangent and orientations turned where that swaps its cells); V2C and V2E of
+//   a boundary vertex start at the boundary (V2E[v][0] is a boundary edge, V2C[v][0] the cell
+//   after it, counter-clockwise), missing entries last; geometry and positions copied.
+struct LimitedAreaOptions {
+  int boundary_depth = 14;  // rows labelled (ICON's bdy_indexing_depth; icon-grid-generator's 14)
+};
+// InvalidArgument ("center_lat: ...", "radius_rad: ...", "options.boundary_depth: ...") for
+// coordinates or a radius that are not finite, a depth below 5, or a region that selects no cell
+// or every cell (no lateral boundary).
+Grid limited_area_grid(const Grid& global, double center_lat, double center_lon, double radius_rad,
+                       const LimitedAreaOptions& options = {});
 
 // ICON's sparse offsets, flattening a neighbour table's (entity, neighbour) into one index.
 inline constexpr std::int64_t e2ecv(std::int64_t edge, int i) {
