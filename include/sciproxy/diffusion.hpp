@@ -233,6 +233,16 @@ struct RbfOptions {
   double scale_factor = 0.5;
 };
 
+// The lateral-boundary nudging of limited-area grids (ICON4Py's InterpolationConfig defaults):
+// nudgecoeff_e = max_nudging_coefficient exp(-(refin_e_ctrl - 10) / (2 nudge_efold_width)) on
+// the edges from the start of the NUDGING_LEVEL_2 zone on whose refin_e_ctrl is in
+// 1..2 nudge_zone_width + 7, else 0 (ICON4Py's compute_nudgecoeffs, grf_nudge_start_e = 10).
+struct NudgingOptions {
+  double max_nudging_coefficient = 0.375;
+  double nudge_efold_width = 2.0;  // rows
+  int nudge_zone_width = 10;       // rows
+};
+
 struct InterpolationCoefficients {
   std::vector<double> geofac_div;  // (num_cells, 3): divergence over C2E
   std::vector<double> geofac_rot;  // (num_vertices, 6): curl over V2E
@@ -248,13 +258,13 @@ struct InterpolationCoefficients {
   // (num_vertices, 6) each: zonal (v1) and meridional (v2) wind at a vertex from the normal
   // components on V2E: u = sum_i rbf_vec_coeff_v1[v][i] vn[V2E[v][i]].
   std::vector<double> rbf_vec_coeff_v1, rbf_vec_coeff_v2;
-  // (num_edges): the lateral-boundary nudging coefficient; 0 everywhere on a global grid.
-  // Limited-area grids will get ICON4Py's defaults (max_nudging_coefficient 0.375,
-  // nudge_efold_width 2 rows, nudge_zone_width 10 rows) when limited-area grids exist.
+  // (num_edges): the lateral-boundary nudging coefficient (NudgingOptions); 0 everywhere on a
+  // global grid.
   std::vector<double> nudgecoeff_e;
 };
 
-InterpolationCoefficients interpolation_coefficients(const Grid& grid, const RbfOptions& rbf = {});
+InterpolationCoefficients interpolation_coefficients(const Grid& grid, const RbfOptions& rbf = {},
+                                                     const NudgingOptions& nudging = {});
 
 // The global grid RnBk on a sphere of `radius`. Refuses (InvalidArgument, naming the argument)
 // n < 1, k < 0, radius not positive and finite, and grids whose sizes (up to the sparse offsets

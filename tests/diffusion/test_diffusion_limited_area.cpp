@@ -2,7 +2,7 @@
 // cut of the R2B2 file against icon-grid-generator's own cut-out of the same grid
 // (tests/data/diffusion/grids), and cut-outs of generated grids: consistent tables with missing
 // neighbours, refin_ctrl rows that follow the distance from the boundary, contiguous zones, the
-// geometry of the source; bad arguments refused by name.
+// geometry of the source, ICON4Py's nudging coefficients; bad arguments refused by name.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -248,6 +248,56 @@ TEST(DiffusionLimitedArea, GeometryIsTheSources) {
   grid_checks::ScratchDir dir;
   dif::write_grid_file(g, dir.file("alps.nc"));
   grid_checks::expect_same_grid(dif::read_grid_file(dir.file("alps.nc")), g);
+}
+
+// ICON4Py's compute_nudgecoeffs with its defaults on the edges' rows; 0 before NUDGING_LEVEL_2
+// and in the interior; on a global grid, 0.
+TEST(DiffusionLimitedArea, NudgingCoefficientsAsIcon4Py) {
+  const dif::Grid& g = alps();
+  const dif::InterpolationCoefficients c = dif::interpolation_coefficients(g);
+  const std::int32_t start = g.start_index(dif::Dimension::Edge, dif::Zone::NudgingLevel2);
+  ASSERT_GT(start, 0);
+  int nudged = 0;
+  for (std::int64_t e = 0; e < g.num_edges; ++e) {
+    const int r = g.edge_refin_ctrl[e];
+    double expected = 0;
+    if (e >= start && r > 0 && r <= 27) expected = 0.375 * std::exp(-(r - 10) / 4.0);
+    ASSERT_DOUBLE_EQ(c.nudgecoeff_e[e], expected) << "edge " << e << " row " << r;
+    nudged += expected > 0;
+    if (r == 0) {
+      ASSERT_EQ(c.nudgecoeff_e[e], 0.0);
+    }
+  }
+  EXPECT_EQ(c.nudgecoeff_e[start], 0.375);  // row 10: exp(0)
+  EXPECT_GT(nudged, 0);
+  std::printf(
+      "R2B4 cut-out: %d edges nudged, from row 10 (%.3f) to row %d (%.4f)\n", nudged, 0.375,
+      *std::max_element(g.edge_refin_ctrl.begin(), g.edge_refin_ctrl.end()),
+      *std::min_element(c.nudgecoeff_e.begin() + start, c.nudgecoeff_e.end(),
+                        [](double a, double b) { return (a > 0 ? a : 1) < (b > 0 ? b : 1); }));
+  // Other options: a narrower zone stops earlier; a larger coefficient scales.
+  dif::NudgingOptions narrow;
+  narrow.nudge_zone_width = 5;  // rows up to 2 * 5 + 7 = 17
+  narrow.max_nudging_coefficient = 0.5;
+  const dif::InterpolationCoefficients n = dif::interpolation_coefficients(g, {}, narrow);
+  for (std::int64_t e = start; e < g.num_edges; ++e) {
+    const int r = g.edge_refin_ctrl[e];
+    ASSERT_DOUBLE_EQ(n.nudgecoeff_e[e], r > 0 && r <= 17 ? 0.5 * std::exp(-(r - 10) / 4.0) : 0.0);
+  }
+  // The other coefficients exist on the cut-out and are finite.
+  for (double x : c.geofac_div) ASSERT_TRUE(std::isfinite(x));
+  for (double x : c.geofac_n2s) ASSERT_TRUE(std::isfinite(x));
+  for (double x : c.rbf_vec_coeff_v1) ASSERT_TRUE(std::isfinite(x));
+  // Global grids stay 0; bad options are refused by name.
+  const dif::InterpolationCoefficients global =
+      dif::interpolation_coefficients(dif::icosahedral_grid(2, 1));
+  for (double x : global.nudgecoeff_e) ASSERT_EQ(x, 0.0);
+  dif::NudgingOptions bad;
+  bad.nudge_efold_width = 0;
+  EXPECT_EQ(invalid_argument([&] {
+              dif::interpolation_coefficients(g, {}, bad);
+            }).rfind("nudging.nudge_efold_width: ", 0),
+            0u);
 }
 
 TEST(DiffusionLimitedArea, BadArgumentsAreRefusedByName) {
