@@ -7,12 +7,15 @@
 #include <gtest/gtest.h>
 #include <netcdf.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
 #include <string>
@@ -90,10 +93,10 @@ void change_file(const std::string& path, const std::function<void(int)>& change
   change(id);
   ASSERT_EQ(nc_close(id), NC_NOERR);
 }
-// Copies a file without the variable `skip`, then runs `add(ncid)` on the copy in define mode
+// Copies a file without the variables `skip`, then runs `add(ncid)` on the copy in define mode
 // (renaming a variable in place is unreliable in netCDF-4 files).
-void copy_without(const std::string& from, const std::string& to, const char* skip,
-                  const std::function<void(int)>& add) {
+void copy_without(const std::string& from, const std::string& to,
+                  const std::vector<std::string>& skip, const std::function<void(int)>& add = {}) {
   int in = 0, out = 0, ndims = 0, nvars = 0;
   ASSERT_EQ(nc_open(from.c_str(), NC_NOWRITE, &in), NC_NOERR);
   ASSERT_EQ(nc_create(to.c_str(), NC_NETCDF4 | NC_CLOBBER, &out), NC_NOERR);
@@ -109,7 +112,7 @@ void copy_without(const std::string& from, const std::string& to, const char* sk
   for (int v = 0; v < nvars; ++v) {
     char name[NC_MAX_NAME + 1];
     nc_inq_varname(in, v, name);
-    if (std::string(name) != skip) {
+    if (std::find(skip.begin(), skip.end(), name) == skip.end()) {
       ASSERT_EQ(nc_copy_var(in, v, out), NC_NOERR) << name;
     }
   }
@@ -381,7 +384,7 @@ TEST(DiffusionGridFile, LimitedAreaFileIsReadWithMissingNeighbours) {
   }
   EXPECT_EQ(boundary_edges, missing);
   EXPECT_EQ(boundary_edges, 47);
-  // Positive geometry everywhere, the missing pieces (dual areas, normals) computed.
+  // Positive geometry everywhere; the normals leave E2C[0] as the orientations say.
   for (double a : g.dual_area) ASSERT_GT(a, 0);
   for (double l : g.dual_edge_length) ASSERT_GT(l, 0);
   for (std::int64_t e = 0; e < g.num_edges; ++e) {
@@ -428,6 +431,121 @@ TEST(DiffusionGridFile, LimitedAreaZonesMatchTheFilesStartAndEndIndices) {
   }
 }
 
+// ICON4Py's GridManager on the same files (icon4py_reference.json, written by
+// make_icon4py_reference.py with icon4py-common 0.4.1): every table and every zone the same.
+TEST(DiffusionGridFile, ReadsAsIcon4PysGridManager) {
+  std::ifstream in(kGrids + "icon4py_reference.json");
+  ASSERT_TRUE(in.good());
+  const nlohmann::json reference = nlohmann::json::parse(in);
+  for (const auto& [file, g] : {std::pair{"r2b2_lam.nc", &lam_file_grid()},
+                                std::pair{"r2b2_global.nc", &global_file_grid()}}) {
+    SCOPED_TRACE(file);
+    const nlohmann::json& r = reference.at(file);
+    EXPECT_EQ(r.at("limited_area").get<bool>(), g->limited_area);
+    const std::map<std::string, const std::vector<std::int32_t>*> tables = {
+        {"C2E", &g->c2e},       {"C2V", &g->c2v}, {"C2E2C", &g->c2e2c},
+        {"C2E2CO", &g->c2e2co}, {"E2C", &g->e2c}, {"E2V", &g->e2v},
+        {"E2C2V", &g->e2c2v},   {"V2E", &g->v2e}, {"V2C", &g->v2c}};
+    int compared = 0;
+    for (const auto& [name, values] : r.at("tables").items()) {
+      EXPECT_EQ(values.get<std::vector<std::int32_t>>(), *tables.at(name)) << name;
+      ++compared;
+    }
+    EXPECT_GE(compared, 2);
+    const std::map<std::string, dif::Dimension> dims = {{"cell", dif::Dimension::Cell},
+                                                        {"edge", dif::Dimension::Edge},
+                                                        {"vertex", dif::Dimension::Vertex}};
+    int zones = 0;
+    for (const auto& [dim, by_zone] : r.at("zones").items())
+      for (const auto& [zone, range] : by_zone.items()) {
+        const dif::Zone z = dif::zone_from_name(zone);
+        EXPECT_EQ(g->start_index(dims.at(dim), z), range[0].get<int>()) << dim << " " << zone;
+        EXPECT_EQ(g->end_index(dims.at(dim), z), range[1].get<int>()) << dim << " " << zone;
+        ++zones;
+      }
+    EXPECT_EQ(zones, 35);  // cells and vertices 10 zones each, edges 15
+  }
+}
+
+// What a file lacks is computed as the generator computes it: on the global file the same as
+// compute_geometry from the read positions; on the limited-area file the normals of the
+// boundary edges too, and the clipped dual cells; NaN in edge_system_orientation (as in DWD's
+// files at the boundary) taken from the geometry.
+TEST(DiffusionGridFile, WhatTheFileLacksIsComputed) {
+  ScratchDir dir;
+  const std::vector<std::string> geometry = {"cell_area",
+                                             "dual_area",
+                                             "edge_length",
+                                             "dual_edge_length",
+                                             "edge_cell_distance",
+                                             "edge_vert_distance",
+                                             "edge_primal_normal_cartesian_x",
+                                             "edge_dual_normal_cartesian_y",
+                                             "zonal_normal_primal_edge",
+                                             "orientation_of_normal",
+                                             "edge_system_orientation",
+                                             "edge_orientation",
+                                             "cell_circumcenter_cartesian_x",
+                                             "edge_middle_cartesian_y",
+                                             "cartesian_z_vertices"};
+  copy_without(kGlobalFile, dir.file("global.nc"), geometry);
+  const dif::Grid lean = dif::read_grid_file(dir.file("global.nc"));
+  dif::Grid expected = global_file_grid();
+  for (std::int64_t i = 0; i < expected.num_cells; ++i)
+    dif::detail::put(expected.cell_center, i,
+                     dif::detail::from_lat_lon(expected.cell_lat[i], expected.cell_lon[i]));
+  for (std::int64_t i = 0; i < expected.num_edges; ++i)
+    dif::detail::put(
+        expected.edge_center, i,
+        dif::detail::from_lat_lon(expected.edge_center_lat[i], expected.edge_center_lon[i]));
+  for (std::int64_t i = 0; i < expected.num_vertices; ++i)
+    dif::detail::put(expected.vertex_center, i,
+                     dif::detail::from_lat_lon(expected.vertex_lat[i], expected.vertex_lon[i]));
+  dif::detail::compute_geometry(expected);
+  grid_checks::expect_same_grid(lean, expected);
+
+  copy_without(
+      kLamFile, dir.file("lam.nc"),
+      {"dual_area", "dual_edge_length", "edge_cell_distance", "edge_primal_normal_cartesian_x",
+       "meridional_normal_dual_edge", "edge_system_orientation"},
+      [&](int id) {
+        // edge_system_orientation as doubles with NaN on the boundary edges.
+        int dim = 0, var = 0;
+        nc_inq_dimid(id, "edge", &dim);
+        nc_def_var(id, "edge_system_orientation", NC_DOUBLE, 1, &dim, &var);
+        nc_enddef(id);
+        const dif::Grid& f = lam_file_grid();
+        std::vector<double> o(f.tangent_orientation.begin(), f.tangent_orientation.end());
+        for (std::int64_t e = 0; e < f.num_edges; ++e)
+          if (f.e2c[2 * e + 1] < 0) o[e] = NAN;
+        nc_put_var_double(id, var, o.data());
+      });
+  const dif::Grid lam = dif::read_grid_file(dir.file("lam.nc"));
+  const dif::Grid& file = lam_file_grid();
+  EXPECT_EQ(lam.tangent_orientation, file.tangent_orientation);
+  double normals = 0, components = 0, dual = 0, dual_edges = 0;
+  for (std::int64_t e = 0; e < lam.num_edges; ++e) {
+    for (int d = 0; d < 3; ++d) {
+      normals = std::max(normals, std::abs(lam.primal_cart_normal[3 * e + d] -
+                                           file.primal_cart_normal[3 * e + d]));
+    }
+    components = std::max(components, std::abs(lam.dual_normal_y[e] - file.dual_normal_y[e]));
+    dual_edges =
+        std::max(dual_edges, std::abs(lam.dual_edge_length[e] / file.dual_edge_length[e] - 1));
+  }
+  for (std::int64_t v = 0; v < lam.num_vertices; ++v)
+    dual = std::max(dual, std::abs(lam.dual_area[v] / file.dual_area[v] - 1));
+  std::printf(
+      "R2B2 limited-area file: computed normals differ by %.1e, dual normal components by %.1e, "
+      "clipped dual edges by %.1e (relative), dual areas from the file's kite sums by %.1e\n",
+      normals, components, dual_edges, dual);
+  EXPECT_LE(normals, 1e-13);
+  EXPECT_LE(components, 1e-13);
+  EXPECT_LE(dual_edges, 1e-12);
+  EXPECT_LE(dual, 1e-3);
+  for (double a : lam.dual_area) ASSERT_GT(a, 0);
+}
+
 TEST(DiffusionGridFile, BadFilesAreRefusedByName) {
   ScratchDir dir;
   const dif::Grid g = dif::icosahedral_grid(1, 0);  // 20 cells, 30 edges, 12 vertices
@@ -463,7 +581,7 @@ TEST(DiffusionGridFile, BadFilesAreRefusedByName) {
   // Variables missing, or of a shape that disagrees with the counts.
   auto without = [&](const char* skip, const std::function<void(int)>& add = {}) {
     const std::string path = dir.file(fmt::format("bad{}.nc", made++));
-    copy_without(good, path, skip, add);
+    copy_without(good, path, {skip}, add);
     return path;
   };
   expect_refused(without("edge_of_cell"), "the variable 'edge_of_cell' is missing");

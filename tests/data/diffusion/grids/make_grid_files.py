@@ -1,11 +1,11 @@
 """Makes the ICON grid files the diffusion grid-file tests read, with icon-grid-generator (BSD-3).
 
-  r2b2_global.nc   the global grid R2B2 (1280 cells), every variable the reader reads, the
-                   cartesian coordinates included
+  r2b2_global.nc   the global grid R2B2 (1280 cells)
   r2b2_lam.nc      a limited-area cut-out of the same R2B2: the cells whose centre lies within
                    60 degrees of (46 N, 10 E), cut from the final grid without re-optimising it,
-                   ICON-ordered by refin_ctrl, with start_idx/end_idx; no cartesian coordinates,
-                   normals or dual areas (the reader computes those)
+                   ICON-ordered by refin_ctrl, with start_idx/end_idx
+Both hold every variable the reader reads (ICON4Py's GridManager reads them too), the cartesian
+coordinates and normals included; the tests remove variables from copies to check the rest.
 
 Run from anywhere:  python make_grid_files.py   (writes next to this script)
 """
@@ -17,17 +17,14 @@ from grid_generator import LimitedAreaGridSpec, Region, RegionSelectionOptions
 
 HERE = Path(__file__).resolve().parent
 
-COMMON = [
+FIELDS = [
     "clon", "clat", "vlon", "vlat", "elon", "elat",
     "edge_of_cell", "vertex_of_cell", "neighbor_cell_index", "adjacent_cell_of_edge",
     "edge_vertices", "cells_of_vertex", "edges_of_vertex", "vertices_of_vertex",
-    "cell_area", "edge_length", "dual_edge_length", "edge_cell_distance", "edge_vert_distance",
-    "orientation_of_normal", "edge_system_orientation", "edge_orientation",
+    "cell_area", "dual_area", "edge_length", "dual_edge_length", "edge_cell_distance",
+    "edge_vert_distance", "orientation_of_normal", "edge_system_orientation", "edge_orientation",
     "refin_c_ctrl", "refin_e_ctrl", "refin_v_ctrl",
     "start_idx_c", "end_idx_c", "start_idx_e", "end_idx_e", "start_idx_v", "end_idx_v",
-]
-GLOBAL_ONLY = [
-    "dual_area",
     "cell_circumcenter_cartesian_x", "cell_circumcenter_cartesian_y",
     "cell_circumcenter_cartesian_z", "edge_middle_cartesian_x", "edge_middle_cartesian_y",
     "edge_middle_cartesian_z", "cartesian_x_vertices", "cartesian_y_vertices",
@@ -43,7 +40,7 @@ LAM_CENTER_LAT, LAM_CENTER_LON, LAM_RADIUS_DEGREES = 46.0, 10.0, 60.0
 
 
 def main() -> None:
-    gg.generate_grid_to_netcdf("R2B2", HERE / "r2b2_global.nc", fields=COMMON + GLOBAL_ONLY)
+    gg.generate_grid_to_netcdf("R2B2", HERE / "r2b2_global.nc", fields=FIELDS)
     spec = LimitedAreaGridSpec(
         parent="R2B2",
         region=Region.circle(lon=LAM_CENTER_LON, lat=LAM_CENTER_LAT,
@@ -52,7 +49,7 @@ def main() -> None:
         selection=RegionSelectionOptions(inclusion="center", cleanup="none"),
         local_optimization_iterations=0,
     )
-    gg.generate_grid_to_netcdf(spec, HERE / "r2b2_lam.nc", fields=COMMON)
+    gg.generate_grid_to_netcdf(spec, HERE / "r2b2_lam.nc", fields=FIELDS)
 
 
 if __name__ == "__main__":
