@@ -148,15 +148,18 @@ struct Grid {
 // Fills limited_area, zone_start and zone_end from the refin_ctrl arrays (which must hold
 // num_cells/num_edges/num_vertices entries, or be empty for all zeros), ICON4Py's way: a zone's
 // range spans the first to the last entity with its refin_ctrl value (empty, (0, 0), if none);
-// INTERIOR starts where the last nudging zone ends; LOCAL is [0, n); HALO* are [n, n).
+// INTERIOR starts where the last nudging zone ends; LOCAL is [0, n); HALO* are [n, n). A nested
+// parent grid's negative values count as ICON4Py converts them (-4, or -8 for edges: 0; other
+// v < 0: -v).
 void set_domain_bounds(Grid& grid);
 
 // ICON grid files (NetCDF; docs/kernels/diffusion.md), read as ICON4Py's GridManager reads them
 // (one process, skip values kept): every table transposed from the file's (k, n) to (n, k), its
 // 1-based indices made zero-based, 0 and -1 (a missing neighbour) both -1, on every grid,
 // limited-area included; C2E2CO = (the cell, C2E2C); E2C2V = (E2V[e][0], E2V[e][1], then the
-// first two vertices of C2V[E2C[e][0]] followed by C2V[E2C[e][1]] that are not on the edge: the
-// far vertex of each cell, -1 where E2C[e][0] is missing); V2E, V2C, the vertex edge_orientation
+// first two entries of C2V[E2C[e][0]] followed by C2V[E2C[e][1]] that are not on the edge, a
+// missing cell giving three -1: the far vertex of each cell; both -1 where E2C[e][0] is missing,
+// the last where E2C[e][1] is); V2E, V2C, the vertex edge_orientation
 // and refin_c/e/v_ctrl as stored. The grid keeps the file's numbering and order, so where the
 // conventions above differ from the generator's, a read grid has the file's: E2V and E2C are in
 // the file's order (not by index), the primal normal and the orientations are the file's, V2E and
@@ -193,8 +196,8 @@ void write_grid_file(const Grid& grid, const std::string& path);
 // grid_refinement.py; icon-grid-generator's limited-area grids):
 // - the region: the cells whose centre lies within the angular distance radius_rad of
 //   (center_lat, center_lon) (radians); the edges and vertices of those cells;
-// - refin_ctrl rows, from the lateral boundary (the edges with one cell in the region, or none
-//   in the source grid): vertices on it are row 1; the other vertices of a cell with a vertex in
+// - refin_ctrl rows, from the lateral boundary (the region's edges with only one cell in the
+//   region): vertices on it are row 1; the other vertices of a cell with a vertex in
 //   row r are in row r + 1; a cell is in the lowest row of its vertices; an edge is in row
 //   (row of E2C[0]) + (row of E2C[1]) (a boundary edge: 1; an edge between rows r and r: 2r,
 //   between r and r + 1: 2r + 1: twice as many edge rows as cell rows); rows are counted up to
@@ -205,7 +208,9 @@ void write_grid_file(const Grid& grid, const std::string& path);
 // - the tables remapped, -1 for a neighbour outside the region; a boundary edge's cell first in
 //   E2C (its normal, tangent and orientations turned where that swaps its cells); V2C and V2E of
 //   a boundary vertex start at the boundary (V2E[v][0] is a boundary edge, V2C[v][0] the cell
-//   after it, counter-clockwise), missing entries last; geometry and positions copied.
+//   after it, counter-clockwise), missing entries last; geometry and positions copied (so the
+//   dual cells and dual edges at the boundary are the source's, not clipped as in
+//   icon-grid-generator's files).
 struct LimitedAreaOptions {
   int boundary_depth = 14;  // rows labelled (ICON's bdy_indexing_depth; icon-grid-generator's 14)
 };
