@@ -573,6 +573,12 @@ TEST(DiffusionGridFile, BadFilesAreRefusedByName) {
     expect_refused(dir.file("text.nc"), "not a NetCDF file");
   }
   {
+    // A file cut short, as by an interrupted copy.
+    std::filesystem::copy_file(good, dir.file("short.nc"));
+    std::filesystem::resize_file(dir.file("short.nc"), std::filesystem::file_size(good) / 2);
+    expect_refused(dir.file("short.nc"), "not a NetCDF file");
+  }
+  {
     int id = 0;
     ASSERT_EQ(nc_create(dir.file("empty.nc").c_str(), NC_NETCDF4, &id), NC_NOERR);
     nc_close(id);
