@@ -188,8 +188,8 @@ Grid read_grid_file(const std::string& path, double radius = 0);
 // grid_level (where n > 0), sphere_radius, grid_geometry, grid_cell_type and global_grid, so that
 // read_grid_file(path) gives the same grid exactly. Written to a temporary file in the target's
 // directory and renamed onto the target: a failed write leaves the target as it was.
-// InvalidArgument ("grid: ...") for a grid whose arrays do not match its counts; IoError where
-// the file cannot be written.
+// InvalidArgument ("grid: ...") for a grid whose arrays do not match its counts or whose tables
+// hold indices out of range; IoError where the file cannot be written.
 void write_grid_file(const Grid& grid, const std::string& path);
 
 // Limited-area cut-outs of a grid, as ICON's limited-area grids are laid out (ICON4Py's
@@ -214,9 +214,10 @@ void write_grid_file(const Grid& grid, const std::string& path);
 struct LimitedAreaOptions {
   int boundary_depth = 14;  // rows labelled (ICON's bdy_indexing_depth; icon-grid-generator's 14)
 };
-// InvalidArgument ("center_lat: ...", "radius_rad: ...", "options.boundary_depth: ...") for
-// coordinates or a radius that are not finite, a depth below 5, or a region that selects no cell
-// or every cell (no lateral boundary).
+// InvalidArgument ("center_lat: ...", "radius_rad: ...", "options.boundary_depth: ...",
+// "global: ...") for coordinates or a radius that are not finite, a depth below 5, a region that
+// selects no cell or every cell (no lateral boundary), or a source grid whose arrays do not
+// match its counts or whose tables hold indices out of range.
 Grid limited_area_grid(const Grid& global, double center_lat, double center_lon, double radius_rad,
                        const LimitedAreaOptions& options = {});
 

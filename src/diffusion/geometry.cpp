@@ -3,9 +3,13 @@
 // the limited-area cut-outs. Formulas: src/diffusion/grid_generator.cpp and geometry.hpp.
 #include "diffusion/geometry.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <cstdint>
 #include <vector>
+
+#include "sciproxy/core/error.hpp"
 
 namespace sciproxy::diffusion::detail {
 
@@ -29,6 +33,76 @@ double clipped_dual_excess(const Grid& g, std::int64_t v) {
 }
 
 }  // namespace
+
+void require_complete(const Grid& g, const char* argument) {
+  const std::size_t nc = g.num_cells, ne = g.num_edges, nv = g.num_vertices;
+  require(nc > 0 && ne > 0 && nv > 0, argument, "a grid with cells, edges and vertices",
+          fmt::format("{} cells, {} edges, {} vertices", nc, ne, nv));
+  struct Field {
+    const char* name;
+    std::size_t size, expected;
+  };
+  const Field fields[] = {
+      {"c2e", g.c2e.size(), 3 * nc},
+      {"c2v", g.c2v.size(), 3 * nc},
+      {"c2e2c", g.c2e2c.size(), 3 * nc},
+      {"e2c", g.e2c.size(), 2 * ne},
+      {"e2v", g.e2v.size(), 2 * ne},
+      {"v2e", g.v2e.size(), 6 * nv},
+      {"v2c", g.v2c.size(), 6 * nv},
+      {"edge_orientation", g.edge_orientation.size(), 3 * nc},
+      {"tangent_orientation", g.tangent_orientation.size(), ne},
+      {"vertex_edge_orientation", g.vertex_edge_orientation.size(), 6 * nv},
+      {"cell_lat", g.cell_lat.size(), nc},
+      {"cell_lon", g.cell_lon.size(), nc},
+      {"cell_center", g.cell_center.size(), 3 * nc},
+      {"vertex_lat", g.vertex_lat.size(), nv},
+      {"vertex_lon", g.vertex_lon.size(), nv},
+      {"vertex_center", g.vertex_center.size(), 3 * nv},
+      {"edge_center_lat", g.edge_center_lat.size(), ne},
+      {"edge_center_lon", g.edge_center_lon.size(), ne},
+      {"edge_center", g.edge_center.size(), 3 * ne},
+      {"cell_area", g.cell_area.size(), nc},
+      {"dual_area", g.dual_area.size(), nv},
+      {"edge_length", g.edge_length.size(), ne},
+      {"dual_edge_length", g.dual_edge_length.size(), ne},
+      {"edge_cell_length", g.edge_cell_length.size(), 2 * ne},
+      {"edge_vert_length", g.edge_vert_length.size(), 2 * ne},
+      {"primal_cart_normal", g.primal_cart_normal.size(), 3 * ne},
+      {"dual_cart_normal", g.dual_cart_normal.size(), 3 * ne},
+      {"primal_normal_x", g.primal_normal_x.size(), ne},
+      {"primal_normal_y", g.primal_normal_y.size(), ne},
+      {"dual_normal_x", g.dual_normal_x.size(), ne},
+      {"dual_normal_y", g.dual_normal_y.size(), ne},
+      {"cell_refin_ctrl", g.cell_refin_ctrl.size(), nc},
+      {"edge_refin_ctrl", g.edge_refin_ctrl.size(), ne},
+      {"vertex_refin_ctrl", g.vertex_refin_ctrl.size(), nv},
+  };
+  for (const Field& f : fields)
+    if (f.size != f.expected)
+      throw_invalid_argument(argument, fmt::format("{} with {} entries", f.name, f.expected),
+                             fmt::format("{}", f.size));
+  // Every index within its range; -1 (missing) only where a neighbour may be missing.
+  struct Table {
+    const char* name;
+    const std::vector<std::int32_t>& t;
+    std::size_t targets;
+    bool complete;
+  };
+  const Table tables[] = {{"c2e", g.c2e, ne, true},      {"c2v", g.c2v, nv, true},
+                          {"c2e2c", g.c2e2c, nc, false}, {"e2c", g.e2c, nc, false},
+                          {"e2v", g.e2v, nv, true},      {"v2e", g.v2e, ne, false},
+                          {"v2c", g.v2c, nc, false}};
+  for (const Table& t : tables)
+    for (std::size_t i = 0; i < t.t.size(); ++i) {
+      const std::int32_t x = t.t[i];
+      if (x < (t.complete ? 0 : -1) || (x >= 0 && static_cast<std::size_t>(x) >= t.targets))
+        throw_invalid_argument(
+            argument,
+            fmt::format("{} indices in {}..{}", t.name, t.complete ? 0 : -1, t.targets - 1),
+            fmt::format("{} at entry {}", x, i));
+    }
+}
 
 void derive_tables(Grid& g) {
   const std::int64_t nc = g.num_cells, ne = g.num_edges;

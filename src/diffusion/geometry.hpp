@@ -68,6 +68,11 @@ inline Vec from_lat_lon(double lat, double lon) {
   return {std::cos(lat) * std::cos(lon), std::cos(lat) * std::sin(lon), std::sin(lat)};
 }
 
+// Refuses (InvalidArgument naming `argument`) a grid whose arrays do not match its counts or whose
+// tables hold indices out of range (-1 only where a neighbour may be missing: not in C2E, C2V,
+// E2V).
+void require_complete(const Grid& g, const char* argument);
+
 // C2E2CO and E2C2V from the other tables, as ICON4Py's GridManager derives them
 // (_get_derived_connectivities): C2E2CO = (the cell, C2E2C); E2C2V = (E2V, then the first two
 // entries of C2V[E2C[0]] ++ C2V[E2C[1]] that are not on the edge, a missing cell giving -1s).

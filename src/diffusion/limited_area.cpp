@@ -60,35 +60,35 @@ Grid limited_area_grid(const Grid& src, double center_lat, double center_lon, do
   const int depth = options.boundary_depth;
   require(depth >= kOrderedCellRows && depth <= 1000, "options.boundary_depth",
           "5 to 1000 rows (ICON orders 5 rows of cells)", fmt::format("{}", depth));
+  detail::require_complete(src, "global");
   const std::int64_t snc = src.num_cells, sne = src.num_edges, snv = src.num_vertices;
-  require(snc > 0 && src.cell_center.size() == 3 * std::size_t(snc) &&
-              src.c2v.size() == 3 * std::size_t(snc) && src.e2c.size() == 2 * std::size_t(sne) &&
-              src.v2e.size() == 6 * std::size_t(snv),
-          "global", "a complete grid", fmt::format("{} cells", snc));
 
   // The region: cells by their centre; their edges and vertices. Local ids run in source order.
   const Vec centre = detail::from_lat_lon(center_lat, center_lon);
   std::vector<std::int32_t> cell_id(snc, -1), edge_id(sne, -1), vertex_id(snv, -1);
   std::vector<std::int32_t> cells, edges, vertices;  // source indices
+  constexpr std::int32_t kMarked = -2;               // in the region, not yet numbered
   for (std::int64_t c = 0; c < snc; ++c)
     if (detail::angle(centre, at(src.cell_center, c)) <= radius_rad) {
       cell_id[c] = static_cast<std::int32_t>(cells.size());
       cells.push_back(static_cast<std::int32_t>(c));
       for (int i = 0; i < 3; ++i) {
-        edge_id[src.c2e[3 * c + i]] = 0;
-        vertex_id[src.c2v[3 * c + i]] = 0;
+        edge_id[src.c2e[3 * c + i]] = kMarked;
+        vertex_id[src.c2v[3 * c + i]] = kMarked;
       }
     }
   require(!cells.empty(), "radius_rad", "a region holding at least one cell centre",
           fmt::format("{} around ({}, {}), which holds none", radius_rad, center_lat, center_lon));
   for (std::int64_t e = 0; e < sne; ++e)
-    if (edge_id[e] == 0)
-      edge_id[e] = static_cast<std::int32_t>(edges.size()),
+    if (edge_id[e] == kMarked) {
+      edge_id[e] = static_cast<std::int32_t>(edges.size());
       edges.push_back(static_cast<std::int32_t>(e));
+    }
   for (std::int64_t v = 0; v < snv; ++v)
-    if (vertex_id[v] == 0)
-      vertex_id[v] = static_cast<std::int32_t>(vertices.size()),
+    if (vertex_id[v] == kMarked) {
+      vertex_id[v] = static_cast<std::int32_t>(vertices.size());
       vertices.push_back(static_cast<std::int32_t>(v));
+    }
   const auto nc = static_cast<std::int32_t>(cells.size());
   const auto ne = static_cast<std::int32_t>(edges.size());
   const auto nv = static_cast<std::int32_t>(vertices.size());

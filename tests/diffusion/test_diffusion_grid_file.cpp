@@ -653,6 +653,11 @@ TEST(DiffusionGridFile, WriteRefusesBadGridsAndLeavesTheTargetAlone) {
   const std::string m = invalid_argument([&] { dif::write_grid_file(g, path); });
   EXPECT_EQ(m.rfind("grid: ", 0), 0u) << m;
   EXPECT_NE(m.find("dual_area"), std::string::npos) << m;
+  g = dif::icosahedral_grid(1, 0);
+  g.c2e2c[5] = -2;  // neither a cell nor -1
+  const std::string index = invalid_argument([&] { dif::write_grid_file(g, path); });
+  EXPECT_EQ(index.rfind("grid: expected c2e2c indices in -1..19, got -2 at entry 5", 0), 0u)
+      << index;
   std::ifstream in(path);
   std::string line;
   std::getline(in, line);

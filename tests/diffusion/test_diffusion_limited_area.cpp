@@ -315,6 +315,14 @@ TEST(DiffusionLimitedArea, BadArgumentsAreRefusedByName) {
   const std::string all = invalid_argument([&] { dif::limited_area_grid(g, 0, 0, 4.0); });
   starts(all, "radius_rad: ");
   EXPECT_NE(all.find("lateral boundary"), std::string::npos) << all;
+  dif::Grid broken = g;
+  broken.e2v[7] = g.num_vertices;
+  const std::string m = invalid_argument([&] { dif::limited_area_grid(broken, 0, 0, 0.5); });
+  starts(m, "global: ");
+  EXPECT_NE(m.find("e2v"), std::string::npos) << m;
+  broken = g;
+  broken.v2c.pop_back();
+  starts(invalid_argument([&] { dif::limited_area_grid(broken, 0, 0, 0.5); }), "global: ");
   dif::LimitedAreaOptions shallow;
   shallow.boundary_depth = 3;
   starts(invalid_argument([&] { dif::limited_area_grid(g, 0, 0, 0.5, shallow); }),
