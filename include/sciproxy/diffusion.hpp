@@ -1,6 +1,8 @@
 // diffusion: ICON's horizontal diffusion on icosahedral grids (issue 16,
 // docs/kernels/diffusion.md). This header holds, so far, the grid the kernels run on: ICON-style
-// global icosahedral grids RnBk with their connectivities and their geometry on the sphere.
+// global icosahedral grids RnBk with their connectivities and their geometry on the sphere, ICON
+// grid files (NetCDF) read and written as ICON4Py reads them, limited-area cut-outs with ICON's
+// lateral-boundary rows and ordering, and the interpolation coefficients.
 //
 //   RnBk: the 20 triangles of the icosahedron, each triangle's edges divided into n equal arcs
 //   (the root division), then k bisections (every edge halved at its great-circle midpoint, every
@@ -151,8 +153,78 @@ struct Grid {
 // Fills limited_area, zone_start and zone_end from the refin_ctrl arrays (which must hold
 // num_cells/num_edges/num_vertices entries, or be empty for all zeros), ICON4Py's way: a zone's
 // range spans the first to the last entity with its refin_ctrl value (empty, (0, 0), if none);
-// INTERIOR starts where the last nudging zone ends; LOCAL is [0, n); HALO* are [n, n).
+// INTERIOR starts where the last nudging zone ends; LOCAL is [0, n); HALO* are [n, n). A nested
+// parent grid's negative values count as ICON4Py converts them (-4, or -8 for edges: 0; other
+// v < 0: -v).
 void set_domain_bounds(Grid& grid);
+
+// ICON grid files (NetCDF; docs/kernels/diffusion.md), read as ICON4Py's GridManager reads them
+// (one process, skip values kept): every table transposed from the file's (k, n) to (n, k), its
+// 1-based indices made zero-based, 0 and -1 (a missing neighbour) both -1, on every grid,
+// limited-area included; C2E2CO = (the cell, C2E2C); E2C2V = (E2V[e][0], E2V[e][1], then the
+// first two entries of C2V[E2C[e][0]] followed by C2V[E2C[e][1]] that are not on the edge, a
+// missing cell giving three -1: the far vertex of each cell; both -1 where E2C[e][0] is missing,
+// the last where E2C[e][1] is); V2E, V2C, the vertex edge_orientation
+// and refin_c/e/v_ctrl as stored. The grid keeps the file's numbering and order, so where the
+// conventions above differ from the generator's, a read grid has the file's: E2V and E2C are in
+// the file's order (not by index), the primal normal and the orientations are the file's, V2E and
+// V2C run as the file has them (ICON: counter-clockwise, missing entries last), cell centres are
+// the file's (not necessarily circumcentres), and a limited-area grid has -1 in C2E2C, E2C, V2C,
+// V2E and E2C2V at its lateral boundary. n and k are the file's grid_root and grid_level (0 if
+// absent). radius 0 takes the file's sphere_radius attribute (kEarthRadius where it has none);
+// another radius scales the file's lengths and areas by radius / sphere_radius. Geometry comes
+// from the file where present (cell_area, dual_area, edge_length, dual_edge_length,
+// edge_cell_distance, edge_vert_distance, edge_primal/dual_normal_cartesian_x/y/z,
+// zonal/meridional_normal_primal/dual_edge, orientation_of_normal, edge_system_orientation,
+// edge_orientation); what is absent is computed from the positions as the generator computes it
+// (at a lateral boundary: the clipped dual edge and dual cell). Positions are clat/clon,
+// vlat/vlon, elat/elon and, where present, the file's cartesian unit vectors. refin_ctrl absent:
+// all 0 (a global grid). Zones: set_domain_bounds. A bad file is an InvalidArgument starting
+// "path: " that names the file and the fault: not NetCDF or missing, a variable or dimension
+// missing, a variable whose shape disagrees with the cell/edge/vertex counts, an index outside
+// 1..count (or missing where every entry needs one: C2E, C2V, E2V), NaN or infinite positions or
+// geometry.
+Grid read_grid_file(const std::string& path, double radius = 0);
+
+// Writes the grid as an ICON grid file (NetCDF-4) with the variables read_grid_file reads (the
+// tables 1-based, -1 for a missing neighbour, the (n, k) tables as (k, n)), the cartesian
+// positions, vertices_of_vertex, start_idx/end_idx as ICON defines them from refin_ctrl, and the
+// global attributes uuidOfHGrid (derived from the grid), number_of_grid_used (0), grid_root and
+// grid_level (where n > 0), sphere_radius, grid_geometry, grid_cell_type and global_grid, so that
+// read_grid_file(path) gives the same grid exactly. Written to a temporary file in the target's
+// directory and renamed onto the target: a failed write leaves the target as it was.
+// InvalidArgument ("grid: ...") for a grid whose arrays do not match its counts or whose tables
+// hold indices out of range; IoError where the file cannot be written.
+void write_grid_file(const Grid& grid, const std::string& path);
+
+// Limited-area cut-outs of a grid, as ICON's limited-area grids are laid out (ICON4Py's
+// grid_refinement.py; icon-grid-generator's limited-area grids):
+// - the region: the cells whose centre lies within the angular distance radius_rad of
+//   (center_lat, center_lon) (radians); the edges and vertices of those cells;
+// - refin_ctrl rows, from the lateral boundary (the region's edges with only one cell in the
+//   region): vertices on it are row 1; the other vertices of a cell with a vertex in
+//   row r are in row r + 1; a cell is in the lowest row of its vertices; an edge is in row
+//   (row of E2C[0]) + (row of E2C[1]) (a boundary edge: 1; an edge between rows r and r: 2r,
+//   between r and r + 1: 2r + 1: twice as many edge rows as cell rows); rows are counted up to
+//   boundary_depth (cells and vertices; edges up to 2 boundary_depth), deeper entities are 0;
+// - the order: rows 1..4 and the nudging row 5 of cells and vertices, rows 1..8 and the nudging
+//   rows 9 and 10 of edges, each in the source grid's order, then the rest (0 or deeper rows) in
+//   the source's order; every zone a contiguous index range (set_domain_bounds);
+// - the tables remapped, -1 for a neighbour outside the region; a boundary edge's cell first in
+//   E2C (its normal, tangent and orientations turned where that swaps its cells); V2C and V2E of
+//   a boundary vertex start at the boundary (V2E[v][0] is a boundary edge, V2C[v][0] the cell
+//   after it, counter-clockwise), missing entries last; geometry and positions copied (so the
+//   dual cells and dual edges at the boundary are the source's, not clipped as in
+//   icon-grid-generator's files).
+struct LimitedAreaOptions {
+  int boundary_depth = 14;  // rows labelled (ICON's bdy_indexing_depth; icon-grid-generator's 14)
+};
+// InvalidArgument ("center_lat: ...", "radius_rad: ...", "options.boundary_depth: ...",
+// "global: ...") for coordinates or a radius that are not finite, a depth below 5, a region that
+// selects no cell or every cell (no lateral boundary), or a source grid whose arrays do not
+// match its counts or whose tables hold indices out of range.
+Grid limited_area_grid(const Grid& global, double center_lat, double center_lon, double radius_rad,
+                       const LimitedAreaOptions& options = {});
 
 // ICON's sparse offsets, flattening a neighbour table's (entity, neighbour) into one index.
 inline constexpr std::int64_t e2ecv(std::int64_t edge, int i) {
@@ -172,6 +244,16 @@ struct RbfOptions {
   double scale_factor = 0.5;
 };
 
+// The lateral-boundary nudging of limited-area grids (ICON4Py's InterpolationConfig defaults):
+// nudgecoeff_e = max_nudging_coefficient exp(-(refin_e_ctrl - 10) / (2 nudge_efold_width)) on
+// the edges from the start of the NUDGING_LEVEL_2 zone on whose refin_e_ctrl is in
+// 1..2 nudge_zone_width + 7, else 0 (ICON4Py's compute_nudgecoeffs, grf_nudge_start_e = 10).
+struct NudgingOptions {
+  double max_nudging_coefficient = 0.375;
+  double nudge_efold_width = 2.0;  // rows
+  int nudge_zone_width = 10;       // rows
+};
+
 struct InterpolationCoefficients {
   std::vector<double> geofac_div;  // (num_cells, 3): divergence over C2E
   std::vector<double> geofac_rot;  // (num_vertices, 6): curl over V2E
@@ -187,13 +269,13 @@ struct InterpolationCoefficients {
   // (num_vertices, 6) each: zonal (v1) and meridional (v2) wind at a vertex from the normal
   // components on V2E: u = sum_i rbf_vec_coeff_v1[v][i] vn[V2E[v][i]].
   std::vector<double> rbf_vec_coeff_v1, rbf_vec_coeff_v2;
-  // (num_edges): the lateral-boundary nudging coefficient; 0 everywhere on a global grid.
-  // Limited-area grids will get ICON4Py's defaults (max_nudging_coefficient 0.375,
-  // nudge_efold_width 2 rows, nudge_zone_width 10 rows) when limited-area grids exist.
+  // (num_edges): the lateral-boundary nudging coefficient (NudgingOptions); 0 everywhere on a
+  // global grid.
   std::vector<double> nudgecoeff_e;
 };
 
-InterpolationCoefficients interpolation_coefficients(const Grid& grid, const RbfOptions& rbf = {});
+InterpolationCoefficients interpolation_coefficients(const Grid& grid, const RbfOptions& rbf = {},
+                                                     const NudgingOptions& nudging = {});
 
 // The vertical grid and the metric fields of the diffusion granule (ICON4Py's names and defaults:
 // icon4py.model.common.grid.vertical and icon4py.model.common.metrics; the equations are at the

@@ -32,7 +32,13 @@
 //                        M a^u = b^u, then a^u /= sum_j (e_lon . n_j) a^u_j   (likewise e_lat)
 //                      (ICON4Py's _compute_rbf_interpolation_coeffs: a dense solve, no added
 //                      diagonal term; the normalisation makes a uniform wind along e_lon exact)
-//   nudgecoeff_e = 0   (global grid: no lateral boundary)
+//   nudgecoeff_e[e] = max_nudging_coefficient exp(-(r_e - 10) / (2 nudge_efold_width)) where
+//                      0 < r_e <= 2 nudge_zone_width + 7, else 0; r_e = edge_refin_ctrl[e], on
+//                      the edges from start_index(Edge, NUDGING_LEVEL_2) to the end, 0 before
+//                      (ICON4Py's compute_nudgecoeffs with grf_nudge_start_e = 8 + 2 = 10, the
+//                      refinement value of NUDGING_LEVEL_2, called on that domain); 0 everywhere
+//                      on a global grid (every r_e is 0)
+//   inverse_vertex_vertex_lengths of an edge with a missing far vertex (a lateral boundary): 0
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -145,11 +151,21 @@ void solve(int n, std::array<double, 36>& a, std::array<double, 6>& b) {
 
 }  // namespace
 
-InterpolationCoefficients interpolation_coefficients(const Grid& g, const RbfOptions& rbf) {
+InterpolationCoefficients interpolation_coefficients(const Grid& g, const RbfOptions& rbf,
+                                                     const NudgingOptions& nudging) {
   if (!(rbf.scale_factor > 0.0) || !std::isfinite(rbf.scale_factor))
     throw InvalidArgument(fmt::format(
         "interpolation_coefficients: rbf.scale_factor must be positive and finite, got {}",
         rbf.scale_factor));
+  require(std::isfinite(nudging.max_nudging_coefficient) && nudging.max_nudging_coefficient >= 0,
+          "nudging.max_nudging_coefficient", "a finite coefficient >= 0",
+          fmt::format("{}", nudging.max_nudging_coefficient));
+  require(std::isfinite(nudging.nudge_efold_width) && nudging.nudge_efold_width > 0,
+          "nudging.nudge_efold_width", "a positive, finite width in rows",
+          fmt::format("{}", nudging.nudge_efold_width));
+  require(nudging.nudge_zone_width >= 1 && nudging.nudge_zone_width <= 1000,
+          "nudging.nudge_zone_width", "a width of 1 to 1000 rows",
+          fmt::format("{}", nudging.nudge_zone_width));
   if (g.num_cells <= 0 || g.vertex_edge_orientation.size() != 6 * std::size_t(g.num_vertices))
     throw InvalidArgument("interpolation_coefficients: grid is not a generated Grid");
   const std::int64_t nc = g.num_cells, ne = g.num_edges, nv = g.num_vertices;
@@ -162,9 +178,11 @@ InterpolationCoefficients interpolation_coefficients(const Grid& g, const RbfOpt
   for (std::int64_t e = 0; e < ne; ++e) {
     k.inverse_primal_edge_lengths[e] = 1.0 / g.edge_length[e];
     k.inverse_dual_edge_lengths[e] = 1.0 / g.dual_edge_length[e];
-    const double vv = g.radius * arc(at(g.vertex_center, g.e2c2v[4 * e + 2]),
-                                     at(g.vertex_center, g.e2c2v[4 * e + 3]));
-    k.inverse_vertex_vertex_lengths[e] = 1.0 / vv;
+    const std::int32_t far0 = g.e2c2v[4 * e + 2], far1 = g.e2c2v[4 * e + 3];
+    k.inverse_vertex_vertex_lengths[e] =
+        far0 < 0 || far1 < 0
+            ? 0.0
+            : 1.0 / (g.radius * arc(at(g.vertex_center, far0), at(g.vertex_center, far1)));
     const double c0 = g.edge_cell_length[2 * e + 1] / g.dual_edge_length[e];
     k.c_lin_e[2 * e] = c0;
     k.c_lin_e[2 * e + 1] = 1.0 - c0;
@@ -256,7 +274,18 @@ InterpolationCoefficients interpolation_coefficients(const Grid& g, const RbfOpt
     }
   }
 
+  // ICON4Py's grf_nudge_start_e: the refinement value of the edges' last nudging row (8 + 2).
+  constexpr int kNudgeStartEdge = 10;
   k.nudgecoeff_e.assign(ne, 0.0);
+  const std::int64_t nudge_limit = 2 * std::int64_t{nudging.nudge_zone_width} + kNudgeStartEdge - 3;
+  if (static_cast<std::int64_t>(g.edge_refin_ctrl.size()) == ne)
+    for (std::int64_t e = g.start_index(Dimension::Edge, Zone::NudgingLevel2); e < ne; ++e) {
+      const std::int32_t r = g.edge_refin_ctrl[e];
+      if (r > 0 && r <= nudge_limit)
+        k.nudgecoeff_e[e] =
+            nudging.max_nudging_coefficient *
+            std::exp(-static_cast<double>(r - kNudgeStartEdge) / (2.0 * nudging.nudge_efold_width));
+    }
   return k;
 }
 

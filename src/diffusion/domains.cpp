@@ -1,6 +1,7 @@
 // Grid zones and their index ranges, as ICON4Py derives them from ICON's refinement control
 // (icon4py.model.common.grid.grid_refinement.compute_domain_bounds, one process, no halos):
 //
+//   refin_ctrl of a nested parent grid: -4 (cells, vertices) or -8 (edges) -> 0, other v < 0 -> -v
 //   zone value v:  LATERAL_BOUNDARY_LEVEL_i -> i,  NUDGING_LEVEL_j -> last boundary row + j
 //                  (cells, vertices: 4 + j; edges: 8 + j)
 //   [start, end) of a boundary or nudging zone = [min, max + 1) of { e : refin_ctrl[e] == v },
@@ -18,8 +19,8 @@ namespace sciproxy::diffusion {
 namespace {
 
 constexpr const char* kZoneNames[kNumZones] = {
-    "end",        "interior",   "halo_level_1", "halo_level_2", "local",
-    "lb_level_1", "lb_level_2", "lb_level_3",   "lb_level_4",   "lb_level_5",
+    "end",        "interior",   "halo_level_1", "halo_level_2",    "local",
+    "lb_level_1", "lb_level_2", "lb_level_3",   "lb_level_4",      "lb_level_5",
     "lb_level_6", "lb_level_7", "lb_level_8",   "nudging_level_1", "nudging_level_2"};
 
 int last_boundary_row(Dimension dim) {
@@ -30,18 +31,28 @@ int nudging_rows(Dimension dim) {
 }
 const char* dimension_name(Dimension dim) {
   switch (dim) {
-    case Dimension::Cell: return "cells";
-    case Dimension::Edge: return "edges";
-    default: return "vertices";
+    case Dimension::Cell:
+      return "cells";
+    case Dimension::Edge:
+      return "edges";
+    default:
+      return "vertices";
   }
+}
+
+// ICON4Py's convert_to_non_nested_refinement_values: a parent grid's negative values count the
+// rows of an overlap region, -4 (cells, vertices) or -8 (edges) its unordered interior.
+std::int32_t non_nested(Dimension dim, std::int32_t v) {
+  if (v == (dim == Dimension::Edge ? -8 : -4)) return 0;
+  return v < 0 ? -v : v;
 }
 
 void fill_bounds(Grid& g, Dimension dim, const std::vector<std::int32_t>& refin_ctrl) {
   const std::int32_t n = g.size(dim);
   if (!refin_ctrl.empty() && static_cast<std::int64_t>(refin_ctrl.size()) != n)
-    throw InvalidArgument(fmt::format(
-        "refin_ctrl of the {}: expected {} entries (one per entity) or none, got {}",
-        dimension_name(dim), n, refin_ctrl.size()));
+    throw InvalidArgument(
+        fmt::format("refin_ctrl of the {}: expected {} entries (one per entity) or none, got {}",
+                    dimension_name(dim), n, refin_ctrl.size()));
   const int d = static_cast<int>(dim);
   auto& start = g.zone_start[d];
   auto& end = g.zone_end[d];
@@ -51,7 +62,7 @@ void fill_bounds(Grid& g, Dimension dim, const std::vector<std::int32_t>& refin_
   // first[v] and last[v] for every ordered value v = 1 .. rows.
   std::vector<std::int32_t> first(rows + 1, -1), last(rows + 1, -1);
   for (std::int32_t e = 0; e < static_cast<std::int32_t>(refin_ctrl.size()); ++e) {
-    const std::int32_t v = refin_ctrl[e];
+    const std::int32_t v = non_nested(dim, refin_ctrl[e]);
     if (v >= 1 && v <= rows) {
       if (first[v] < 0) first[v] = e;
       last[v] = e;
@@ -60,7 +71,8 @@ void fill_bounds(Grid& g, Dimension dim, const std::vector<std::int32_t>& refin_
   auto zone_of_value = [&](int v) {
     return v <= last_boundary_row(dim)
                ? static_cast<Zone>(static_cast<int>(Zone::LateralBoundary) + v - 1)
-               : static_cast<Zone>(static_cast<int>(Zone::Nudging) + v - last_boundary_row(dim) - 1);
+               : static_cast<Zone>(static_cast<int>(Zone::Nudging) + v - last_boundary_row(dim) -
+                                   1);
   };
   for (int v = 1; v <= rows; ++v)
     if (first[v] >= 0) {
@@ -95,7 +107,8 @@ Zone zone_from_name(const std::string& name) {
 
 bool zone_exists(Dimension dim, Zone zone) {
   const int z = static_cast<int>(zone);
-  if (z >= static_cast<int>(Zone::LateralBoundary) && z <= static_cast<int>(Zone::LateralBoundaryLevel8))
+  if (z >= static_cast<int>(Zone::LateralBoundary) &&
+      z <= static_cast<int>(Zone::LateralBoundaryLevel8))
     return z - static_cast<int>(Zone::LateralBoundary) < last_boundary_row(dim);
   if (zone == Zone::NudgingLevel2) return dim == Dimension::Edge;
   return z >= 0 && z < kNumZones;
@@ -103,21 +116,26 @@ bool zone_exists(Dimension dim, Zone zone) {
 
 std::int32_t Grid::size(Dimension dim) const {
   switch (dim) {
-    case Dimension::Cell: return num_cells;
-    case Dimension::Edge: return num_edges;
-    default: return num_vertices;
+    case Dimension::Cell:
+      return num_cells;
+    case Dimension::Edge:
+      return num_edges;
+    default:
+      return num_vertices;
   }
 }
 
 std::int32_t Grid::start_index(Dimension dim, Zone zone) const {
   if (!zone_exists(dim, zone))
-    throw InvalidArgument(fmt::format("zone: {} has no zone '{}'", dimension_name(dim), zone_name(zone)));
+    throw InvalidArgument(
+        fmt::format("zone: {} has no zone '{}'", dimension_name(dim), zone_name(zone)));
   return zone_start[static_cast<int>(dim)][static_cast<int>(zone)];
 }
 
 std::int32_t Grid::end_index(Dimension dim, Zone zone) const {
   if (!zone_exists(dim, zone))
-    throw InvalidArgument(fmt::format("zone: {} has no zone '{}'", dimension_name(dim), zone_name(zone)));
+    throw InvalidArgument(
+        fmt::format("zone: {} has no zone '{}'", dimension_name(dim), zone_name(zone)));
   return zone_end[static_cast<int>(dim)][static_cast<int>(zone)];
 }
 

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "diffusion/geometry.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/resources.hpp"
 #include "sciproxy/diffusion.hpp"
@@ -30,53 +31,24 @@ namespace sciproxy::diffusion {
 
 namespace {
 
-using Vec = std::array<double, 3>;
+using detail::angle;
+using detail::cross;
+using detail::dot;
+using detail::lat_lon;
+using detail::normalize;
+using detail::put;
+using detail::Vec;
+using detail::operator+;
+using detail::operator-;
+using detail::operator*;
 using Tri = std::array<std::int32_t, 3>;
 
-Vec operator+(const Vec& a, const Vec& b) {
-  return {a[0] + b[0], a[1] + b[1], a[2] + b[2]};
-}
-Vec operator-(const Vec& a, const Vec& b) {
-  return {a[0] - b[0], a[1] - b[1], a[2] - b[2]};
-}
-Vec operator*(double s, const Vec& a) {
-  return {s * a[0], s * a[1], s * a[2]};
-}
-double dot(const Vec& a, const Vec& b) {
-  return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
-}
-Vec cross(const Vec& a, const Vec& b) {
-  return {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]};
-}
-double norm(const Vec& a) {
-  return std::sqrt(dot(a, a));
-}
-Vec normalize(const Vec& a) {
-  return (1.0 / norm(a)) * a;
-}
-double angle(const Vec& a, const Vec& b) {
-  return std::atan2(norm(cross(a, b)), dot(a, b));
-}
-// Signed spherical excess of (a, b, c): positive when counter-clockwise seen from outside.
-double excess(const Vec& a, const Vec& b, const Vec& c) {
-  return 2.0 * std::atan2(dot(a, cross(b, c)), 1.0 + dot(a, b) + dot(b, c) + dot(c, a));
-}
 // The point a fraction t along the great-circle arc from unit vector a to unit vector b.
 Vec slerp(const Vec& a, const Vec& b, double t) {
   const double theta = angle(a, b);
   const double s = std::sin(theta);
   return normalize((std::sin((1.0 - t) * theta) / s) * a + (std::sin(t * theta) / s) * b);
 }
-Vec at(const std::vector<double>& xyz, std::int64_t i) {
-  return {xyz[3 * i], xyz[3 * i + 1], xyz[3 * i + 2]};
-}
-void put(std::vector<double>& xyz, std::int64_t i, const Vec& v) {
-  xyz[3 * i] = v[0], xyz[3 * i + 1] = v[1], xyz[3 * i + 2] = v[2];
-}
-int sign(double x) {
-  return x >= 0 ? 1 : -1;
-}
-
 struct Mesh {
   std::vector<Vec> points;  // unit vectors
   std::vector<Tri> tris;    // counter-clockwise seen from outside
@@ -253,11 +225,6 @@ Mesh bisect(const Mesh& m) {
   return fine;
 }
 
-void lat_lon(const Vec& p, double& lat, double& lon) {
-  lat = std::atan2(p[2], std::hypot(p[0], p[1]));
-  lon = std::atan2(p[1], p[0]);
-}
-
 }  // namespace
 
 Grid icosahedral_grid(int n, int k, double radius) {
@@ -350,88 +317,23 @@ Grid icosahedral_grid(int n, int k, double radius) {
   g.cell_center.resize(3 * std::int64_t{nc});
   g.cell_lat.resize(nc);
   g.cell_lon.resize(nc);
-  g.cell_area.resize(nc);
-  const double r2 = radius * radius;
   for (std::int64_t c = 0; c < nc; ++c) {
     const Vec &a = mesh.points[mesh.tris[c][0]], &b = mesh.points[mesh.tris[c][1]],
               &d = mesh.points[mesh.tris[c][2]];
     const Vec centre = normalize(cross(b - a, d - a));
     put(g.cell_center, c, centre);
     lat_lon(centre, g.cell_lat[c], g.cell_lon[c]);
-    g.cell_area[c] = r2 * excess(a, b, d);
   }
-  g.dual_area.assign(nv, 0.0);
-  for (std::int64_t v = 0; v < nv; ++v) {
-    const int degree = g.v2c[6 * v + 5] < 0 ? 5 : 6;
-    double sum = 0;
-    for (int i = 0; i < degree; ++i)
-      sum += excess(mesh.points[v], at(g.cell_center, g.v2c[6 * v + i]),
-                    at(g.cell_center, g.v2c[6 * v + (i + 1) % degree]));
-    g.dual_area[v] = r2 * sum;
-  }
-
-  // Edges: lengths, normals, orientations.
   g.edge_center.resize(3 * std::int64_t{ne});
   g.edge_center_lat.resize(ne);
   g.edge_center_lon.resize(ne);
-  g.edge_length.resize(ne);
-  g.dual_edge_length.resize(ne);
-  g.edge_cell_length.resize(2 * std::int64_t{ne});
-  g.edge_vert_length.resize(2 * std::int64_t{ne});
-  g.primal_cart_normal.resize(3 * std::int64_t{ne});
-  g.dual_cart_normal.resize(3 * std::int64_t{ne});
-  g.primal_normal_x.resize(ne);
-  g.primal_normal_y.resize(ne);
-  g.dual_normal_x.resize(ne);
-  g.dual_normal_y.resize(ne);
-  g.tangent_orientation.resize(ne);
   for (std::int64_t e = 0; e < ne; ++e) {
-    const Vec &v0 = mesh.points[g.e2v[2 * e]], &v1 = mesh.points[g.e2v[2 * e + 1]];
-    const Vec c0 = at(g.cell_center, g.e2c[2 * e]), c1 = at(g.cell_center, g.e2c[2 * e + 1]);
-    const Vec m = normalize(v0 + v1);
+    const Vec m = normalize(mesh.points[g.e2v[2 * e]] + mesh.points[g.e2v[2 * e + 1]]);
     put(g.edge_center, e, m);
-    double lat = 0, lon = 0;
-    lat_lon(m, lat, lon);
-    g.edge_center_lat[e] = lat, g.edge_center_lon[e] = lon;
-    g.edge_length[e] = radius * angle(v0, v1);
-    g.dual_edge_length[e] = radius * angle(c0, c1);
-    g.edge_cell_length[2 * e] = radius * angle(m, c0);
-    g.edge_cell_length[2 * e + 1] = radius * angle(m, c1);
-    g.edge_vert_length[2 * e] = radius * angle(m, v0);
-    g.edge_vert_length[2 * e + 1] = radius * angle(m, v1);
-    // The normal is orthogonal to the edge's plane (m x (v1 - v0) lies in the tangent plane and
-    // is orthogonal to the edge at m), turned to point from E2C[0] to E2C[1].
-    Vec normal = normalize(cross(m, v1 - v0));
-    if (dot(normal, c1 - c0) < 0) normal = -1.0 * normal;
-    const Vec tangent = cross(normal, m);
-    put(g.primal_cart_normal, e, normal);
-    put(g.dual_cart_normal, e, tangent);
-    g.tangent_orientation[e] = sign(dot(tangent, v1 - v0));
-    const Vec e_lon = {-std::sin(lon), std::cos(lon), 0.0};
-    const Vec e_lat = {-std::sin(lat) * std::cos(lon), -std::sin(lat) * std::sin(lon),
-                       std::cos(lat)};
-    g.primal_normal_x[e] = dot(normal, e_lon), g.primal_normal_y[e] = dot(normal, e_lat);
-    g.dual_normal_x[e] = dot(tangent, e_lon), g.dual_normal_y[e] = dot(tangent, e_lat);
+    lat_lon(m, g.edge_center_lat[e], g.edge_center_lon[e]);
   }
-  // A cell's edge_orientation from the geometry: does the normal leave the cell?
-  g.edge_orientation.resize(3 * std::int64_t{nc});
-  for (std::int64_t c = 0; c < nc; ++c)
-    for (int i = 0; i < 3; ++i) {
-      const std::int32_t e = g.c2e[3 * c + i];
-      g.edge_orientation[3 * c + i] =
-          sign(dot(at(g.primal_cart_normal, e), at(g.edge_center, e) - at(g.cell_center, c)));
-    }
-  // A vertex's edge orientation from the geometry: does the normal turn counter-clockwise around
-  // the vertex (along m x (m - v), seen from outside)?
-  g.vertex_edge_orientation.assign(6 * std::int64_t{nv}, 0);
-  for (std::int64_t v = 0; v < nv; ++v)
-    for (int i = 0; i < 6; ++i) {
-      const std::int32_t e = g.v2e[6 * v + i];
-      if (e < 0) continue;
-      const Vec m = at(g.edge_center, e);
-      g.vertex_edge_orientation[6 * v + i] =
-          sign(dot(at(g.primal_cart_normal, e), cross(m, m - at(g.vertex_center, v))));
-    }
+  // Areas, lengths, normals and orientations (src/diffusion/geometry.cpp).
+  detail::compute_geometry(g);
   // A global grid: every refin_ctrl 0, the boundary and nudging zones empty.
   g.cell_refin_ctrl.assign(nc, 0);
   g.edge_refin_ctrl.assign(ne, 0);

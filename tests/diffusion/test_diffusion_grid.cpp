@@ -367,7 +367,8 @@ TEST(DiffusionDomains, GlobalGridHasEmptyBoundaryZonesAndEverythingInterior) {
     EXPECT_EQ(g.end_index(d, Zone::HaloLevel2), g.size(d));
   }
   EXPECT_EQ(g.start_index(Dimension::Edge, Zone::LateralBoundaryLevel5), 0);
-  EXPECT_THROW(g.start_index(Dimension::Cell, Zone::LateralBoundaryLevel5), sciproxy::InvalidArgument);
+  EXPECT_THROW(g.start_index(Dimension::Cell, Zone::LateralBoundaryLevel5),
+               sciproxy::InvalidArgument);
   EXPECT_THROW(g.start_index(Dimension::Vertex, Zone::NudgingLevel2), sciproxy::InvalidArgument);
   EXPECT_EQ(zone_from_name("lb_level_5"), Zone::LateralBoundaryLevel5);
   EXPECT_THROW(zone_from_name("lateral"), sciproxy::InvalidArgument);
@@ -396,4 +397,26 @@ TEST(DiffusionDomains, ZonesFollowRefinementControl) {
   EXPECT_EQ(g.start_index(Dimension::Edge, Zone::Interior), 2);
   g.edge_refin_ctrl.resize(7);
   EXPECT_THROW(set_domain_bounds(g), sciproxy::InvalidArgument);
+}
+
+// A nested parent grid's values (ICON4Py's convert_to_non_nested_refinement_values): -4 (cells,
+// vertices) or -8 (edges) are the unordered interior, other negative values count rows as -v.
+TEST(DiffusionDomains, NestedRefinementValuesCountAsTheirRows) {
+  using namespace sciproxy::diffusion;
+  Grid g = icosahedral_grid(1, 0);
+  g.cell_refin_ctrl.assign(20, 0);
+  g.cell_refin_ctrl[0] = -1;
+  g.cell_refin_ctrl[1] = 1;
+  g.cell_refin_ctrl[2] = -4;
+  g.cell_refin_ctrl[3] = -5;
+  g.edge_refin_ctrl.assign(30, 0);
+  g.edge_refin_ctrl[0] = -8;
+  g.edge_refin_ctrl[1] = -9;
+  set_domain_bounds(g);
+  EXPECT_EQ(g.start_index(Dimension::Cell, Zone::LateralBoundary), 0);
+  EXPECT_EQ(g.end_index(Dimension::Cell, Zone::LateralBoundary), 2);
+  EXPECT_EQ(g.start_index(Dimension::Cell, Zone::Nudging), 3);
+  EXPECT_EQ(g.start_index(Dimension::Cell, Zone::Interior), 4);
+  EXPECT_EQ(g.start_index(Dimension::Edge, Zone::Nudging), 1);
+  EXPECT_EQ(g.end_index(Dimension::Edge, Zone::LateralBoundary), 0);
 }
