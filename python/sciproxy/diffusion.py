@@ -31,7 +31,7 @@ from . import _sciproxy
 from ._args import describe as _describe
 from ._args import device as _device
 
-__all__ = ["Grid", "icosahedral_grid", "coefficients", "vertical_grid", "DiffusionConfig",
+__all__ = ["Grid", "icosahedral_grid", "read_grid", "write_grid", "limited_area_grid", "coefficients", "vertical_grid", "DiffusionConfig",
            "Diffusion", "synthetic_state", "smagorinsky_dtime", "EARTH_RADIUS"]
 
 EARTH_RADIUS = 6371229.0
@@ -119,6 +119,36 @@ def icosahedral_grid(n: int, k: int, num_levels: int = 65, radius: float = EARTH
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < lo:
             raise ValueError(f"{name}: expected an integer >= {lo}, got {_describe(value)}")
     return Grid(_sciproxy.diffusion_icosahedral_grid(int(n), int(k), float(radius)), _levels(num_levels))
+
+
+def read_grid(path, num_levels: int = 65, radius: float | None = None) -> Grid:
+    """An ICON grid file (as DWD's grid generator or icon-grid-generator write them), with
+    ICON4Py GridManager's zero-based tables, order and zones for the same file. radius: the
+    sphere's, default the file's sphere_radius attribute (else 6371229 m)."""
+    import os
+
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path: expected a file path, got {_describe(path)}")
+    return Grid(_sciproxy.diffusion_read_grid(os.fspath(path), 0.0 if radius is None else float(radius)),
+                _levels(num_levels))
+
+
+def write_grid(grid: Grid, path) -> None:
+    """Writes ``grid`` as an ICON grid file (NetCDF-4, 1-based tables) that read_grid, ICON4Py's
+    GridManager, xarray and uxarray read; atomically (a failed write leaves nothing behind)."""
+    import os
+
+    _sciproxy.diffusion_write_grid(_as_grid(grid)._native, os.fspath(path))
+
+
+def limited_area_grid(grid: Grid, center_lat: float, center_lon: float, radius: float,
+                      boundary_depth: int = 14) -> Grid:
+    """A limited-area cut-out of ``grid``: the cells within ``radius`` (radians) of the centre
+    (radians), with ICON's refin_ctrl boundary rows and order, so that the lateral boundary and
+    nudging zones exist."""
+    g = _as_grid(grid)
+    return Grid(_sciproxy.diffusion_limited_area_grid(g._native, float(center_lat), float(center_lon),
+                                                      float(radius), int(boundary_depth)), g.num_levels)
 
 
 def _as_grid(grid) -> Grid:

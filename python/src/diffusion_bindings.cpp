@@ -344,6 +344,29 @@ void register_diffusion(nb::module_& m) {
         return dif::icosahedral_grid(n, k, radius);
       },
       "n"_a, "k"_a, "radius"_a);
+  m.def(
+      "diffusion_read_grid",
+      [](const std::string& path, double radius) {
+        nb::gil_scoped_release release;
+        return dif::read_grid_file(path, radius);
+      },
+      "path"_a, "radius"_a);
+  m.def(
+      "diffusion_write_grid",
+      [](const dif::Grid& grid, const std::string& path) {
+        nb::gil_scoped_release release;
+        dif::write_grid_file(grid, path);
+      },
+      "grid"_a, "path"_a);
+  m.def(
+      "diffusion_limited_area_grid",
+      [](const dif::Grid& global, double lat, double lon, double radius, int depth) {
+        nb::gil_scoped_release release;
+        dif::LimitedAreaOptions o;
+        o.boundary_depth = depth;
+        return dif::limited_area_grid(global, lat, lon, radius, o);
+      },
+      "global_grid"_a, "center_lat"_a, "center_lon"_a, "radius_rad"_a, "boundary_depth"_a);
   m.def("diffusion_computed_inputs", &computed, "grid"_a, "num_levels"_a);
   m.def("diffusion_inputs_dict", &inputs_dict, "inputs"_a);
   m.def(

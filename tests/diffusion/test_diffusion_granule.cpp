@@ -299,3 +299,31 @@ TEST(DiffusionInputs, DefaultInputsRunEveryBranchAtR2B4) {
   EXPECT_GT(in.vertical.end_index_of_damping_layer, 5);
   EXPECT_EQ(in.config.shear_type, 2);
 }
+
+TEST(DiffusionLimitedArea, CpuMatchesReferenceWithNudgingAndBoundaryZones) {
+  // A cut-out of R2B4 over the Alps: lateral boundary rows, the nudging zone (nudgecoeff_e > 0)
+  // and the boundary variants of the vn update all run.
+  const Grid lam = limited_area_grid(icosahedral_grid(2, 4), 0.8, 0.17, 0.25);
+  ASSERT_TRUE(lam.limited_area);
+  GranuleSetup s = computed_inputs(lam, 16);
+  double nudging = 0;
+  for (double x : s.interpolation.nudgecoeff_e) nudging = std::max(nudging, x);
+  EXPECT_GT(nudging, 0.0);
+  const GranuleFields in = make_fields(s, 3);
+  for (FieldLayout layout : {FieldLayout::LevelsContiguous, FieldLayout::EntitiesContiguous}) {
+    DiffusionOptions ref, cpu;
+    ref.device = "reference", cpu.device = "cpu";
+    ref.layout = cpu.layout = layout;
+    const GranuleFields want = run_granule<double>(s, in, ref, 2, 300.0, true);
+    const GranuleFields got = run_granule<double>(s, in, cpu, 2, 300.0, true);
+    expect_close(got, want, 1e-13);
+    // The lateral boundary's first rows are left as they came (ICON4Py's domains start at row 5
+    // of edges and at the nudging row of cells).
+    const int nlev = s.vertical.num_levels;
+    const std::int32_t e_end = lam.end_index(Dimension::Edge, Zone::LateralBoundaryLevel4);
+    for (std::int64_t i = 0; i < std::int64_t(e_end) * nlev; ++i) ASSERT_EQ(got.vn[i], in.vn[i]);
+    const std::int32_t c_end = lam.end_index(Dimension::Cell, Zone::LateralBoundaryLevel4);
+    for (std::int64_t i = 0; i < std::int64_t(c_end) * nlev; ++i) ASSERT_EQ(got.theta_v[i], in.theta_v[i]);
+    EXPECT_GT(rel_l2(got.vn, in.vn), 1e-8);
+  }
+}
