@@ -412,6 +412,7 @@ struct Mirror final : MirrorBase {
   PinnedArray<unsigned long long> first_bad_host;
   PinnedArray<Real> bad_value;
   std::array<Event, 10> events;  // the run's marks, in stream order
+  Event caller_done{false};      // orders the run after the caller's work on the default stream
   Stream stream;                 // declared last: synchronised before the buffers are freed
 
   bool matches(const Problem<Real>& p) const {
@@ -507,11 +508,13 @@ struct Mirror final : MirrorBase {
   }
 };
 
-// The mirrors by the address of their host Problem.
+// The mirrors by the address of their host Problem. Never destroyed: a granule that outlives
+// static destruction (a static object of the caller's) can still release its mirror; what is
+// left at exit goes with the process.
 std::mutex mirrors_mutex;
 std::map<const void*, std::shared_ptr<MirrorBase>>& mirrors() {
-  static std::map<const void*, std::shared_ptr<MirrorBase>> map;
-  return map;
+  static auto* map = new std::map<const void*, std::shared_ptr<MirrorBase>>();
+  return *map;
 }
 
 void require_device(int device_index) {
@@ -611,14 +614,24 @@ void run_on_device(const Context& ctx, const Problem<Real>& p, const RunFields<R
   const std::array<Real*, kFields> caller = field_pointers(f);
   std::array<Real*, kFields> used = caller;
   std::array<bool, kFields> staged{};
-  bool any_staged = false;
+  bool any_staged = false, any_device = false;
   for (int i = 0; i < kFields; ++i) {
     staged[i] = !on_device(caller[i], device_index, kFieldNames[i]);
     any_staged = any_staged || staged[i];
+    any_device = any_device || !staged[i];
   }
   if (any_staged) m.allocate_staging();
   for (int i = 0; i < kFields; ++i)
     if (staged[i]) used[i] = m.fields.get() + m.field_offset[i];
+
+  // Device fields may still be being written by the caller's kernels: wait for everything queued
+  // on the legacy default stream (which itself waits for every blocking stream). Work on the
+  // caller's non-blocking streams must be complete before run() (e.g. !$acc wait). run() returns
+  // when the fields are updated.
+  if (any_device) {
+    SCIPROXY_CUDA_CHECK(cudaEventRecord(m.caller_done.get(), cudaStreamLegacy));
+    SCIPROXY_CUDA_CHECK(cudaStreamWaitEvent(stream, m.caller_done.get(), 0));
+  }
 
   Marks marks{m.events, stream};
   marks.mark(nullptr);

@@ -1,8 +1,9 @@
 // The diffusion granule's cuda backend against the reference (label gpu: skips, saying why,
 // where no GPU is present): both field layouts in double precision with host fields (staged
-// through pinned buffers) and, in CUDA builds, with device fields used in place; single
-// precision against double; the finite check on the device; the timer regions; and many
-// granules created and destroyed in turn (the device mirror is released with its granule).
+// through pinned buffers) and, in CUDA builds, with device fields used in place; every
+// configuration branch; single precision against double; the finite check on the device; the
+// timer regions; and many granules created and destroyed in turn (the device mirror is
+// released with its granule).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -193,6 +194,28 @@ TEST_F(DiffusionCuda, DeviceFieldsAreUsedInPlace) {
     expect_close(got, want, 1e-12, layout == FieldLayout::LevelsContiguous ? "levels contiguous" : "entities contiguous");
   }
 #endif
+}
+
+TEST_F(DiffusionCuda, EveryConfigurationBranchMatchesReference) {
+  // The groups each kernel skips or runs: shear types, each field's diffusion switched off.
+  for (int variant = 0; variant < 6; ++variant) {
+    GranuleSetup s = *setup_;
+    switch (variant) {
+      case 0: s.config.shear_type = 0; break;
+      case 1: s.config.shear_type = 1; break;
+      case 2: s.config.apply_to_temperature = false; break;
+      case 3: s.config.apply_to_vertical_wind = false; break;
+      case 4: s.config.apply_to_horizontal_wind = false; break;
+      default: s.config.apply_zdiffusion_t = false; break;
+    }
+    for (FieldLayout layout : {FieldLayout::LevelsContiguous, FieldLayout::EntitiesContiguous}) {
+      DiffusionOptions ref, gpu;
+      ref.device = "reference", gpu.device = "cuda";
+      ref.layout = gpu.layout = layout;
+      expect_close(run_granule<double>(s, *fields_, gpu, 2, kDtime), run_granule<double>(s, *fields_, ref, 2, kDtime),
+                   1e-12, "variant " + std::to_string(variant));
+    }
+  }
 }
 
 TEST_F(DiffusionCuda, SinglePrecisionFollowsDouble) {
