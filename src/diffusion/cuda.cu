@@ -9,7 +9,7 @@
 //                                     cells     div_ic, hdef_ic
 //                                     cells     nabla2 w (z_nabla2_c); dwdx, dwdy
 //   4 vn_w                            edges     vn update, then the cold-pool maximum of kh_smag_e
-//                                     cells     w -= diff_multfac_w area^2 nabla2(nabla2 w) (+ damping)
+//                                     cells     w -= diff_multfac_w area^2 nabla2(nabla2 w)
 //   5 theta_exner                     cells     z_temp = div(kh grad theta) (+ truly horizontal)
 //   6 theta_exner                     cells     theta, exner from z_temp
 //
@@ -114,9 +114,9 @@ Launch<sizeof...(Ranges)> make_launch(const Ranges&... group_ranges) {
     if (!r.active || count == 0 || nk == 0) continue;
     const std::int64_t points = count * nk;
     if (points > INT32_MAX)
-      throw InvalidArgument("diffusion (cuda): " + std::to_string(count) + " entities x " +
-                            std::to_string(nk) +
-                            " levels exceed the backend's 32-bit point numbering per stencil group");
+      throw InvalidArgument(
+          "diffusion (cuda): " + std::to_string(count) + " entities x " + std::to_string(nk) +
+          " levels exceed the backend's 32-bit point numbering per stencil group");
     g.begin = static_cast<std::int32_t>(r.begin);
     g.count = static_cast<std::int32_t>(count);
     g.kbegin = r.kbegin;
@@ -140,8 +140,7 @@ __device__ __forceinline__ bool locate(const Launch<N>& l, int& j, std::int64_t&
       g = l.group[q];
       j = q;
     }
-  const std::uint32_t t =
-      static_cast<std::uint32_t>((b - g.first_block) * kThreads + threadIdx.x);
+  const std::uint32_t t = static_cast<std::uint32_t>((b - g.first_block) * kThreads + threadIdx.x);
   const std::uint32_t count = static_cast<std::uint32_t>(g.count),
                       nk = static_cast<std::uint32_t>(g.nk);
   if (t >= count * nk) return false;
@@ -264,7 +263,8 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int q = 0; q < 2; ++q) {
         const std::int32_t c = p.e2c[2 * i + q];
-        if (c >= 0) m = max_of(m, p.enh_diffu_3d[2 * static_cast<std::int64_t>(c) + (k - s.k_cold)]);
+        if (c >= 0)
+          m = max_of(m, p.enh_diffu_3d[2 * static_cast<std::int64_t>(c) + (k - s.k_cold)]);
       }
       p.kh_smag_e[at] = m;
     }
@@ -274,7 +274,8 @@ __global__ void __launch_bounds__(kThreads)
     const Real area = p.area[i];
     Real w_new = w[xh(i, k)] - p.diff_multfac_w * (area * area) *
                                    c2e2co_sum<Real, L>(p, p.geofac_n2s, p.z_nabla2_c, nlev, i, k);
-    if (k > 0 && k < p.nrdmax) w_new = w_new + p.diff_multfac_n2w[k] * area * p.z_nabla2_c[xc(i, k)];
+    if (k > 0 && k < p.nrdmax)
+      w_new = w_new + p.diff_multfac_n2w[k] * area * p.z_nabla2_c[xc(i, k)];
     w[xh(i, k)] = w_new;
   }
 }
@@ -378,7 +379,7 @@ constexpr const char* kFieldNames[kFields] = {
 
 template <class Real>
 std::array<Real*, kFields> field_pointers(const RunFields<Real>& f) {
-  return {f.prognostic.vn,     f.prognostic.w,      f.prognostic.theta_v, f.prognostic.exner,
+  return {f.prognostic.vn,      f.prognostic.w,      f.prognostic.theta_v, f.prognostic.exner,
           f.diagnostic.hdef_ic, f.diagnostic.div_ic, f.diagnostic.dwdx,    f.diagnostic.dwdy};
 }
 
@@ -488,8 +489,14 @@ struct Mirror final : MirrorBase {
 
     const std::int64_t cells_full = static_cast<std::int64_t>(nc) * (nlev + 1),
                        cells = static_cast<std::int64_t>(nc * nlev);
-    field_size = {static_cast<std::int64_t>(ne * nlev), cells_full, cells, cells,
-                  cells_full, cells_full, cells_full, cells_full};
+    field_size = {static_cast<std::int64_t>(ne * nlev),
+                  cells_full,
+                  cells,
+                  cells,
+                  cells_full,
+                  cells_full,
+                  cells_full,
+                  cells_full};
     first_bad.allocate(4);
     first_bad_host.allocate(4);
     bad_value.allocate(1);
@@ -607,8 +614,14 @@ void run_on_device(const Context& ctx, const Problem<Real>& p, const RunFields<R
   // What the kernels read (upload) and write (download) of each field.
   const std::array<bool, kFields> reads = {true,       vertical,   temperature, temperature,
                                            turbulence, turbulence, shear,       shear};
-  const std::array<bool, kFields> writes = {p.apply_to_horizontal_wind, vertical, temperature,
-                                            temperature, turbulence,     turbulence, shear, shear};
+  const std::array<bool, kFields> writes = {p.apply_to_horizontal_wind,
+                                            vertical,
+                                            temperature,
+                                            temperature,
+                                            turbulence,
+                                            turbulence,
+                                            shear,
+                                            shear};
 
   // The caller's fields: device ones in place, host ones through the staging buffers.
   const std::array<Real*, kFields> caller = field_pointers(f);
@@ -657,23 +670,28 @@ void run_on_device(const Context& ctx, const Problem<Real>& p, const RunFields<R
       a.size[i] = m.field_size[i];
       largest = std::max(largest, a.size[i]);
     }
-    SCIPROXY_CUDA_CHECK(cudaMemsetAsync(m.first_bad.get(), 0xff, 4 * sizeof(unsigned long long), stream));
-    const dim3 grid(static_cast<unsigned>(std::clamp<std::int64_t>((largest + kThreads - 1) / kThreads, 1, 2048)), 4);
+    SCIPROXY_CUDA_CHECK(
+        cudaMemsetAsync(m.first_bad.get(), 0xff, 4 * sizeof(unsigned long long), stream));
+    const dim3 grid(static_cast<unsigned>(
+                        std::clamp<std::int64_t>((largest + kThreads - 1) / kThreads, 1, 2048)),
+                    4);
     first_nonfinite_kernel<Real><<<grid, kThreads, 0, stream>>>(a, m.first_bad.get());
     check_launch("first_nonfinite_kernel", __FILE__, __LINE__);
     SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(m.first_bad_host.get(), m.first_bad.get(),
-                                        4 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream));
+                                        4 * sizeof(unsigned long long), cudaMemcpyDeviceToHost,
+                                        stream));
     marks.mark("check_finite");
     SCIPROXY_CUDA_CHECK(cudaStreamSynchronize(stream));
     for (int i = 0; i < 4; ++i) {
       const unsigned long long bad = m.first_bad_host.get()[i];
       if (bad == ~0ull) continue;
-      SCIPROXY_CUDA_CHECK(cudaMemcpy(m.bad_value.get(), used[i] + bad, sizeof(Real), cudaMemcpyDeviceToHost));
+      SCIPROXY_CUDA_CHECK(
+          cudaMemcpy(m.bad_value.get(), used[i] + bad, sizeof(Real), cudaMemcpyDeviceToHost));
       char value[32];
       std::snprintf(value, sizeof value, "%g", static_cast<double>(m.bad_value.get()[0]));
       throw_invalid_argument(kFieldNames[i], "finite values",
-                             std::string(value) + " at flat index " + std::to_string(bad) + " (of " +
-                                 std::to_string(m.field_size[i]) + ")");
+                             std::string(value) + " at flat index " + std::to_string(bad) +
+                                 " (of " + std::to_string(m.field_size[i]) + ")");
     }
   }
 
@@ -690,7 +708,7 @@ void run_on_device(const Context& ctx, const Problem<Real>& p, const RunFields<R
   {
     NvtxRange range("diffusion rbf_vn");
     const auto l = make_launch(GroupRange{p.vertex_begin, p.vertex_end, 0, nlev, true},
-                                   GroupRange{0, nc, s.k_cold, nlev, temperature});
+                               GroupRange{0, nc, s.k_cold, nlev, temperature});
     if (l.blocks > 0) {
       rbf_vn_kernel<Real, L><<<static_cast<unsigned>(l.blocks), kThreads, 0, stream>>>(
           d, df.prognostic.vn, df.prognostic.theta_v, s.k_cold, l);
@@ -702,8 +720,8 @@ void run_on_device(const Context& ctx, const Problem<Real>& p, const RunFields<R
     NvtxRange range("diffusion smagorinsky");
     const auto l = make_launch(GroupRange{p.edge_smag_begin, p.edge_smag_end, 0, nlev, true});
     if (l.blocks > 0) {
-      smagorinsky_kernel<Real, L><<<static_cast<unsigned>(l.blocks), kThreads, 0, stream>>>(
-          d, df.prognostic.vn, s, l);
+      smagorinsky_kernel<Real, L>
+          <<<static_cast<unsigned>(l.blocks), kThreads, 0, stream>>>(d, df.prognostic.vn, s, l);
       launched("smagorinsky_kernel");
     }
     marks.mark("smagorinsky");
@@ -711,10 +729,11 @@ void run_on_device(const Context& ctx, const Problem<Real>& p, const RunFields<R
   {
     NvtxRange range("diffusion rbf_nabla2_turbulence_nabla2_w");
     const auto l = make_launch(GroupRange{p.vertex_begin, p.vertex_end, 0, nlev, true},
-                                   GroupRange{p.cell_turb_begin, p.cell_turb_end, 1, nlev, turbulence},
-                                   GroupRange{0, nc, 0, nlev, vertical});
+                               GroupRange{p.cell_turb_begin, p.cell_turb_end, 1, nlev, turbulence},
+                               GroupRange{0, nc, 0, nlev, vertical});
     if (l.blocks > 0) {
-      rbf_nabla2_kernel<Real, L><<<static_cast<unsigned>(l.blocks), kThreads, 0, stream>>>(d, df, l);
+      rbf_nabla2_kernel<Real, L>
+          <<<static_cast<unsigned>(l.blocks), kThreads, 0, stream>>>(d, df, l);
       launched("rbf_nabla2_kernel");
     }
     marks.mark("rbf_nabla2_turbulence_nabla2_w");
@@ -723,13 +742,17 @@ void run_on_device(const Context& ctx, const Problem<Real>& p, const RunFields<R
     NvtxRange range("diffusion vn_w");
     // One edge group over the union of the vn and cold-pool ranges; each thread checks both.
     std::int64_t lo = INT64_MAX, hi = INT64_MIN;
-    if (p.apply_to_horizontal_wind) lo = std::min<std::int64_t>(lo, p.edge_vn_begin), hi = std::max<std::int64_t>(hi, p.edge_vn_end);
-    if (temperature) lo = std::min<std::int64_t>(lo, p.edge_cold_begin), hi = std::max<std::int64_t>(hi, p.edge_cold_end);
+    if (p.apply_to_horizontal_wind)
+      lo = std::min<std::int64_t>(lo, p.edge_vn_begin),
+      hi = std::max<std::int64_t>(hi, p.edge_vn_end);
+    if (temperature)
+      lo = std::min<std::int64_t>(lo, p.edge_cold_begin),
+      hi = std::max<std::int64_t>(hi, p.edge_cold_end);
     const bool edges = p.apply_to_horizontal_wind || temperature;
     const std::int64_t w_begin = std::max(p.cell_w_begin, p.cell_interior_begin);
     const std::int64_t w_end = std::min(p.cell_w_end, p.cell_local_end);
     const auto l = make_launch(GroupRange{edges ? lo : 0, edges ? hi : 0, 0, nlev, edges},
-                                   GroupRange{w_begin, w_end, 0, nlev, vertical});
+                               GroupRange{w_begin, w_end, 0, nlev, vertical});
     if (l.blocks > 0) {
       vn_w_kernel<Real, L><<<static_cast<unsigned>(l.blocks), kThreads, 0, stream>>>(d, df, s, l);
       launched("vn_w_kernel");
@@ -740,8 +763,8 @@ void run_on_device(const Context& ctx, const Problem<Real>& p, const RunFields<R
     NvtxRange range("diffusion theta_exner");
     const auto l = make_launch(GroupRange{p.cell_theta_begin, p.cell_theta_end, 0, nlev, true});
     if (l.blocks > 0) {
-      theta_tendency_kernel<Real, L><<<static_cast<unsigned>(l.blocks), kThreads, 0, stream>>>(
-          d, df.prognostic.theta_v, l);
+      theta_tendency_kernel<Real, L>
+          <<<static_cast<unsigned>(l.blocks), kThreads, 0, stream>>>(d, df.prognostic.theta_v, l);
       launched("theta_tendency_kernel");
       theta_exner_kernel<Real, L><<<static_cast<unsigned>(l.blocks), kThreads, 0, stream>>>(
           d, df.prognostic.theta_v, df.prognostic.exner, l);

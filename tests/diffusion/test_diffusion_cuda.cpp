@@ -32,19 +32,24 @@ namespace {
 template <class Real>
 struct TypedFields {
   std::vector<Real> vn, w, theta_v, exner, hdef_ic, div_ic, dwdx, dwdy;
-  std::vector<std::vector<Real>*> all() { return {&vn, &w, &theta_v, &exner, &hdef_ic, &div_ic, &dwdx, &dwdy}; }
+  std::vector<std::vector<Real>*> all() {
+    return {&vn, &w, &theta_v, &exner, &hdef_ic, &div_ic, &dwdx, &dwdy};
+  }
 };
 
 template <class Real>
-std::vector<Real> to_layout(const std::vector<double>& x, std::int64_t n, int nk, FieldLayout layout) {
+std::vector<Real> to_layout(const std::vector<double>& x, std::int64_t n, int nk,
+                            FieldLayout layout) {
   std::vector<Real> y(x.size());
   for (std::int64_t i = 0; i < n; ++i)
     for (int k = 0; k < nk; ++k)
-      y[layout == FieldLayout::LevelsContiguous ? i * nk + k : k * n + i] = static_cast<Real>(x[i * nk + k]);
+      y[layout == FieldLayout::LevelsContiguous ? i * nk + k : k * n + i] =
+          static_cast<Real>(x[i * nk + k]);
   return y;
 }
 template <class Real>
-std::vector<double> from_layout(const std::vector<Real>& y, std::int64_t n, int nk, FieldLayout layout) {
+std::vector<double> from_layout(const std::vector<Real>& y, std::int64_t n, int nk,
+                                FieldLayout layout) {
   std::vector<double> x(y.size());
   for (std::int64_t i = 0; i < n; ++i)
     for (int k = 0; k < nk; ++k)
@@ -102,7 +107,8 @@ GranuleFields run_granule(const GranuleSetup& s, const GranuleFields& in, Diffus
     for (std::size_t i = 0; i < ptr.size(); ++i) {
       void* d = nullptr;
       EXPECT_EQ(cudaMalloc(&d, f.all()[i]->size() * sizeof(Real)), cudaSuccess);
-      EXPECT_EQ(cudaMemcpy(d, ptr[i], f.all()[i]->size() * sizeof(Real), cudaMemcpyHostToDevice), cudaSuccess);
+      EXPECT_EQ(cudaMemcpy(d, ptr[i], f.all()[i]->size() * sizeof(Real), cudaMemcpyHostToDevice),
+                cudaSuccess);
       ptr[i] = static_cast<Real*>(d);
     }
   }
@@ -115,7 +121,8 @@ GranuleFields run_granule(const GranuleSetup& s, const GranuleFields& in, Diffus
 #if defined(SCIPROXY_HAVE_CUDA)
   if (memory == Memory::device) {
     for (std::size_t i = 0; i < ptr.size(); ++i) {
-      EXPECT_EQ(cudaMemcpy(f.all()[i]->data(), ptr[i], f.all()[i]->size() * sizeof(Real), cudaMemcpyDeviceToHost),
+      EXPECT_EQ(cudaMemcpy(f.all()[i]->data(), ptr[i], f.all()[i]->size() * sizeof(Real),
+                           cudaMemcpyDeviceToHost),
                 cudaSuccess);
       EXPECT_EQ(cudaFree(ptr[i]), cudaSuccess);
     }
@@ -134,7 +141,8 @@ double rel_l2(const std::vector<double>& a, const std::vector<double>& b) {
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
-void expect_close(const GranuleFields& got, const GranuleFields& want, double tol, const std::string& what) {
+void expect_close(const GranuleFields& got, const GranuleFields& want, double tol,
+                  const std::string& what) {
   EXPECT_LE(rel_l2(got.vn, want.vn), tol) << what << ": vn";
   EXPECT_LE(rel_l2(got.w, want.w), tol) << what << ": w";
   EXPECT_LE(rel_l2(got.theta_v, want.theta_v), tol) << what << ": theta_v";
@@ -177,7 +185,9 @@ TEST_F(DiffusionCuda, MatchesReferenceInBothLayoutsWithHostFields) {
     const GranuleFields got = run_granule<double>(*setup_, *fields_, gpu, 3, kDtime);
     // The same expressions; nvcc contracts a * b + c into FMAs where the host compiler may not,
     // so the last bits differ: far below 1e-12 after three calls.
-    expect_close(got, want, 1e-12, layout == FieldLayout::LevelsContiguous ? "levels contiguous" : "entities contiguous");
+    expect_close(
+        got, want, 1e-12,
+        layout == FieldLayout::LevelsContiguous ? "levels contiguous" : "entities contiguous");
   }
 }
 
@@ -190,8 +200,11 @@ TEST_F(DiffusionCuda, DeviceFieldsAreUsedInPlace) {
     ref.device = "reference", gpu.device = "cuda";
     ref.layout = gpu.layout = layout;
     const GranuleFields want = run_granule<double>(*setup_, *fields_, ref, 3, kDtime);
-    const GranuleFields got = run_granule<double>(*setup_, *fields_, gpu, 3, kDtime, Memory::device);
-    expect_close(got, want, 1e-12, layout == FieldLayout::LevelsContiguous ? "levels contiguous" : "entities contiguous");
+    const GranuleFields got =
+        run_granule<double>(*setup_, *fields_, gpu, 3, kDtime, Memory::device);
+    expect_close(
+        got, want, 1e-12,
+        layout == FieldLayout::LevelsContiguous ? "levels contiguous" : "entities contiguous");
   }
 #endif
 }
@@ -201,19 +214,32 @@ TEST_F(DiffusionCuda, EveryConfigurationBranchMatchesReference) {
   for (int variant = 0; variant < 6; ++variant) {
     GranuleSetup s = *setup_;
     switch (variant) {
-      case 0: s.config.shear_type = 0; break;
-      case 1: s.config.shear_type = 1; break;
-      case 2: s.config.apply_to_temperature = false; break;
-      case 3: s.config.apply_to_vertical_wind = false; break;
-      case 4: s.config.apply_to_horizontal_wind = false; break;
-      default: s.config.apply_zdiffusion_t = false; break;
+      case 0:
+        s.config.shear_type = 0;
+        break;
+      case 1:
+        s.config.shear_type = 1;
+        break;
+      case 2:
+        s.config.apply_to_temperature = false;
+        break;
+      case 3:
+        s.config.apply_to_vertical_wind = false;
+        break;
+      case 4:
+        s.config.apply_to_horizontal_wind = false;
+        break;
+      default:
+        s.config.apply_zdiffusion_t = false;
+        break;
     }
     for (FieldLayout layout : {FieldLayout::LevelsContiguous, FieldLayout::EntitiesContiguous}) {
       DiffusionOptions ref, gpu;
       ref.device = "reference", gpu.device = "cuda";
       ref.layout = gpu.layout = layout;
-      expect_close(run_granule<double>(s, *fields_, gpu, 2, kDtime), run_granule<double>(s, *fields_, ref, 2, kDtime),
-                   1e-12, "variant " + std::to_string(variant));
+      expect_close(run_granule<double>(s, *fields_, gpu, 2, kDtime),
+                   run_granule<double>(s, *fields_, ref, 2, kDtime), 1e-12,
+                   "variant " + std::to_string(variant));
     }
   }
 }
@@ -233,12 +259,13 @@ TEST_F(DiffusionCuda, SinglePrecisionFollowsDouble) {
 TEST_F(DiffusionCuda, NonFiniteFieldsAreRefusedNamingFieldAndIndex) {
   DiffusionOptions o;
   o.device = "cuda";
-  Diffusion g(setup_->grid, setup_->config, setup_->vertical, setup_->metrics, setup_->interpolation,
-              setup_->edges, setup_->cells, o);
+  Diffusion g(setup_->grid, setup_->config, setup_->vertical, setup_->metrics,
+              setup_->interpolation, setup_->edges, setup_->cells, o);
   GranuleFields f = *fields_;
   f.theta_v[17] = NAN;
   DiffusionPrognosticFields<double> p{f.vn.data(), f.w.data(), f.theta_v.data(), f.exner.data()};
-  DiffusionDiagnosticFields<double> d{f.hdef_ic.data(), f.div_ic.data(), f.dwdx.data(), f.dwdy.data()};
+  DiffusionDiagnosticFields<double> d{f.hdef_ic.data(), f.div_ic.data(), f.dwdx.data(),
+                                      f.dwdy.data()};
   const std::vector<double> vn_before = f.vn;
   try {
     g.run(d, p, kDtime);
@@ -255,8 +282,8 @@ TEST_F(DiffusionCuda, TimersHaveTheRegionsOfTheCpuBackend) {
   o.device = "cuda";
   sciproxy::Timers timers;
   run_granule<double>(*setup_, *fields_, o, 2, kDtime, Memory::host, &timers);
-  for (const char* name : {"rbf_vn", "smagorinsky", "rbf_nabla2_turbulence_nabla2_w", "vn_w", "theta_exner",
-                           "upload", "download"}) {
+  for (const char* name : {"rbf_vn", "smagorinsky", "rbf_nabla2_turbulence_nabla2_w", "vn_w",
+                           "theta_exner", "upload", "download"}) {
     const sciproxy::Timers::Stat* stat = nullptr;
     for (const auto& st : timers.stats())
       if (st.leaf() == name) stat = &st;
@@ -276,6 +303,7 @@ TEST_F(DiffusionCuda, ManyGranulesInTurnGiveTheSameAnswer) {
   other.config.shear_type = 0;
   for (int i = 0; i < 4; ++i) {
     run_granule<double>(other, *fields_, o, 1, kDtime);
-    expect_close(run_granule<double>(*setup_, *fields_, o, 1, kDtime), first, 0.0, "granule " + std::to_string(i));
+    expect_close(run_granule<double>(*setup_, *fields_, o, 1, kDtime), first, 0.0,
+                 "granule " + std::to_string(i));
   }
 }
