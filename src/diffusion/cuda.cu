@@ -34,8 +34,9 @@
 // level factors, work arrays), built on its first run and cached, keyed by the Problem's address
 // until release() (the granule's destructor). The caller's fields are used in place when they
 // are device or managed memory (as ICON's OpenACC code passes them); host fields are copied
-// through pinned staging buffers allocated on the first such run and kept. Nothing is allocated
-// per run after the first.
+// in and out, page-locked ones directly, pageable ones through pinned staging buffers; the
+// device copies and the staging are allocated on the first such run and kept. Nothing is
+// allocated per run after the first.
 //
 // Timers: each group from CUDA events (the names of cpu.cpp), plus "upload", "check_finite" and
 // "download" where they run; every launch is also an NVTX range.
@@ -551,23 +552,26 @@ std::shared_ptr<Mirror<Real>> mirror_for(const Problem<Real>& p, int device_inde
   return m;
 }
 
-// Device (or managed) memory is used in place; anything else is host memory, staged.
-bool on_device(const void* ptr, int device_index, const char* name) {
+// Where a caller's field lies: device (or managed) memory is used in place; page-locked host
+// memory is copied to and from directly; pageable host memory goes through the pinned staging.
+enum class Where { device, pinned, pageable };
+
+Where where_is(const void* ptr, int device_index, const char* name) {
   cudaPointerAttributes a{};
   if (cudaPointerGetAttributes(&a, ptr) != cudaSuccess) {
     (void)cudaGetLastError();  // older runtimes: an unregistered host pointer is an error
-    return false;
+    return Where::pageable;
   }
-  if (a.type == cudaMemoryTypeManaged) return true;
+  if (a.type == cudaMemoryTypeManaged) return Where::device;
   if (a.type == cudaMemoryTypeDevice) {
     if (a.device != device_index)
       throw_invalid_argument(name,
                              "host memory, managed memory or memory of cuda:" +
                                  std::to_string(device_index) + " (the granule's device)",
                              "memory of cuda:" + std::to_string(a.device));
-    return true;
+    return Where::device;
   }
-  return false;  // unregistered or page-locked host memory
+  return a.type == cudaMemoryTypeHost ? Where::pinned : Where::pageable;
 }
 
 void check_launch(const char* kernel, const char* file, int line) {
@@ -626,16 +630,24 @@ void run_on_device(const Context& ctx, const Problem<Real>& p, const RunFields<R
   // The caller's fields: device ones in place, host ones through the staging buffers.
   const std::array<Real*, kFields> caller = field_pointers(f);
   std::array<Real*, kFields> used = caller;
+  // staged: a device copy is used; host: the page-locked memory the copies use (the caller's own
+  // where it is page-locked, else its section of the staging buffer).
   std::array<bool, kFields> staged{};
+  std::array<Real*, kFields> host{};
+  std::array<Where, kFields> where{};
   bool any_staged = false, any_device = false;
   for (int i = 0; i < kFields; ++i) {
-    staged[i] = !on_device(caller[i], device_index, kFieldNames[i]);
+    where[i] = where_is(caller[i], device_index, kFieldNames[i]);
+    staged[i] = where[i] != Where::device;
     any_staged = any_staged || staged[i];
     any_device = any_device || !staged[i];
   }
   if (any_staged) m.allocate_staging();
-  for (int i = 0; i < kFields; ++i)
-    if (staged[i]) used[i] = m.fields.get() + m.field_offset[i];
+  for (int i = 0; i < kFields; ++i) {
+    if (!staged[i]) continue;
+    used[i] = m.fields.get() + m.field_offset[i];
+    host[i] = where[i] == Where::pinned ? caller[i] : m.staging.get() + m.field_offset[i];
+  }
 
   // Device fields may still be being written by the caller's kernels: wait for everything queued
   // on the legacy default stream (which itself waits for every blocking stream). Work on the
@@ -654,9 +666,8 @@ void run_on_device(const Context& ctx, const Problem<Real>& p, const RunFields<R
       // check_finite reads every prognostic field.
       if (!staged[i] || !(reads[i] || (p.check_finite && i < 4))) continue;
       const std::size_t bytes = static_cast<std::size_t>(m.field_size[i]) * sizeof(Real);
-      Real* pinned = m.staging.get() + m.field_offset[i];
-      std::memcpy(pinned, caller[i], bytes);
-      SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(used[i], pinned, bytes, cudaMemcpyHostToDevice, stream));
+      if (host[i] != caller[i]) std::memcpy(host[i], caller[i], bytes);
+      SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(used[i], host[i], bytes, cudaMemcpyHostToDevice, stream));
     }
     marks.mark("upload");
   }
@@ -779,8 +790,7 @@ void run_on_device(const Context& ctx, const Problem<Real>& p, const RunFields<R
     for (int i = 0; i < kFields; ++i) {
       if (!staged[i] || !writes[i]) continue;
       const std::size_t bytes = static_cast<std::size_t>(m.field_size[i]) * sizeof(Real);
-      SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(m.staging.get() + m.field_offset[i], used[i], bytes,
-                                          cudaMemcpyDeviceToHost, stream));
+      SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(host[i], used[i], bytes, cudaMemcpyDeviceToHost, stream));
       download = true;
     }
     if (download) marks.mark("download");
@@ -788,9 +798,8 @@ void run_on_device(const Context& ctx, const Problem<Real>& p, const RunFields<R
   SCIPROXY_CUDA_CHECK(cudaStreamSynchronize(stream));
   if (download)
     for (int i = 0; i < kFields; ++i)
-      if (staged[i] && writes[i])
-        std::memcpy(caller[i], m.staging.get() + m.field_offset[i],
-                    static_cast<std::size_t>(m.field_size[i]) * sizeof(Real));
+      if (staged[i] && writes[i] && host[i] != caller[i])
+        std::memcpy(caller[i], host[i], static_cast<std::size_t>(m.field_size[i]) * sizeof(Real));
   marks.report(ctx.timers);
 }
 

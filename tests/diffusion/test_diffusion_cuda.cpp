@@ -1,12 +1,13 @@
 // The diffusion granule's cuda backend against the reference (label gpu: skips, saying why,
-// where no GPU is present): both field layouts in double precision with host fields (staged
-// through pinned buffers) and, in CUDA builds, with device fields used in place; every
-// configuration branch; single precision against double; the finite check on the device; the
-// timer regions; and many granules created and destroyed in turn (the device mirror is
-// released with its granule).
+// where no GPU is present): both field layouts in double precision with pageable host fields
+// (staged through pinned buffers) and, in CUDA builds, page-locked host fields (copied
+// directly) and device fields (used in place); every configuration branch; single precision
+// against double; the finite check on the device; the timer regions; and many granules created
+// and destroyed in turn (the device mirror is released with its granule).
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -89,7 +90,8 @@ GranuleFields untyped(const GranuleSetup& s, const TypedFields<Real>& f, FieldLa
   return out;
 }
 
-enum class Memory { host, device };
+// Where the caller's fields lie: pageable host memory, page-locked host memory, device memory.
+enum class Memory { host, pinned, device };
 
 // calls runs of the granule on `device`, the first an initial run, with the fields in host
 // memory or copied to device memory (and back at the end).
@@ -103,28 +105,38 @@ GranuleFields run_granule(const GranuleSetup& s, const GranuleFields& in, Diffus
   std::vector<Real*> ptr;
   for (auto* v : f.all()) ptr.push_back(v->data());
 #if defined(SCIPROXY_HAVE_CUDA)
-  if (memory == Memory::device) {
+  if (memory != Memory::host) {
     for (std::size_t i = 0; i < ptr.size(); ++i) {
+      const std::size_t bytes = f.all()[i]->size() * sizeof(Real);
       void* d = nullptr;
-      EXPECT_EQ(cudaMalloc(&d, f.all()[i]->size() * sizeof(Real)), cudaSuccess);
-      EXPECT_EQ(cudaMemcpy(d, ptr[i], f.all()[i]->size() * sizeof(Real), cudaMemcpyHostToDevice),
-                cudaSuccess);
+      if (memory == Memory::device) {
+        EXPECT_EQ(cudaMalloc(&d, bytes), cudaSuccess);
+        EXPECT_EQ(cudaMemcpy(d, ptr[i], bytes, cudaMemcpyHostToDevice), cudaSuccess);
+      } else {
+        EXPECT_EQ(cudaMallocHost(&d, bytes), cudaSuccess);
+        std::memcpy(d, ptr[i], bytes);
+      }
       ptr[i] = static_cast<Real*>(d);
     }
   }
 #else
-  EXPECT_EQ(memory, Memory::host) << "device memory needs a CUDA build";
+  EXPECT_TRUE(memory == Memory::host) << "device and page-locked memory need a CUDA build";
 #endif
   DiffusionPrognosticFields<Real> p{ptr[0], ptr[1], ptr[2], ptr[3]};
   DiffusionDiagnosticFields<Real> d{ptr[4], ptr[5], ptr[6], ptr[7]};
   for (int i = 0; i < calls; ++i) granule.run(d, p, dtime, i == 0);
 #if defined(SCIPROXY_HAVE_CUDA)
-  if (memory == Memory::device) {
+  if (memory != Memory::host) {
     for (std::size_t i = 0; i < ptr.size(); ++i) {
-      EXPECT_EQ(cudaMemcpy(f.all()[i]->data(), ptr[i], f.all()[i]->size() * sizeof(Real),
-                           cudaMemcpyDeviceToHost),
-                cudaSuccess);
-      EXPECT_EQ(cudaFree(ptr[i]), cudaSuccess);
+      const std::size_t bytes = f.all()[i]->size() * sizeof(Real);
+      if (memory == Memory::device) {
+        EXPECT_EQ(cudaMemcpy(f.all()[i]->data(), ptr[i], bytes, cudaMemcpyDeviceToHost),
+                  cudaSuccess);
+        EXPECT_EQ(cudaFree(ptr[i]), cudaSuccess);
+      } else {
+        std::memcpy(f.all()[i]->data(), ptr[i], bytes);
+        EXPECT_EQ(cudaFreeHost(ptr[i]), cudaSuccess);
+      }
     }
   }
 #endif
@@ -202,6 +214,24 @@ TEST_F(DiffusionCuda, DeviceFieldsAreUsedInPlace) {
     const GranuleFields want = run_granule<double>(*setup_, *fields_, ref, 3, kDtime);
     const GranuleFields got =
         run_granule<double>(*setup_, *fields_, gpu, 3, kDtime, Memory::device);
+    expect_close(
+        got, want, 1e-12,
+        layout == FieldLayout::LevelsContiguous ? "levels contiguous" : "entities contiguous");
+  }
+#endif
+}
+
+TEST_F(DiffusionCuda, PageLockedHostFieldsAreCopiedDirectly) {
+#if !defined(SCIPROXY_HAVE_CUDA)
+  GTEST_SKIP() << "page-locked memory needs a CUDA build";
+#else
+  for (FieldLayout layout : {FieldLayout::LevelsContiguous, FieldLayout::EntitiesContiguous}) {
+    DiffusionOptions ref, gpu;
+    ref.device = "reference", gpu.device = "cuda";
+    ref.layout = gpu.layout = layout;
+    const GranuleFields want = run_granule<double>(*setup_, *fields_, ref, 3, kDtime);
+    const GranuleFields got =
+        run_granule<double>(*setup_, *fields_, gpu, 3, kDtime, Memory::pinned);
     expect_close(
         got, want, 1e-12,
         layout == FieldLayout::LevelsContiguous ? "levels contiguous" : "entities contiguous");
