@@ -27,8 +27,9 @@
 // entity (a flattened 2-D index), so a warp reads whole columns back to back with no idle lanes
 // (a block per column would leave 31 of 96 threads idle at 65 levels). The neighbour reads are
 // gathers either way; in the Fortran layout the neighbours of consecutive entities are mostly
-// near each other (ICON orders its grids so), in C order the 32 lanes of a warp share at most two
-// neighbour columns, which stay in L1/L2.
+// near each other (ICON orders its grids so); in C order the 32 lanes of a warp belong to at most
+// two entities (at 32 levels or more), so they read the same few neighbour columns, consecutive
+// in the level, which stay in L1/L2.
 //
 // Residency: the backend keeps a mirror of each Problem on the device (tables, coefficients,
 // level factors, work arrays), built on its first run and cached, keyed by the Problem's address
