@@ -43,6 +43,7 @@ SCIPROXY_STUB_KERNEL(SCIPROXY_DIFFUSION_RUN(double, FieldLayout::LevelsContiguou
 SCIPROXY_STUB_KERNEL(SCIPROXY_DIFFUSION_RUN(double, FieldLayout::EntitiesContiguous), "diffusion")
 SCIPROXY_STUB_KERNEL(SCIPROXY_DIFFUSION_RUN(float, FieldLayout::LevelsContiguous), "diffusion")
 SCIPROXY_STUB_KERNEL(SCIPROXY_DIFFUSION_RUN(float, FieldLayout::EntitiesContiguous), "diffusion")
+void release(const void*) noexcept {}  // nothing was mirrored
 }  // namespace sciproxy::diffusion::kernels::cuda
 
 namespace sciproxy::specex::kernels::cuda {

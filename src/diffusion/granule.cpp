@@ -148,6 +148,12 @@ struct Diffusion::Impl {
   double bytes_per_run = 0;
   std::variant<Storage<double>, Storage<float>> storage;
 
+  // The cuda backend's device mirror of the Problem goes with it.
+  ~Impl() {
+    if (device.backend == Backend::cuda)
+      std::visit([](auto& s) { kernels::cuda::release(&s.problem); }, storage);
+  }
+
   template <class Real>
   void build(const DiffusionMetricState& m, const DiffusionInterpolationState& in,
              const DiffusionEdgeParams& ep, const DiffusionCellParams& cp);
@@ -304,6 +310,7 @@ void Diffusion::Impl::build(const DiffusionMetricState& m, const DiffusionInterp
   p.z_nabla2_c = take(nc * nlev), p.z_temp = take(nc * nlev), p.w_old = take(nc * (nlev + 1));
   p.theta_old = take(nc * nlev), p.enh_diffu_3d = take(2 * nc), p.diff_multfac_smag = take(nlev);
   p.nparallel = options.nparallel;
+  p.check_finite = options.check_finite;
 
   // Compulsory bytes of a run: vn, w, theta_v, exner read and written; div_ic, hdef_ic, dwdx,
   // dwdy written (as configured); the coefficients read once.
@@ -348,7 +355,8 @@ void Diffusion::Impl::run(DiffusionDiagnosticFields<Real>& d, DiffusionPrognosti
   for (const auto& r : required) require(r.ptr != nullptr, r.name, "a field", "a null pointer");
   const std::int64_t nc = grid.num_cells, ne = grid.num_edges;
   const std::int32_t nlev = vertical.num_levels;
-  if (options.check_finite) {
+  // The cuda backend checks on the device: the fields may be device pointers.
+  if (options.check_finite && device.backend != Backend::cuda) {
     check_finite_field(f.vn, ne * nlev, "prognostic.vn");
     check_finite_field(f.w, nc * (nlev + 1), "prognostic.w");
     check_finite_field(f.theta_v, nc * nlev, "prognostic.theta_v");

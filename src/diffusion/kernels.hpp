@@ -101,6 +101,9 @@ struct Problem {
   Real* diff_multfac_smag = nullptr;
 
   int nparallel = 0;  // OpenMP threads of the cpu backend; 0: all
+  // The cuda backend checks the prognostic fields for NaN and infinity itself, on the device
+  // (they may be device pointers); the granule checks them on the host for the other backends.
+  bool check_finite = false;
 };
 
 // One run's fields (the caller's memory for host backends, the device mirror for cuda) and
@@ -127,5 +130,12 @@ struct RunFields {
   SCIPROXY_DIFFUSION_RUN(float, FieldLayout::EntitiesContiguous);
 
 SCIPROXY_DECLARE_KERNELS(SCIPROXY_DIFFUSION_KERNELS)
+
+namespace cuda {
+// The cuda backend keeps a device mirror of each Problem it has run (cuda.cu), keyed by the
+// Problem's address; the granule releases it when it is destroyed. Never throws; does nothing
+// for a Problem the backend never saw, and in builds without CUDA (core/cuda_stubs.cpp).
+void release(const void* problem) noexcept;
+}  // namespace cuda
 
 }  // namespace sciproxy::diffusion::kernels
