@@ -2,10 +2,12 @@
 // them (model/common/grid/geometry.py, geometry_stencils.py):
 //
 //   edge_areas = primal edge length x dual edge length
-//   primal_normal_vert_{x,y}[e, i]: the edge's cartesian primal normal n in the local frame of
-//     diamond vertex i = E2C2V[e, i] at (lat, lon):  x = n . e_lon,  y = n . e_lat,
+//   t = tangent_orientation normalize(v[E2V1] - v[E2V0]),  n = normalize(m x t), m the edge centre
+//     (ICON4Py's edge tangent and primal normal, from the positions' latitudes and longitudes)
+//   primal_normal_vert_{x,y}[e, i]: n in the local frame of diamond vertex i = E2C2V[e, i] at
+//     (lat, lon), renormalised:  (x, y) = (n . e_lon, n . e_lat) / |(n . e_lon, n . e_lat)|,
 //     e_lon = (-sin lon, cos lon, 0),  e_lat = (-sin lat cos lon, -sin lat sin lon, cos lat)
-//   dual_normal_vert_{x,y}: the same for the dual normal (the edge tangent)
+//   dual_normal_vert_{x,y}: the same for t (the dual normal)
 //   mean_cell_area = sum of the cell areas / number of cells
 // and computed_inputs: the whole input set, the vertical grid and metrics from metrics.cpp.
 #include <cmath>
@@ -50,20 +52,44 @@ DiffusionEdgeParams edge_params(const Grid& grid, const InterpolationCoefficient
   p.primal_normal_vert_y.assign(4 * ne, 0.0);
   p.dual_normal_vert_x.assign(4 * ne, 0.0);
   p.dual_normal_vert_y.assign(4 * ne, 0.0);
-  for (std::int64_t e = 0; e < ne; ++e)
+  auto cartesian = [](double lat, double lon, double out[3]) {
+    out[0] = std::cos(lat) * std::cos(lon), out[1] = std::cos(lat) * std::sin(lon), out[2] = std::sin(lat);
+  };
+  auto normalize = [](double v[3]) {
+    const double n = std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+    v[0] /= n, v[1] /= n, v[2] /= n;
+  };
+  for (std::int64_t e = 0; e < ne; ++e) {
+    // ICON4Py's edge tangent and normal: the chord between the edge's vertices (signed by
+    // tangent_orientation), and the edge centre (the file's, on a read grid) cross it.
+    double v0[3], v1[3], m[3];
+    cartesian(grid.vertex_lat[grid.e2v[2 * e]], grid.vertex_lon[grid.e2v[2 * e]], v0);
+    cartesian(grid.vertex_lat[grid.e2v[2 * e + 1]], grid.vertex_lon[grid.e2v[2 * e + 1]], v1);
+    cartesian(grid.edge_center_lat[e], grid.edge_center_lon[e], m);
+    const double o = grid.tangent_orientation[e];
+    double t[3] = {o * (v1[0] - v0[0]), o * (v1[1] - v0[1]), o * (v1[2] - v0[2])};
+    normalize(t);
+    double n[3] = {m[1] * t[2] - m[2] * t[1], m[2] * t[0] - m[0] * t[2], m[0] * t[1] - m[1] * t[0]};
+    normalize(n);
     for (int i = 0; i < 4; ++i) {
       const std::int32_t v = grid.e2c2v[4 * e + i];
       if (v < 0) continue;
       const double lat = grid.vertex_lat[v], lon = grid.vertex_lon[v];
       const double e_lon[3] = {-std::sin(lon), std::cos(lon), 0.0};
       const double e_lat[3] = {-std::sin(lat) * std::cos(lon), -std::sin(lat) * std::sin(lon), std::cos(lat)};
-      const double* n = &grid.primal_cart_normal[3 * e];
-      const double* t = &grid.dual_cart_normal[3 * e];
-      p.primal_normal_vert_x[4 * e + i] = n[0] * e_lon[0] + n[1] * e_lon[1] + n[2] * e_lon[2];
-      p.primal_normal_vert_y[4 * e + i] = n[0] * e_lat[0] + n[1] * e_lat[1] + n[2] * e_lat[2];
-      p.dual_normal_vert_x[4 * e + i] = t[0] * e_lon[0] + t[1] * e_lon[1] + t[2] * e_lon[2];
-      p.dual_normal_vert_y[4 * e + i] = t[0] * e_lat[0] + t[1] * e_lat[1] + t[2] * e_lat[2];
+      // Projected on the vertex's tangent plane and renormalised to a unit vector, as ICON4Py's
+      // zonal_and_meridional_components_on_edges does.
+      const double nu = n[0] * e_lon[0] + n[1] * e_lon[1] + n[2] * e_lon[2];
+      const double nv = n[0] * e_lat[0] + n[1] * e_lat[1] + n[2] * e_lat[2];
+      const double tu = t[0] * e_lon[0] + t[1] * e_lon[1] + t[2] * e_lon[2];
+      const double tv = t[0] * e_lat[0] + t[1] * e_lat[1] + t[2] * e_lat[2];
+      const double n_norm = std::sqrt(nu * nu + nv * nv), t_norm = std::sqrt(tu * tu + tv * tv);
+      p.primal_normal_vert_x[4 * e + i] = nu / n_norm;
+      p.primal_normal_vert_y[4 * e + i] = nv / n_norm;
+      p.dual_normal_vert_x[4 * e + i] = tu / t_norm;
+      p.dual_normal_vert_y[4 * e + i] = tv / t_norm;
     }
+  }
   return p;
 }
 
