@@ -770,10 +770,11 @@ SavepointComparison verify_savepoints(const SavepointFile& a, const SavepointFil
   for (const auto& [name, tol] : tolerances.fields)
     if (!a.has_field(name) && !b.has_field(name)) unknown.push_back(name);
   if (!unknown.empty())
-    throw_invalid_argument(
-        tolerances.source.empty() ? std::string("tolerances")
-                                  : fmt::format("tolerance file '{}'", tolerances.source),
-        "fields of the savepoints compared", fmt::format("{}, in neither", quoted_list(unknown)));
+    throw InvalidArgument(fmt::format("{}: names fields neither savepoint has: {}",
+                                      tolerances.source.empty()
+                                          ? std::string("tolerances")
+                                          : fmt::format("tolerance file '{}'", tolerances.source),
+                                      quoted_list(unknown)));
 
   SavepointComparison result;
   result.path_a = a.path();
@@ -870,7 +871,8 @@ nlohmann::json to_json(const savepoint::SavepointComparison& comparison) {
       f["max_abs"] = number_or_null(c.max_abs);
       f["max_rel"] = number_or_null(c.max_rel);
       f["rel_l2"] = number_or_null(c.rel_l2);
-      f["worst_index"] = c.worst_index;
+      // No difference anywhere: no place is the worst.
+      f["worst_index"] = c.max_abs != 0 ? nlohmann::json(c.worst_index) : nlohmann::json(nullptr);
       f["failing"] = c.failing;
       f["nonfinite_a"] = c.nonfinite_a;
       f["nonfinite_b"] = c.nonfinite_b;
