@@ -173,11 +173,13 @@ TEST_F(Savepoints, WriterRefusesBadFieldsAndMetadata) {
   EXPECT_THROW(w.set("savepoint_format", 1), InvalidArgument);
   EXPECT_THROW(w.set("bad key", 1), InvalidArgument);
   // A string literal is a string, not a bool; the last value set wins.
-  w.set("date", "today").set("n", 1).set("n", 2.5);
+  w.set("date", "today").set("n", 1).set("n", 2.5).set("count", std::size_t{3});
+  EXPECT_THROW(w.set("huge", std::uint64_t{1} << 63), InvalidArgument);
   w.write(path("e.nc"));
   const SavepointFile f(path("e.nc"));
   EXPECT_EQ(f.metadata().at("date"), MetaValue(std::string("today")));
   EXPECT_EQ(f.metadata().at("n"), MetaValue(2.5));
+  EXPECT_EQ(f.metadata().at("count"), MetaValue(std::int64_t{3}));
 }
 
 TEST_F(Savepoints, FailedWriteLeavesNothingAndKeepsTheOldFile) {

@@ -16,11 +16,14 @@
 // occurrences of that savepoint (Serialbox's serializer prefix and savepoint names).
 #pragma once
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -60,8 +63,15 @@ class SavepointWriter {
   // Metadata (linit, date, dtime, ...); a key set twice keeps the last value. Keys: a letter,
   // then letters, digits, '_', '-', '.'; `savepoint` and `savepoint_format` are reserved.
   SavepointWriter& set(const std::string& key, bool value);
-  SavepointWriter& set(const std::string& key, int value);
-  SavepointWriter& set(const std::string& key, std::int64_t value);
+  // Any integer type (int, std::size_t, ...); stored as int64 (InvalidArgument above its range).
+  template <std::integral I>
+  requires(!std::same_as<I, bool>) SavepointWriter& set(const std::string& key, I value) {
+    if constexpr (std::is_unsigned_v<I> && sizeof(I) >= sizeof(std::int64_t))
+      if (value > static_cast<I>(std::numeric_limits<std::int64_t>::max()))
+        return set_unsigned_out_of_range(key);
+    set_value(key, static_cast<std::int64_t>(value));
+    return *this;
+  }
   SavepointWriter& set(const std::string& key, double value);
   SavepointWriter& set(const std::string& key, const std::string& value);
   SavepointWriter& set(const std::string& key, const char* value);  // not taken as a bool
@@ -96,6 +106,7 @@ class SavepointWriter {
                        const std::vector<std::string>& dims, const std::vector<std::size_t>& shape,
                        Layout layout, const char* dtype);
   void set_value(const std::string& key, MetaValue value);
+  [[noreturn]] SavepointWriter& set_unsigned_out_of_range(const std::string& key);
 
   std::string name_;
   Metadata metadata_;
