@@ -55,7 +55,8 @@ def check_python(directory, exe):
     def write(path, vn):
         with netCDF4.Dataset(path, "w", format="NETCDF4") as ds:
             ds.setncattr("savepoint", "call-diffusion-exit")
-            ds.setncattr("date", "2021-06-20T12:00:10.000")
+            # A variable-length string (NC_STRING), where sciproxy writes text (NC_CHAR).
+            ds.setncattr_string("date", "2021-06-20T12:00:10.000")
             ds.setncattr("dtime", 10.0)
             ds.setncattr("jstep", np.int64(1))
             ds.setncattr("linit", np.uint8(0))
@@ -70,7 +71,7 @@ def check_python(directory, exe):
     write(same, vn)
     run = subprocess.run([exe, "verify", same, ref], capture_output=True, text=True)
     assert run.returncode == 0, (run.returncode, run.stdout, run.stderr)
-    assert "Note:" not in run.stdout, run.stdout  # same name and metadata
+    assert "Note:" not in run.stdout, run.stdout  # the same name and metadata, read alike
     assert "PASS: 3 fields within tolerance" in run.stdout, run.stdout
     vn[3, 2] += 1e-3
     changed = os.path.join(directory, "from_python_changed.nc")

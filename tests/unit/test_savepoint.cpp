@@ -92,7 +92,8 @@ TEST_F(Savepoints, RoundTripOfEveryTypeLayoutAndMetadata) {
       .set("dtime", 10.5)
       .set("jstep", 7)
       .set("big", std::int64_t{1} << 40)
-      .set("halo", false);
+      .set("halo", false)
+      .set("comment", "");
   w.add_field("vn", vn, {"cell", "k"}, {4, 3})
       .add_field("theta_ref", theta, {"k"}, {3})
       .add_field("mask", mask_fortran, {"cell", "k"}, {4, 3}, Layout::column_major)
@@ -107,7 +108,8 @@ TEST_F(Savepoints, RoundTripOfEveryTypeLayoutAndMetadata) {
                           {"dtime", 10.5},
                           {"jstep", std::int64_t{7}},
                           {"big", std::int64_t{1} << 40},
-                          {"halo", false}};
+                          {"halo", false},
+                          {"comment", std::string()}};
   EXPECT_EQ(f.metadata(), expected);
   ASSERT_EQ(f.fields().size(), 4u);
   EXPECT_EQ(f.fields()[0].name, "vn");
