@@ -723,6 +723,8 @@ std::string FieldComparison::problem() const {
   std::size_t count = 1;
   for (auto n : shape) count *= n;
   std::vector<std::string> parts{fmt::format("{} of {} values outside tolerance", failing, count)};
+  if (!furthest_index.empty())
+    parts.back() += fmt::format(", the furthest at {}", shape_text(dims, furthest_index));
   if (nonfinite_a) parts.push_back(fmt::format("{} non-finite in A", nonfinite_a));
   if (nonfinite_b) parts.push_back(fmt::format("{} non-finite in B", nonfinite_b));
   return join(parts);
@@ -734,7 +736,9 @@ void compare_values(FieldComparison& c, const std::vector<double>& a,
                     const std::vector<double>& b) {
   const double rtol = c.tolerance.rtol, atol = c.tolerance.atol;
   double diff2 = 0, ref2 = 0;
-  std::size_t worst = 0;
+  std::size_t worst = 0, furthest = 0;
+  double furthest_excess = 0;
+  bool furthest_nonfinite = false;
   for (std::size_t i = 0; i < a.size(); ++i) {
     const bool finite_a = std::isfinite(a[i]), finite_b = std::isfinite(b[i]);
     if (!finite_a) ++c.nonfinite_a;
@@ -748,13 +752,28 @@ void compare_values(FieldComparison& c, const std::vector<double>& a,
       worst = i;
     }
     if (b[i] != 0 && std::isfinite(d)) c.max_rel = std::max(c.max_rel, d / std::abs(b[i]));
-    if (!(finite_a && finite_b && d <= atol + rtol * std::abs(b[i]))) ++c.failing;
+    const double allowed = atol + rtol * std::abs(b[i]);
+    if (!(finite_a && finite_b && d <= allowed)) {
+      // How far outside: a non-finite value first, then the excess over what is allowed
+      // (infinite where nothing may differ); the first of equals is kept.
+      const bool nonfinite = !(finite_a && finite_b);
+      const double excess =
+          !nonfinite && allowed > 0 ? d / allowed : std::numeric_limits<double>::infinity();
+      if (c.failing == 0 || (nonfinite && !furthest_nonfinite) ||
+          (nonfinite == furthest_nonfinite && excess > furthest_excess)) {
+        furthest_excess = excess;
+        furthest_nonfinite = nonfinite;
+        furthest = i;
+      }
+      ++c.failing;
+    }
     diff2 += d * d;
     ref2 += b[i] * b[i];
   }
   const double ref_norm = std::sqrt(ref2);
   c.rel_l2 = ref_norm > 0 ? std::sqrt(diff2) / ref_norm : std::sqrt(diff2);
   if (!a.empty()) c.worst_index = unravel(worst, c.shape);  // a foreign file's empty field: none
+  if (c.failing > 0) c.furthest_index = unravel(furthest, c.shape);
   c.pass = c.failing == 0;
 }
 
@@ -807,6 +826,9 @@ SavepointComparison verify_savepoints(const SavepointFile& a, const SavepointFil
       c.dims_b = fb.dims;
       c.shape_b = fb.shape;
     } else {
+      if (fa.dtype != b.field(fa.name).dtype)
+        result.notes.push_back(
+            fmt::format("field {}: {} in A, {} in B", fa.name, fa.dtype, b.field(fa.name).dtype));
       compare_values(c, a.load(fa.name), b.load(fa.name));
     }
     result.fields.push_back(std::move(c));
@@ -870,6 +892,8 @@ nlohmann::json to_json(const savepoint::SavepointComparison& comparison) {
       // No difference anywhere: no place is the worst.
       f["worst_index"] = c.max_abs != 0 ? nlohmann::json(c.worst_index) : nlohmann::json(nullptr);
       f["failing"] = c.failing;
+      f["furthest_index"] =
+          c.failing > 0 ? nlohmann::json(c.furthest_index) : nlohmann::json(nullptr);
       f["nonfinite_a"] = c.nonfinite_a;
       f["nonfinite_b"] = c.nonfinite_b;
     }

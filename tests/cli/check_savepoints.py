@@ -95,6 +95,7 @@ def check_json(path, expected_pass):
     assert vn["dims"] == ["cell", "k"] and vn["shape"] == [4, 3], vn
     assert vn["max_abs"] == 0.5 and vn["max_rel"] == 0.0625, vn
     assert vn["worst_index"] == [2, 1], vn
+    assert vn["furthest_index"] == (None if expected_pass == "true" else [2, 1]), vn
     assert fields["w"]["worst_index"] is None and fields["w"]["max_abs"] == 0
     assert doc["fields_failed"] == (0 if expected_pass == "true" else 1), doc["fields_failed"]
     print("PASS")

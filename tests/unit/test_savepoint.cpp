@@ -318,7 +318,9 @@ TEST_F(Verify, KnownErrorsAndWhereTheWorstIs) {
   EXPECT_EQ(vn.worst_index, (std::vector<std::size_t>{2, 1}));
   EXPECT_EQ(vn.failing, 2u);
   EXPECT_FALSE(vn.pass);
-  EXPECT_EQ(vn.problem(), "2 of 12 values outside tolerance");
+  EXPECT_EQ(vn.furthest_index, (std::vector<std::size_t>{2, 1}));  // 0.5 / 8e-12 > 0.01 / 1e-12
+  EXPECT_EQ(vn.problem(), "2 of 12 values outside tolerance, the furthest at (cell=2, k=1)");
+  EXPECT_TRUE(find(strict, "w").furthest_index.empty());
   EXPECT_TRUE(find(strict, "w").pass);
   EXPECT_EQ(find(strict, "w").max_abs, 0.0);
 
@@ -344,7 +346,32 @@ TEST_F(Verify, KnownErrorsAndWhereTheWorstIs) {
   EXPECT_EQ(j["pass"], false);
   EXPECT_EQ(j["fields_failed"], 1);
   EXPECT_EQ(j["fields"][0]["worst_index"], nlohmann::json({2, 1}));
-  EXPECT_EQ(j["fields"][0]["problem"], "2 of 12 values outside tolerance");
+  EXPECT_EQ(j["fields"][0]["furthest_index"], nlohmann::json({2, 1}));
+  EXPECT_TRUE(j["fields"][1]["furthest_index"].is_null());
+}
+
+TEST_F(Verify, TheFurthestOutsideIsNotAlwaysTheLargestError) {
+  // rtol 1e-3: 1000.5 against 1000 passes (0.5 <= 1), 1.1 against 1 fails (0.1 > 0.001).
+  SavepointWriter a("s"), b("s");
+  a.add_field("x", std::vector<double>{1000.5, 1.1, 2}, {"n"}, {3}).write(path("a.nc"));
+  b.add_field("x", std::vector<double>{1000, 1, 2}, {"n"}, {3}).write(path("b.nc"));
+  Tolerances t;
+  t.global = {1e-3, 0};
+  const auto c = verify_savepoints(SavepointFile(path("a.nc")), SavepointFile(path("b.nc")), t);
+  const auto& x = find(c, "x");
+  EXPECT_EQ(x.worst_index, std::vector<std::size_t>{0});
+  EXPECT_EQ(x.furthest_index, std::vector<std::size_t>{1});
+  EXPECT_EQ(x.failing, 1u);
+  EXPECT_EQ(x.problem(), "1 of 3 values outside tolerance, the furthest at (n=1)");
+}
+
+TEST_F(Verify, OtherTypesAreComparedAsDoublesAndNoted) {
+  SavepointWriter a("s"), b("s");
+  a.add_field("x", std::vector<float>{0.5f, 1.25f}, {"n"}, {2}).write(path("a.nc"));
+  b.add_field("x", std::vector<double>{0.5, 1.25}, {"n"}, {2}).write(path("b.nc"));
+  const auto c = verify_savepoints(SavepointFile(path("a.nc")), SavepointFile(path("b.nc")), {});
+  EXPECT_TRUE(c.pass);
+  EXPECT_EQ(c.notes, std::vector<std::string>{"field x: float32 in A, float64 in B"});
 }
 
 TEST_F(Verify, PerFieldToleranceFile) {
@@ -434,7 +461,9 @@ TEST_F(Verify, NanFailsWhateverTheTolerance) {
   EXPECT_TRUE(std::isnan(f.max_abs));
   EXPECT_EQ(f.worst_index, (std::vector<std::size_t>{1, 2}));
   EXPECT_EQ(f.failing, 1u);
-  EXPECT_EQ(f.problem(), "1 of 12 values outside tolerance, 1 non-finite in A");
+  EXPECT_EQ(f.furthest_index, (std::vector<std::size_t>{1, 2}));
+  EXPECT_EQ(f.problem(),
+            "1 of 12 values outside tolerance, the furthest at (cell=1, k=2), 1 non-finite in A");
   EXPECT_EQ(find(c, "w").nonfinite_a, 1u);
   EXPECT_FALSE(find(c, "w").pass);
   // Metadata that differ are noted, not failed on.

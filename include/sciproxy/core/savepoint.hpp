@@ -197,6 +197,10 @@ struct FieldComparison {
   double rel_l2 = 0;                     // ||a - b|| / ||b|| (||a - b|| when ||b|| = 0)
   std::vector<std::size_t> worst_index;  // where |a - b| is largest (a NaN first), per dimension
   std::size_t failing = 0;               // values outside the tolerance (non-finite ones included)
+  // The value furthest outside the tolerance: the largest |a - b| / (atol + rtol |b|), a
+  // non-finite one first. Empty when every value passes. Not always the worst absolute error:
+  // a small value of B tolerates less.
+  std::vector<std::size_t> furthest_index;
   std::size_t nonfinite_a = 0, nonfinite_b = 0;
   bool pass = false;
 
@@ -206,7 +210,7 @@ struct FieldComparison {
 struct SavepointComparison {
   std::string path_a, path_b, savepoint_a, savepoint_b;
   std::vector<FieldComparison> fields;  // A's fields in order, then those only in B
-  std::vector<std::string> notes;       // differences that are not failures: names, metadata
+  std::vector<std::string> notes;  // differences that are not failures: names, metadata, dtypes
   bool pass = false;
 };
 
