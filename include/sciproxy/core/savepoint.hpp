@@ -157,7 +157,9 @@ struct SavepointEntry {
 std::vector<SavepointEntry> list_savepoints(const std::string& dir, const std::string& prefix,
                                             const std::string& savepoint = "");
 
-// Writes `writer` as the next occurrence of its savepoint in `dir` and returns the path.
+// Writes `writer` as the next occurrence of its savepoint in `dir` and returns the path. The
+// next number comes from listing the directory: one writer per directory and prefix (an MPI
+// rank's own prefix, as Serialbox gives each rank its own serializer).
 std::string write_next(const SavepointWriter& writer, const std::string& dir,
                        const std::string& prefix);
 
