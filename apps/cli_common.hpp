@@ -46,6 +46,7 @@ Command add_bench_command(
     CLI::App& root);  // `bench` (every case), `bench parstack`, `bench scalar`
 Command add_demo_command(CLI::App& root);
 Command add_run_command(CLI::App& root);  // any case of the registry
+Command add_verify_command(CLI::App& root);  // two savepoints compared field by field
 
 // The options of a command that set a case's settings: the library's errors name settings
 // ("ntraces: expected at least 1, got 0"), the command's user knows options ("--ntraces").

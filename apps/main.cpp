@@ -109,6 +109,7 @@ int main(int argc, char** argv) {
     commands.push_back(app::add_bench_command(root));
     commands.push_back(app::add_demo_command(root));
     commands.push_back(app::add_run_command(root));
+    commands.push_back(app::add_verify_command(root));
   } catch (const std::exception& e) {
     return fail(kRuntimeFailure, e.what());
   }

@@ -7,6 +7,7 @@
 #include "sciproxy/core/bench.hpp"
 #include "sciproxy/core/metrics.hpp"
 #include "sciproxy/core/report.hpp"
+#include "sciproxy/core/savepoint.hpp"
 #include "sciproxy/core/timers.hpp"
 #include "sciproxy/core/verify.hpp"
 
@@ -22,5 +23,8 @@ nlohmann::json to_json(const Parameters& parameters);
 Parameters parameters_from_json(const nlohmann::json& object);
 nlohmann::json to_json(const KernelReport& report);
 nlohmann::json environment_record(int threads = 0);
+// Savepoints (core/savepoint.cpp): metadata as an object, a comparison as `sciproxy verify` writes it.
+nlohmann::json to_json(const savepoint::Metadata& metadata);
+nlohmann::json to_json(const savepoint::SavepointComparison& comparison);
 
 }  // namespace sciproxy
