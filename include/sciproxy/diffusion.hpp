@@ -563,6 +563,13 @@ struct DiffusionOptions {
   // Check every prognostic field for NaN and infinity before a run (InvalidArgument naming the
   // field, its first bad index). One extra read of the fields: off for benchmarks.
   bool check_finite = true;
+  // When not empty: every run writes Serialbox-style savepoints (sciproxy/core/savepoint.hpp)
+  // of its fields into this existing directory, "call-diffusion-init" before and
+  // "call-diffusion-exit" after, as <dir>/<savepoint_prefix>_<savepoint>_<n>.nc, metadata
+  // linit, dtime, date (the call's wall-clock time) and call (its number from 0). Compare two
+  // runs' files with `sciproxy verify`.
+  std::string savepoint_dir;
+  std::string savepoint_prefix = "diffusion";
 };
 
 class Diffusion {

@@ -19,7 +19,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <cmath>
+#include <ctime>
+#include <span>
 #include <limits>
 #include <string>
 #include <variant>
@@ -30,6 +33,7 @@
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/resources.hpp"
+#include "sciproxy/core/savepoint.hpp"
 #include "sciproxy/core/timers.hpp"
 #include "sciproxy/diffusion.hpp"
 
@@ -157,10 +161,50 @@ struct Diffusion::Impl {
   template <class Real>
   void build(const DiffusionMetricState& m, const DiffusionInterpolationState& in,
              const DiffusionEdgeParams& ep, const DiffusionCellParams& cp);
+  long calls = 0;
+
   template <class Real>
   void run(DiffusionDiagnosticFields<Real>& d, DiffusionPrognosticFields<Real>& f, double dtime,
            bool initial_run);
+  template <class Real>
+  void run_kernel(DiffusionDiagnosticFields<Real>& d, DiffusionPrognosticFields<Real>& f, double dtime,
+                  bool initial_run);
+  template <class Real>
+  void write_savepoint(const char* name, const DiffusionDiagnosticFields<Real>& d,
+                       const DiffusionPrognosticFields<Real>& f, double dtime, bool initial_run) const;
 };
+
+// One savepoint of the run's fields, with ICON4Py's names and (entity, level) dimensions; the
+// caller's layout is recorded so that a Fortran run and a Python run compare field by field.
+template <class Real>
+void Diffusion::Impl::write_savepoint(const char* name, const DiffusionDiagnosticFields<Real>& d,
+                                      const DiffusionPrognosticFields<Real>& f, double dtime,
+                                      bool initial_run) const {
+  namespace sp = sciproxy::savepoint;
+  const std::size_t nc = grid.num_cells, ne = grid.num_edges, nlev = vertical.num_levels;
+  const sp::Layout layout =
+      options.layout == FieldLayout::LevelsContiguous ? sp::Layout::row_major : sp::Layout::column_major;
+  sp::SavepointWriter w(name);
+  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  w.set("linit", initial_run).set("dtime", dtime).set("date", std::string(date)).set("call", calls);
+  w.set("device", device.name());
+  auto add = [&](const char* field, const Real* x, std::size_t n, const char* dim, std::size_t nk, const char* kdim) {
+    // Fortran's (nproma, nlev) is (k, entity) row-major: the writer is told the dims as the
+    // data lie, (entity, k) in column-major order.
+    w.add_field(field, std::span<const Real>(x, n * nk), {dim, kdim}, {n, nk}, layout);
+  };
+  add("vn", f.vn, ne, "edge", nlev, "k");
+  add("w", f.w, nc, "cell", nlev + 1, "khalf");
+  add("theta_v", f.theta_v, nc, "cell", nlev, "k");
+  add("exner", f.exner, nc, "cell", nlev, "k");
+  add("hdef_ic", d.hdef_ic, nc, "cell", nlev + 1, "khalf");
+  add("div_ic", d.div_ic, nc, "cell", nlev + 1, "khalf");
+  add("dwdx", d.dwdx, nc, "cell", nlev + 1, "khalf");
+  add("dwdy", d.dwdy, nc, "cell", nlev + 1, "khalf");
+  sp::write_next(w, options.savepoint_dir, options.savepoint_prefix);
+}
 
 template <class Real>
 void Diffusion::Impl::build(const DiffusionMetricState& m, const DiffusionInterpolationState& in,
@@ -369,7 +413,19 @@ void Diffusion::Impl::run(DiffusionDiagnosticFields<Real>& d, DiffusionPrognosti
   work.flops = 0;
   work.precision = sizeof(Real) == 4 ? Precision::fp32 : Precision::fp64;
   call.set_work(work);
-  auto t = Timers::region(&timers, "diffusion_run");
+  if (!options.savepoint_dir.empty()) write_savepoint("call-diffusion-init", d, f, dtime, initial_run);
+  {
+    auto t = Timers::region(&timers, "diffusion_run");
+    run_kernel(d, f, dtime, initial_run);
+  }
+  if (!options.savepoint_dir.empty()) write_savepoint("call-diffusion-exit", d, f, dtime, initial_run);
+  ++calls;
+}
+
+template <class Real>
+void Diffusion::Impl::run_kernel(DiffusionDiagnosticFields<Real>& d, DiffusionPrognosticFields<Real>& f,
+                                 double dtime, bool initial_run) {
+  auto* s = std::get_if<Storage<Real>>(&storage);
   kernels::RunFields<Real> fields{f, d, static_cast<Real>(dtime), initial_run};
   const Context ctx{device, &timers};
   if (options.layout == FieldLayout::LevelsContiguous)
@@ -389,6 +445,14 @@ Diffusion::Diffusion(const Grid& grid, const DiffusionConfig& config,
   Impl& m = *impl_;
   check_config(config);
   m.device = select_device(options.device);
+  if (!options.savepoint_dir.empty()) {
+    std::error_code ec;
+    require(std::filesystem::is_directory(options.savepoint_dir, ec), "options.savepoint_dir",
+            "an existing directory to write savepoints in", options.savepoint_dir);
+    // The savepoints are written from the host: the cuda backend's fields may live on the GPU.
+    require(m.device.backend != Backend::cuda, "options.savepoint_dir",
+            "savepoints with a host backend (reference, cpu)", "the cuda backend");
+  }
   require(options.nparallel >= 0, "options.nparallel", "0 (all threads) or a positive thread count",
           std::to_string(options.nparallel));
   const std::int64_t nc = grid.num_cells, ne = grid.num_edges, nv = grid.num_vertices;
