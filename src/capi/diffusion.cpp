@@ -115,6 +115,28 @@ std::vector<std::int32_t> table_from_fortran(const std::int32_t* t, std::int32_t
   return out;
 }
 
+// refin_ctrl in ICON's order: the ordered rows 1 .. rows (boundary, then nudging) ascending at
+// the start, then the rest (0, the interior). ICON4Py's zones span each value's first to last
+// entity, so any other order would give overlapping zones.
+std::vector<std::int32_t> refin_ctrl(const std::int32_t* r, std::int32_t n, int rows, const char* name) {
+  if (!r) return {};
+  std::vector<std::int32_t> out(r, r + n);
+  auto ordered = [rows](std::int32_t v) { return v >= 1 && v <= rows; };
+  std::int32_t previous = 1;
+  bool in_prefix = true;
+  for (std::int32_t i = 0; i < n; ++i) {
+    const std::int32_t v = out[i];
+    if (ordered(v) && (!in_prefix || v < previous))
+      throw_invalid_argument(
+          name,
+          fmt::format("ICON's order: the rows 1 .. {} ascending first, then the interior", rows),
+          fmt::format("{} at ({}) after {} at ({})", v, i + 1, out[i - 1], i));
+    if (ordered(v)) previous = v;
+    else in_prefix = false;
+  }
+  return out;
+}
+
 // A Fortran array a(n, m) as row-major [n][m] (the same values: a flat copy when m is 1).
 template <class T>
 std::vector<T> from_fortran(const T* a, std::int64_t n, std::int64_t m, const char* name) {
@@ -333,13 +355,10 @@ sciproxy_status sciproxy_diffusion_grid_init(int32_t num_cells, int32_t num_edge
       t.c2e2co[4 * c] = static_cast<std::int32_t>(c);
       for (int j = 0; j < 3; ++j) t.c2e2co[4 * c + 1 + j] = t.c2e2c[3 * c + j];
     }
-    // refin_ctrl: any value is a row number or 0; ordering is checked by the zone ranges.
-    auto refin = [](const int32_t* r, std::int32_t n) {
-      return r ? std::vector<std::int32_t>(r, r + n) : std::vector<std::int32_t>();
-    };
-    t.cell_refin_ctrl = refin(refin_c_ctrl, num_cells);
-    t.edge_refin_ctrl = refin(refin_e_ctrl, num_edges);
-    t.vertex_refin_ctrl = refin(refin_v_ctrl, num_vertices);
+    // Cells and vertices: boundary rows 1-4 and one nudging row; edges: rows 1-8 and two.
+    t.cell_refin_ctrl = refin_ctrl(refin_c_ctrl, num_cells, 5, "refin_c_ctrl");
+    t.edge_refin_ctrl = refin_ctrl(refin_e_ctrl, num_edges, 10, "refin_e_ctrl");
+    t.vertex_refin_ctrl = refin_ctrl(refin_v_ctrl, num_vertices, 5, "refin_v_ctrl");
     df::set_domain_bounds(t);
     live_grids().add(g.get());
     *grid = g.release();
