@@ -593,4 +593,25 @@ void sciproxy_diffusion_free(sciproxy_diffusion* handle) {
   if (handle && live_granules().remove(handle)) delete handle;
 }
 
+sciproxy_status sciproxy_diffusion_check_array(const char* argument, int32_t contiguous,
+                                               int32_t rank, const int64_t* shape,
+                                               const int64_t* expected) {
+  return guarded([&] {
+    require_pointer(argument, "argument");
+    require(rank >= 1 && rank <= 3, "rank", "1, 2 or 3", std::to_string(rank));
+    require_pointer(shape, "shape");
+    require_pointer(expected, "expected");
+    auto text = [rank](const int64_t* s) {
+      std::string t = "(";
+      for (int i = 0; i < rank; ++i) t += (i ? ", " : "") + std::to_string(s[i]);
+      return t + ")";
+    };
+    require(std::equal(shape, shape + rank, expected), argument,
+            fmt::format("shape {}", text(expected)), text(shape));
+    require(contiguous != 0, argument,
+            "a contiguous array (the library reads and writes it in place, without a copy)",
+            "a non-contiguous array section");
+  });
+}
+
 }  // extern "C"

@@ -213,6 +213,14 @@ sciproxy_status sciproxy_diffusion_timer_table(const sciproxy_diffusion* handle,
 
 void sciproxy_diffusion_free(sciproxy_diffusion* handle); /* NULL is allowed */
 
+/* For language bindings that know their arrays' shapes (fortran/sciproxy_diffusion.f90), so that
+ * a wrong shape is reported as every other error: SCIPROXY_OK when the array named argument is
+ * contiguous (contiguous non-zero) and shape[0..rank) equals expected[0..rank) (rank 1 to 3),
+ * else SCIPROXY_ERROR_INVALID_ARGUMENT with "argument: expected shape (..), got (..)". */
+sciproxy_status sciproxy_diffusion_check_array(const char* argument, int32_t contiguous,
+                                               int32_t rank, const int64_t* shape,
+                                               const int64_t* expected);
+
 #ifdef __cplusplus
 }
 #endif
