@@ -19,6 +19,7 @@
 
 #include "capi/guarded.hpp"
 #include "sciproxy/core/error.hpp"
+#include "sciproxy/core/resources.hpp"
 #include "sciproxy/core/timers.hpp"
 #include "sciproxy/diffusion.hpp"
 #include "sciproxy/sciproxy.h"
@@ -222,8 +223,13 @@ df::DiffusionConfig config_of(const sciproxy_diffusion_config* c_config) {
   return d;
 }
 
-void require_levels(std::int32_t num_levels) {
+// num_levels, and the memory init's conversions need (about 16 level fields of the cells and
+// 4 of the edges, as the granule's own estimate) before anything is allocated.
+void require_levels(std::int32_t num_levels, const df::Grid& g) {
   require(num_levels >= 2, "num_levels", "at least 2 levels", std::to_string(num_levels));
+  const double nlev = num_levels;
+  sciproxy::require_memory(8.0 * (16.0 * g.num_cells * (nlev + 1) + 4.0 * g.num_edges * nlev),
+                           "grid, num_levels", fmt::format("{} cells x {} levels", g.num_cells, num_levels));
 }
 
 // The simple vertical grid and metrics of init_computed (see the header).
@@ -466,7 +472,7 @@ sciproxy_status sciproxy_diffusion_init(
     const df::Grid& g = grid_of(grid).grid;
     const df::DiffusionOptions o = options_of(options);
     (void)config_of(config);  // the config's struct_size before the arrays
-    require_levels(num_levels);
+    require_levels(num_levels, g);
     const std::int64_t nc = g.num_cells, ne = g.num_edges, nv = g.num_vertices, nlev = num_levels;
     require(std::isfinite(mean_cell_area) && mean_cell_area > 0, "mean_cell_area",
             "a positive, finite area", fmt::format("{}", mean_cell_area));
@@ -524,8 +530,8 @@ sciproxy_status sciproxy_diffusion_init_computed(const sciproxy_diffusion_grid* 
             "a grid from tables (pass ICON's coefficients to sciproxy_diffusion_init)");
     const df::DiffusionOptions o = options_of(options);
     (void)config_of(config);
-    require_levels(num_levels);
     const df::Grid& g = h.grid;
+    require_levels(num_levels, g);
     const df::InterpolationCoefficients c = df::interpolation_coefficients(g);
     df::DiffusionVerticalGrid vertical;
     df::DiffusionMetricState metrics;

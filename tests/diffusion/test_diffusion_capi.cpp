@@ -209,6 +209,22 @@ TEST(DiffusionCapi, InitComputedIsTheCppGranuleWithSciproxysCoefficients) {
   sciproxy_diffusion_grid_free(grid);
 }
 
+TEST(DiffusionCapi, AGlobalGridWithAnEdgeMissingACellIsRefusedAtInit) {
+  // Tables whose indices are all in range, but an edge lacks its second cell on a global grid
+  // (no boundary zone to exclude it): the temperature stencil would read outside theta_v.
+  GranuleSetup s = df::testing::make_setup(1, 0, 4, /*with_zd=*/false);
+  IconTables t = icon_tables(s.grid);
+  t.e2c[s.grid.num_edges + 5] = 0;  // e2c(6, 2)
+  sciproxy_diffusion_grid* grid = nullptr;
+  ASSERT_EQ(grid_from(s.grid, t, &grid), SCIPROXY_OK) << sciproxy_last_error();
+  sciproxy_diffusion* h = nullptr;
+  EXPECT_EQ(init_from(s, grid, nullptr, &h), SCIPROXY_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sciproxy_last_error()).find("grid.e2c: expected two cells"), std::string::npos)
+      << sciproxy_last_error();
+  EXPECT_EQ(h, nullptr);
+  sciproxy_diffusion_grid_free(grid);
+}
+
 TEST(DiffusionCapi, TablesAreCheckedAndConverted) {
   const df::Grid g = df::icosahedral_grid(1, 0);
   IconTables t = icon_tables(g);
