@@ -40,6 +40,12 @@ program test_diffusion
   call check(config%struct_size > 0 .and. config%diffusion_type == 5 .and. &
              config%hdiff_efdt_ratio == 36d0 .and. config%ndyn_substeps == 5 .and. &
              config%shear_type == 0, "config defaults")
+  call check(config%a_hshr == 1d0 .and. config%loutshs == 0 .and. &
+             config%max_nudging_coefficient == 0.1d0 .and. &
+             config%velocity_boundary_diffusion_denominator == 200d0, "config's last fields")
+  ! The bind(c) types have the C structs' layout: their sizes are the library's struct_size.
+  call check(c_sizeof(options) == options%struct_size, "options' size")
+  call check(c_sizeof(config) == config%struct_size, "config's size")
   status = sciproxy_diffusion_grid_icosahedral(2, 1, grid)
   call check(status == SCIPROXY_OK, "grid")
   status = sciproxy_diffusion_grid_sizes(grid, nc, ne, nv)

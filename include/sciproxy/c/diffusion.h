@@ -182,7 +182,10 @@ sciproxy_status sciproxy_diffusion_init_computed(const sciproxy_diffusion_grid* 
  *                                                        may be NULL)
  *   hdef_ic, div_ic, dwdx, dwdy (nc, nlev + 1)           diagnostic, written (as shear_type asks)
  * linit non-zero: ICON's initial call before the first step. The float64 function needs a
- * granule initialised in double precision, the float32 one options.single_precision. */
+ * granule initialised in double precision, the float32 one options.single_precision (else
+ * SCIPROXY_ERROR_TYPE). Every argument is checked before any field is written: on an error
+ * (a NULL field, dtime <= 0 or not finite, NaN or infinity in vn, w, theta_v or exner when
+ * options.check_finite, a freed handle) the fields are unchanged. */
 sciproxy_status sciproxy_diffusion_run(sciproxy_diffusion* handle, double* w, double* vn,
                                        double* exner, double* theta_v, const double* rho,
                                        double* hdef_ic, double* div_ic, double* dwdx,
