@@ -6,6 +6,8 @@
 // The simple vertical grid and metrics of sciproxy_diffusion_init_computed are built here (the
 // library has no metric-state functions yet); they are those of tests/diffusion/granule_setup.hpp
 // without its synthetic truly-horizontal-diffusion points.
+#include "sciproxy/diffusion.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -21,7 +23,6 @@
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/resources.hpp"
 #include "sciproxy/core/timers.hpp"
-#include "sciproxy/diffusion.hpp"
 #include "sciproxy/sciproxy.h"
 
 struct sciproxy_diffusion_grid {
@@ -106,11 +107,10 @@ std::vector<std::int32_t> table_from_fortran(const std::int32_t* t, std::int32_t
       const std::int32_t v = t[j * static_cast<std::int64_t>(rows) + i];
       const bool missing = v <= 0;
       if ((missing && !allow_missing) || v > bound)
-        throw_invalid_argument(
-            name,
-            fmt::format("1-based indices in [1, {}]{}", bound,
-                        allow_missing ? " (<= 0: no neighbour)" : ""),
-            fmt::format("{} at ({}, {})", v, i + 1, j + 1));
+        throw_invalid_argument(name,
+                               fmt::format("1-based indices in [1, {}]{}", bound,
+                                           allow_missing ? " (<= 0: no neighbour)" : ""),
+                               fmt::format("{} at ({}, {})", v, i + 1, j + 1));
       out[i * cols + j] = missing ? -1 : v - 1;
     }
   return out;
@@ -119,7 +119,8 @@ std::vector<std::int32_t> table_from_fortran(const std::int32_t* t, std::int32_t
 // refin_ctrl in ICON's order: the ordered rows 1 .. rows (boundary, then nudging) ascending at
 // the start, then the rest (0, the interior). ICON4Py's zones span each value's first to last
 // entity, so any other order would give overlapping zones.
-std::vector<std::int32_t> refin_ctrl(const std::int32_t* r, std::int32_t n, int rows, const char* name) {
+std::vector<std::int32_t> refin_ctrl(const std::int32_t* r, std::int32_t n, int rows,
+                                     const char* name) {
   if (!r) return {};
   std::vector<std::int32_t> out(r, r + n);
   auto ordered = [rows](std::int32_t v) { return v >= 1 && v <= rows; };
@@ -132,8 +133,10 @@ std::vector<std::int32_t> refin_ctrl(const std::int32_t* r, std::int32_t n, int 
           name,
           fmt::format("ICON's order: the rows 1 .. {} ascending first, then the interior", rows),
           fmt::format("{} at ({}) after {} at ({})", v, i + 1, out[i - 1], i));
-    if (ordered(v)) previous = v;
-    else in_prefix = false;
+    if (ordered(v))
+      previous = v;
+    else
+      in_prefix = false;
   }
   return out;
 }
@@ -185,11 +188,12 @@ df::DiffusionOptions options_of(const sciproxy_diffusion_options* c_options) {
 df::DiffusionConfig config_of(const sciproxy_diffusion_config* c_config) {
   // read_options names options.struct_size; the config's own size is named here.
   if (c_config && c_config->struct_size != sizeof(sciproxy_diffusion_config))
-    throw_invalid_argument("config.struct_size",
-                           fmt::format("{} (sizeof(sciproxy_diffusion_config) of this library: fill "
-                                       "the config with sciproxy_diffusion_config_default first)",
-                                       sizeof(sciproxy_diffusion_config)),
-                           std::to_string(c_config->struct_size));
+    throw_invalid_argument(
+        "config.struct_size",
+        fmt::format("{} (sizeof(sciproxy_diffusion_config) of this library: fill "
+                    "the config with sciproxy_diffusion_config_default first)",
+                    sizeof(sciproxy_diffusion_config)),
+        std::to_string(c_config->struct_size));
   const auto c = sciproxy::capi::read_options(c_config, sciproxy_diffusion_config_default,
                                               "sciproxy_diffusion_config");
   df::DiffusionConfig d;
@@ -229,7 +233,8 @@ void require_levels(std::int32_t num_levels, const df::Grid& g) {
   require(num_levels >= 2, "num_levels", "at least 2 levels", std::to_string(num_levels));
   const double nlev = num_levels;
   sciproxy::require_memory(8.0 * (16.0 * g.num_cells * (nlev + 1) + 4.0 * g.num_edges * nlev),
-                           "grid, num_levels", fmt::format("{} cells x {} levels", g.num_cells, num_levels));
+                           "grid, num_levels",
+                           fmt::format("{} cells x {} levels", g.num_cells, num_levels));
 }
 
 // The simple vertical grid and metrics of init_computed (see the header).
@@ -250,7 +255,8 @@ void simple_vertical(std::int64_t num_cells, std::int32_t nlev, df::DiffusionVer
   for (std::int64_t cell = 0; cell < num_cells; ++cell) {
     for (int i = 0; i < nlev; ++i) {
       const double z = 0.5 * (v.vct_a[i] + v.vct_a[i + 1]);
-      m.theta_ref_mc[cell * nlev + i] = 290.0 * std::exp(z / 25000.0) + 2.0 * std::sin(0.001 * cell);
+      m.theta_ref_mc[cell * nlev + i] =
+          290.0 * std::exp(z / 25000.0) + 2.0 * std::sin(0.001 * cell);
     }
     for (int i = 0; i <= nlev; ++i) {
       double w = 0.5;
@@ -266,12 +272,11 @@ void simple_vertical(std::int64_t num_cells, std::int32_t nlev, df::DiffusionVer
 
 // The granule built from the C++ API's inputs, handed out as a live handle.
 void give_handle(sciproxy_diffusion** handle, const df::Grid& grid,
-                            const sciproxy_diffusion_config* config,
-                            const df::DiffusionVerticalGrid& vertical,
-                            const df::DiffusionMetricState& metrics,
-                            const df::DiffusionInterpolationState& interpolation,
-                            const df::DiffusionEdgeParams& edges,
-                            const df::DiffusionCellParams& cells, const df::DiffusionOptions& o) {
+                 const sciproxy_diffusion_config* config, const df::DiffusionVerticalGrid& vertical,
+                 const df::DiffusionMetricState& metrics,
+                 const df::DiffusionInterpolationState& interpolation,
+                 const df::DiffusionEdgeParams& edges, const df::DiffusionCellParams& cells,
+                 const df::DiffusionOptions& o) {
   auto h = std::make_unique<sciproxy_diffusion>();
   h->granule = std::make_unique<df::Diffusion>(grid, config_of(config), vertical, metrics,
                                                interpolation, edges, cells, o);
@@ -324,15 +329,11 @@ sciproxy_status sciproxy_diffusion_grid_icosahedral(int32_t n, int32_t k,
   });
 }
 
-sciproxy_status sciproxy_diffusion_grid_init(int32_t num_cells, int32_t num_edges,
-                                             int32_t num_vertices, const int32_t* c2e,
-                                             const int32_t* c2e2c, const int32_t* e2c,
-                                             const int32_t* e2v, const int32_t* e2c2v,
-                                             const int32_t* v2e, const int32_t* v2c,
-                                             const int32_t* c2v, const int32_t* refin_c_ctrl,
-                                             const int32_t* refin_e_ctrl,
-                                             const int32_t* refin_v_ctrl,
-                                             sciproxy_diffusion_grid** grid) {
+sciproxy_status sciproxy_diffusion_grid_init(
+    int32_t num_cells, int32_t num_edges, int32_t num_vertices, const int32_t* c2e,
+    const int32_t* c2e2c, const int32_t* e2c, const int32_t* e2v, const int32_t* e2c2v,
+    const int32_t* v2e, const int32_t* v2c, const int32_t* c2v, const int32_t* refin_c_ctrl,
+    const int32_t* refin_e_ctrl, const int32_t* refin_v_ctrl, sciproxy_diffusion_grid** grid) {
   if (grid) *grid = nullptr;
   return guarded([&] {
     require_pointer(grid, "grid");
@@ -340,9 +341,10 @@ sciproxy_status sciproxy_diffusion_grid_init(int32_t num_cells, int32_t num_edge
     require(num_edges >= 1, "num_edges", "at least 1 edge", std::to_string(num_edges));
     require(num_vertices >= 1, "num_vertices", "at least 1 vertex", std::to_string(num_vertices));
     // The sparse offsets (4 num_edges) and the fields' sizes are int32 in the kernels.
-    require(num_edges <= INT32_MAX / 6 && num_vertices <= INT32_MAX / 6 && num_cells <= INT32_MAX / 6,
-            "num_cells, num_edges, num_vertices", "counts below 2^31 / 6",
-            fmt::format("{}, {}, {}", num_cells, num_edges, num_vertices));
+    require(
+        num_edges <= INT32_MAX / 6 && num_vertices <= INT32_MAX / 6 && num_cells <= INT32_MAX / 6,
+        "num_cells, num_edges, num_vertices", "counts below 2^31 / 6",
+        fmt::format("{}, {}, {}", num_cells, num_edges, num_vertices));
     auto g = std::make_unique<sciproxy_diffusion_grid>();
     df::Grid& t = g->grid;
     t.num_cells = num_cells;
@@ -543,11 +545,12 @@ sciproxy_status sciproxy_diffusion_init_computed(const sciproxy_diffusion_grid* 
 
 sciproxy_status sciproxy_diffusion_run(sciproxy_diffusion* handle, double* w, double* vn,
                                        double* exner, double* theta_v, const double* rho,
-                                       double* hdef_ic, double* div_ic, double* dwdx,
-                                       double* dwdy, double dtime, int32_t linit) {
+                                       double* hdef_ic, double* div_ic, double* dwdx, double* dwdy,
+                                       double dtime, int32_t linit) {
   (void)rho;  // ICON4Py's run takes rho and does not use it
-  return guarded(
-      [&] { run_granule(handle, w, vn, exner, theta_v, hdef_ic, div_ic, dwdx, dwdy, dtime, linit); });
+  return guarded([&] {
+    run_granule(handle, w, vn, exner, theta_v, hdef_ic, div_ic, dwdx, dwdy, dtime, linit);
+  });
 }
 
 sciproxy_status sciproxy_diffusion_run_f32(sciproxy_diffusion* handle, float* w, float* vn,
@@ -555,8 +558,9 @@ sciproxy_status sciproxy_diffusion_run_f32(sciproxy_diffusion* handle, float* w,
                                            float* hdef_ic, float* div_ic, float* dwdx, float* dwdy,
                                            double dtime, int32_t linit) {
   (void)rho;
-  return guarded(
-      [&] { run_granule(handle, w, vn, exner, theta_v, hdef_ic, div_ic, dwdx, dwdy, dtime, linit); });
+  return guarded([&] {
+    run_granule(handle, w, vn, exner, theta_v, hdef_ic, div_ic, dwdx, dwdy, dtime, linit);
+  });
 }
 
 sciproxy_status sciproxy_diffusion_get_info(const sciproxy_diffusion* handle,

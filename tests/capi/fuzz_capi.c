@@ -434,22 +434,49 @@ static void fuzz_diffusion(long iterations) {
     int32_t nlev = NLEV;
     const char* mutation = "none";
     switch (pick(14)) {
-      case 0: o.struct_size = bad_struct_size(sizeof o), mutation = "options.struct_size"; break;
-      case 1: c.struct_size = bad_struct_size(sizeof c), mutation = "config.struct_size"; break;
-      case 2: o.layout = (int32_t)pick(6) - 2, mutation = "options.layout"; break;
-      case 3: o.device = kDevices[pick(8)], mutation = "options.device"; break;
-      case 4: o.nparallel = (int32_t)pick(5) - 2, mutation = "options.nparallel"; break;
-      case 5: c.diffusion_type = (int32_t)pick(8) - 1, mutation = "config.diffusion_type"; break;
-      case 6: c.shear_type = (int32_t)pick(6) - 2, mutation = "config.shear_type"; break;
-      case 7: c.type_t_diffu = (int32_t)pick(5) - 1, mutation = "config.type_t_diffu"; break;
-      case 8: c.ndyn_substeps = (int32_t)pick(4) - 2, mutation = "config.ndyn_substeps"; break;
-      case 9: c.hdiff_efdt_ratio = bad_real(), mutation = "config.hdiff_efdt_ratio"; break;
-      case 10: c.smagorinski_scaling_height3 = pick(2) ? bad_real() : c.smagorinski_scaling_height2,
-               mutation = "config.smagorinski_scaling_height3"; break;
-      case 11: c.velocity_boundary_diffusion_denominator = bad_real(),
-               mutation = "config.velocity_boundary_diffusion_denominator"; break;
-      case 12: nlev = (int32_t)(pick(2) ? pick(4) - 1 : INT32_MAX), mutation = "num_levels"; break;
-      default: break;
+      case 0:
+        o.struct_size = bad_struct_size(sizeof o), mutation = "options.struct_size";
+        break;
+      case 1:
+        c.struct_size = bad_struct_size(sizeof c), mutation = "config.struct_size";
+        break;
+      case 2:
+        o.layout = (int32_t)pick(6) - 2, mutation = "options.layout";
+        break;
+      case 3:
+        o.device = kDevices[pick(8)], mutation = "options.device";
+        break;
+      case 4:
+        o.nparallel = (int32_t)pick(5) - 2, mutation = "options.nparallel";
+        break;
+      case 5:
+        c.diffusion_type = (int32_t)pick(8) - 1, mutation = "config.diffusion_type";
+        break;
+      case 6:
+        c.shear_type = (int32_t)pick(6) - 2, mutation = "config.shear_type";
+        break;
+      case 7:
+        c.type_t_diffu = (int32_t)pick(5) - 1, mutation = "config.type_t_diffu";
+        break;
+      case 8:
+        c.ndyn_substeps = (int32_t)pick(4) - 2, mutation = "config.ndyn_substeps";
+        break;
+      case 9:
+        c.hdiff_efdt_ratio = bad_real(), mutation = "config.hdiff_efdt_ratio";
+        break;
+      case 10:
+        c.smagorinski_scaling_height3 = pick(2) ? bad_real() : c.smagorinski_scaling_height2,
+        mutation = "config.smagorinski_scaling_height3";
+        break;
+      case 11:
+        c.velocity_boundary_diffusion_denominator = bad_real(),
+        mutation = "config.velocity_boundary_diffusion_denominator";
+        break;
+      case 12:
+        nlev = (int32_t)(pick(2) ? pick(4) - 1 : INT32_MAX), mutation = "num_levels";
+        break;
+      default:
+        break;
     }
     if (nlev != NLEV && nlev >= 2 && nlev <= 3) nlev = NLEV; /* the arrays hold 3 levels */
     sciproxy_diffusion* h = NULL;
@@ -467,7 +494,8 @@ static void fuzz_diffusion(long iterations) {
       }
     for (int i = 0; i < NE * NLEV; ++i) vn4[i] = (float)(vn[i] = 0.1 * (double)(pick(200) - 100));
     double* p[8] = {cells[0], vn, cells[2], cells[3], cells[4], cells[5], cells[6], cells[7]};
-    float* p4[8] = {cells4[0], vn4, cells4[2], cells4[3], cells4[4], cells4[5], cells4[6], cells4[7]};
+    float* p4[8] = {cells4[0], vn4,       cells4[2], cells4[3],
+                    cells4[4], cells4[5], cells4[6], cells4[7]};
     double dtime = 100.0;
     sciproxy_diffusion* target = h;
     mutation = "none";
@@ -477,7 +505,9 @@ static void fuzz_diffusion(long iterations) {
         p[f] = NULL, p4[f] = NULL, mutation = "a NULL field";
         break;
       }
-      case 1: dtime = bad_real(), mutation = "dtime"; break;
+      case 1:
+        dtime = bad_real(), mutation = "dtime";
+        break;
       case 2: {
         const int f = (int)pick(4);
         const double bad = pick(2) ? NAN : INFINITY;
@@ -485,8 +515,11 @@ static void fuzz_diffusion(long iterations) {
         mutation = "NaN in a prognostic field";
         break;
       }
-      case 3: target = pick(2) ? NULL : (sciproxy_diffusion*)&o, mutation = "a foreign handle"; break;
-      default: break;
+      case 3:
+        target = pick(2) ? NULL : (sciproxy_diffusion*)&o, mutation = "a foreign handle";
+        break;
+      default:
+        break;
     }
     const uint64_t before = checksum(cells, sizeof cells) ^ checksum(vn, sizeof vn) ^
                             checksum(cells4, sizeof cells4) ^ checksum(vn4, sizeof vn4);

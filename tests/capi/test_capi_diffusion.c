@@ -196,8 +196,7 @@ int main(void) {
   /* float32: the same two steps in single precision, close to float64. */
   {
     float *vn = malloc(ne * NLEV * sizeof(float)), *w = malloc(nc * (NLEV + 1) * sizeof(float)),
-          *th = malloc(nc * NLEV * sizeof(float)), *ex = malloc(nc * NLEV * sizeof(float)),
-          *d[4];
+          *th = malloc(nc * NLEV * sizeof(float)), *ex = malloc(nc * NLEV * sizeof(float)), *d[4];
     for (int i = 0; i < 4; ++i) d[i] = calloc(nc * (NLEV + 1), sizeof(float));
     rng = 0x2545f4914f6cdd1dULL; /* the same noise as f */
     for (int k = 0; k < NLEV; ++k)
@@ -358,7 +357,8 @@ int main(void) {
 
   /* init with ICON's arrays: a NULL array is named. */
   {
-    double* z = calloc((size_t)nc * (NLEV + 1) * 6 + (size_t)ne * 4 + (size_t)nv * 6, sizeof(double));
+    double* z =
+        calloc((size_t)nc * (NLEV + 1) * 6 + (size_t)ne * 4 + (size_t)nv * 6, sizeof(double));
     int32_t* zi = calloc((size_t)nc * 3 * NLEV, sizeof(int32_t));
     CHECK(sciproxy_diffusion_init(grid, NULL, NULL, NLEV, z, 0, z, z, z, zi, z, z, z, z, z, z, z, z,
                                   z, z, z, z, z, z, z, NULL, z, z, z, 1.0,
@@ -398,7 +398,9 @@ int main(void) {
   fields_free(&g);
   fields_free(&smooth);
   free(edge_lat), free(pnx), free(cell_lat);
-  if (failures) fprintf(stderr, "%d checks failed\n", failures);
-  else printf("diffusion capi: all checks passed\n");
+  if (failures)
+    fprintf(stderr, "%d checks failed\n", failures);
+  else
+    printf("diffusion capi: all checks passed\n");
   return failures != 0;
 }

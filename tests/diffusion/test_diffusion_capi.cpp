@@ -40,7 +40,8 @@ std::vector<T> fortran3(const std::vector<T>& a, std::int64_t n, std::int64_t nl
 }
 
 // A zero-based row-major table as ICON's Fortran table: 1-based, 0 for a missing neighbour.
-std::vector<std::int32_t> icon_table(const std::vector<std::int32_t>& t, std::int64_t rows, int cols) {
+std::vector<std::int32_t> icon_table(const std::vector<std::int32_t>& t, std::int64_t rows,
+                                     int cols) {
   std::vector<std::int32_t> out = fortran(t, rows, cols);
   for (auto& v : out) v = v < 0 ? 0 : v + 1;
   return out;
@@ -51,9 +52,9 @@ struct IconTables {
 };
 
 IconTables icon_tables(const df::Grid& g) {
-  return {icon_table(g.c2e, g.num_cells, 3),  icon_table(g.c2e2c, g.num_cells, 3),
-          icon_table(g.e2c, g.num_edges, 2),  icon_table(g.e2v, g.num_edges, 2),
-          icon_table(g.e2c2v, g.num_edges, 4), icon_table(g.v2e, g.num_vertices, 6),
+  return {icon_table(g.c2e, g.num_cells, 3),    icon_table(g.c2e2c, g.num_cells, 3),
+          icon_table(g.e2c, g.num_edges, 2),    icon_table(g.e2v, g.num_edges, 2),
+          icon_table(g.e2c2v, g.num_edges, 4),  icon_table(g.v2e, g.num_vertices, 6),
           icon_table(g.v2c, g.num_vertices, 6), icon_table(g.c2v, g.num_cells, 3)};
 }
 
@@ -111,9 +112,12 @@ sciproxy_status init_from(const GranuleSetup& s, sciproxy_diffusion_grid* grid,
 void run_cpp(const GranuleSetup& s, GranuleFields& f, double dtime) {
   df::DiffusionOptions o;
   o.device = "cpu";
-  df::Diffusion granule(s.grid, s.config, s.vertical, s.metrics, s.interpolation, s.edges, s.cells, o);
-  df::DiffusionPrognosticFields<double> p{f.vn.data(), f.w.data(), f.theta_v.data(), f.exner.data()};
-  df::DiffusionDiagnosticFields<double> d{f.hdef_ic.data(), f.div_ic.data(), f.dwdx.data(), f.dwdy.data()};
+  df::Diffusion granule(s.grid, s.config, s.vertical, s.metrics, s.interpolation, s.edges, s.cells,
+                        o);
+  df::DiffusionPrognosticFields<double> p{f.vn.data(), f.w.data(), f.theta_v.data(),
+                                          f.exner.data()};
+  df::DiffusionDiagnosticFields<double> d{f.hdef_ic.data(), f.div_ic.data(), f.dwdx.data(),
+                                          f.dwdy.data()};
   granule.run(d, p, dtime, true);
   granule.run(d, p, dtime, false);
 }
@@ -128,9 +132,9 @@ void run_capi(sciproxy_diffusion* h, const GranuleSetup& s, GranuleFields& f, do
   auto dwdx = fortran(f.dwdx, nc, nlev + 1), dwdy = fortran(f.dwdy, nc, nlev + 1);
   const std::vector<double> rho(nc * nlev, 1.0);
   for (int linit : {1, 0})
-    ASSERT_EQ(sciproxy_diffusion_run(h, w.data(), vn.data(), exner.data(), theta_v.data(), rho.data(),
-                                     hdef_ic.data(), div_ic.data(), dwdx.data(), dwdy.data(), dtime,
-                                     linit),
+    ASSERT_EQ(sciproxy_diffusion_run(h, w.data(), vn.data(), exner.data(), theta_v.data(),
+                                     rho.data(), hdef_ic.data(), div_ic.data(), dwdx.data(),
+                                     dwdy.data(), dtime, linit),
               SCIPROXY_OK)
         << sciproxy_last_error();
   // Fortran (n, m) back to row-major [n][m]: the Fortran array is row-major [m][n].
@@ -219,7 +223,8 @@ TEST(DiffusionCapi, AGlobalGridWithAnEdgeMissingACellIsRefusedAtInit) {
   ASSERT_EQ(grid_from(s.grid, t, &grid), SCIPROXY_OK) << sciproxy_last_error();
   sciproxy_diffusion* h = nullptr;
   EXPECT_EQ(init_from(s, grid, nullptr, &h), SCIPROXY_ERROR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(sciproxy_last_error()).find("grid.e2c: expected two cells"), std::string::npos)
+  EXPECT_NE(std::string(sciproxy_last_error()).find("grid.e2c: expected two cells"),
+            std::string::npos)
       << sciproxy_last_error();
   EXPECT_EQ(h, nullptr);
   sciproxy_diffusion_grid_free(grid);
@@ -234,10 +239,10 @@ TEST(DiffusionCapi, TablesAreCheckedAndConverted) {
     std::vector<std::int32_t>* table;
     std::int64_t rows;
     const char* name;
-  } tables[] = {{&t.c2e, g.num_cells, "c2e"},   {&t.c2e2c, g.num_cells, "c2e2c"},
-                {&t.e2c, g.num_edges, "e2c"},   {&t.e2v, g.num_edges, "e2v"},
+  } tables[] = {{&t.c2e, g.num_cells, "c2e"},     {&t.c2e2c, g.num_cells, "c2e2c"},
+                {&t.e2c, g.num_edges, "e2c"},     {&t.e2v, g.num_edges, "e2v"},
                 {&t.e2c2v, g.num_edges, "e2c2v"}, {&t.v2e, g.num_vertices, "v2e"},
-                {&t.v2c, g.num_vertices, "v2c"}, {&t.c2v, g.num_cells, "c2v"}};
+                {&t.v2c, g.num_vertices, "v2c"},  {&t.c2v, g.num_cells, "c2v"}};
   for (const auto& x : tables) {
     const std::int32_t saved = (*x.table)[x.rows + 2];  // position (3, 2)
     (*x.table)[x.rows + 2] = 1000;
@@ -268,10 +273,10 @@ TEST(DiffusionCapi, TablesAreCheckedAndConverted) {
   refin_c.back() = 1;
   std::vector<std::int32_t> refin_e(g.num_edges, 0), refin_v(g.num_vertices, 0);
   auto init_with_refin = [&] {
-    return sciproxy_diffusion_grid_init(
-        g.num_cells, g.num_edges, g.num_vertices, t.c2e.data(), t.c2e2c.data(), t.e2c.data(),
-        t.e2v.data(), t.e2c2v.data(), t.v2e.data(), t.v2c.data(), t.c2v.data(), refin_c.data(),
-        refin_e.data(), refin_v.data(), &grid);
+    return sciproxy_diffusion_grid_init(g.num_cells, g.num_edges, g.num_vertices, t.c2e.data(),
+                                        t.c2e2c.data(), t.e2c.data(), t.e2v.data(), t.e2c2v.data(),
+                                        t.v2e.data(), t.v2c.data(), t.c2v.data(), refin_c.data(),
+                                        refin_e.data(), refin_v.data(), &grid);
   };
   EXPECT_EQ(init_with_refin(), SCIPROXY_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(sciproxy_last_error()).find("refin_c_ctrl"), std::string::npos)

@@ -12,7 +12,9 @@
  *   - run's fields are updated in place, without copies: w(num_cells, nlev + 1) is the caller's
  *     memory throughout the run.
  * Handles (the grid and the granule) are opaque. A handle that was freed, or never returned by
- * this library, is refused (SCIPROXY_ERROR_INVALID_ARGUMENT naming it), never dereferenced.
+ * this library, is refused (SCIPROXY_ERROR_INVALID_ARGUMENT naming it), never dereferenced
+ * (unless a later init was given the same address: set freed handles to NULL, as the Fortran
+ * module's free routines do).
  * A granule is not thread-safe: one run at a time per handle (different handles may run
  * concurrently). */
 #ifndef SCIPROXY_C_DIFFUSION_H
@@ -48,15 +50,11 @@ sciproxy_status sciproxy_diffusion_grid_icosahedral(int32_t n, int32_t k,
  * zones' index ranges follow from refin_ctrl (ICON4Py's compute_domain_bounds), which must order
  * each dimension as ICON does (boundary rows first).
  * Such a grid has no geometry: its coefficients come through sciproxy_diffusion_init. */
-sciproxy_status sciproxy_diffusion_grid_init(int32_t num_cells, int32_t num_edges,
-                                             int32_t num_vertices, const int32_t* c2e,
-                                             const int32_t* c2e2c, const int32_t* e2c,
-                                             const int32_t* e2v, const int32_t* e2c2v,
-                                             const int32_t* v2e, const int32_t* v2c,
-                                             const int32_t* c2v, const int32_t* refin_c_ctrl,
-                                             const int32_t* refin_e_ctrl,
-                                             const int32_t* refin_v_ctrl,
-                                             sciproxy_diffusion_grid** grid);
+sciproxy_status sciproxy_diffusion_grid_init(
+    int32_t num_cells, int32_t num_edges, int32_t num_vertices, const int32_t* c2e,
+    const int32_t* c2e2c, const int32_t* e2c, const int32_t* e2v, const int32_t* e2c2v,
+    const int32_t* v2e, const int32_t* v2c, const int32_t* c2v, const int32_t* refin_c_ctrl,
+    const int32_t* refin_e_ctrl, const int32_t* refin_v_ctrl, sciproxy_diffusion_grid** grid);
 
 /* The grid's sizes (each pointer may be NULL). */
 sciproxy_status sciproxy_diffusion_grid_sizes(const sciproxy_diffusion_grid* grid,
@@ -83,12 +81,12 @@ typedef enum sciproxy_diffusion_layout {
 } sciproxy_diffusion_layout;
 
 typedef struct sciproxy_diffusion_options {
-  size_t struct_size;   /* sizeof(sciproxy_diffusion_options), set by the defaults function */
-  const char* device;   /* "auto" (default), "reference", "cpu", "cuda", "cuda:N" */
-  int32_t nparallel;    /* OpenMP threads of the cpu backend; 0: all (0) */
-  int32_t layout;       /* a sciproxy_diffusion_layout (SCIPROXY_DIFFUSION_FORTRAN_ORDER) */
+  size_t struct_size;       /* sizeof(sciproxy_diffusion_options), set by the defaults function */
+  const char* device;       /* "auto" (default), "reference", "cpu", "cuda", "cuda:N" */
+  int32_t nparallel;        /* OpenMP threads of the cpu backend; 0: all (0) */
+  int32_t layout;           /* a sciproxy_diffusion_layout (SCIPROXY_DIFFUSION_FORTRAN_ORDER) */
   int32_t single_precision; /* non-zero: float32 fields, run with sciproxy_diffusion_run_f32 (0) */
-  int32_t check_finite; /* non-zero: each run first checks vn, w, theta_v, exner for NaN (1) */
+  int32_t check_finite;     /* non-zero: each run first checks vn, w, theta_v, exner for NaN (1) */
 } sciproxy_diffusion_options;
 
 void sciproxy_diffusion_options_default(sciproxy_diffusion_options* options);
@@ -98,30 +96,30 @@ void sciproxy_diffusion_options_default(sciproxy_diffusion_options* options);
  * init, naming the field (config.diffusion_type must be 5, type_vn_diffu 1, type_t_diffu 2,
  * shear_type 0-2, apply_smag_diff_to_vertical_wind and compute_3d_smag_coeff 0). */
 typedef struct sciproxy_diffusion_config {
-  size_t struct_size; /* sizeof(sciproxy_diffusion_config), set by the defaults function */
-  int32_t diffusion_type;                  /* hdiff_order (5) */
-  int32_t apply_to_vertical_wind;          /* lhdiff_w (1) */
-  int32_t apply_to_horizontal_wind;        /* lhdiff_vn (1) */
-  int32_t apply_to_temperature;            /* lhdiff_temp (1) */
+  size_t struct_size;     /* sizeof(sciproxy_diffusion_config), set by the defaults function */
+  int32_t diffusion_type; /* hdiff_order (5) */
+  int32_t apply_to_vertical_wind;           /* lhdiff_w (1) */
+  int32_t apply_to_horizontal_wind;         /* lhdiff_vn (1) */
+  int32_t apply_to_temperature;             /* lhdiff_temp (1) */
   int32_t apply_smag_diff_to_vertical_wind; /* (0) */
-  int32_t compute_3d_smag_coeff;           /* (0) */
-  int32_t type_vn_diffu;                   /* (1) */
-  int32_t type_t_diffu;                    /* (2) */
-  double hdiff_efdt_ratio;                 /* (36) */
-  double hdiff_w_efdt_ratio;               /* (15) */
-  double smagorinski_scaling_factor;       /* (0.015) */
+  int32_t compute_3d_smag_coeff;            /* (0) */
+  int32_t type_vn_diffu;                    /* (1) */
+  int32_t type_t_diffu;                     /* (2) */
+  double hdiff_efdt_ratio;                  /* (36) */
+  double hdiff_w_efdt_ratio;                /* (15) */
+  double smagorinski_scaling_factor;        /* (0.015) */
   double smagorinski_scaling_factor2, smagorinski_scaling_factor3, smagorinski_scaling_factor4;
   double smagorinski_scaling_height, smagorinski_scaling_height2, smagorinski_scaling_height3,
-      smagorinski_scaling_height4;         /* metres */
-  int32_t apply_zdiffusion_t;              /* (1) */
-  int32_t ndyn_substeps;                   /* (5) */
+      smagorinski_scaling_height4;                   /* metres */
+  int32_t apply_zdiffusion_t;                        /* (1) */
+  int32_t ndyn_substeps;                             /* (5) */
   double temperature_boundary_diffusion_denominator; /* (135) */
   double velocity_boundary_diffusion_denominator;    /* (200) */
-  double max_nudging_coefficient;          /* (0.1) */
-  int32_t shear_type;                      /* itype_sher (0) */
-  int32_t iforcing;                        /* (0) */
-  double a_hshr;                           /* (1) */
-  int32_t loutshs;                         /* (0) */
+  double max_nudging_coefficient;                    /* (0.1) */
+  int32_t shear_type;                                /* itype_sher (0) */
+  int32_t iforcing;                                  /* (0) */
+  double a_hshr;                                     /* (1) */
+  int32_t loutshs;                                   /* (0) */
 } sciproxy_diffusion_config;
 
 void sciproxy_diffusion_config_default(sciproxy_diffusion_config* config);
@@ -188,12 +186,12 @@ sciproxy_status sciproxy_diffusion_init_computed(const sciproxy_diffusion_grid* 
  * options.check_finite, a freed handle) the fields are unchanged. */
 sciproxy_status sciproxy_diffusion_run(sciproxy_diffusion* handle, double* w, double* vn,
                                        double* exner, double* theta_v, const double* rho,
-                                       double* hdef_ic, double* div_ic, double* dwdx,
-                                       double* dwdy, double dtime, int32_t linit);
+                                       double* hdef_ic, double* div_ic, double* dwdx, double* dwdy,
+                                       double dtime, int32_t linit);
 sciproxy_status sciproxy_diffusion_run_f32(sciproxy_diffusion* handle, float* w, float* vn,
                                            float* exner, float* theta_v, const float* rho,
-                                           float* hdef_ic, float* div_ic, float* dwdx,
-                                           float* dwdy, double dtime, int32_t linit);
+                                           float* hdef_ic, float* div_ic, float* dwdx, float* dwdy,
+                                           double dtime, int32_t linit);
 
 /* What a granule runs on and how long its init took. device: the backend's name, NUL-terminated. */
 typedef struct sciproxy_diffusion_info {
