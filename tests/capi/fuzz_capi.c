@@ -411,6 +411,15 @@ static void fuzz_diffusion(long iterations) {
     sciproxy_diffusion_grid_free(g);
   }
 
+  /* The bindings' shape check: random ranks and shapes, NULL arrays and names. */
+  for (long it = 0; it < 40; ++it) {
+    const int64_t shape[3] = {pick(3), pick(3), kHugeCounts[pick(4)]}, expected[3] = {1, 2, 0};
+    check_status(
+        sciproxy_diffusion_check_array(pick(8) ? "w" : NULL, (int32_t)pick(3), (int32_t)pick(6) - 1,
+                                       pick(8) ? shape : NULL, pick(8) ? expected : NULL),
+        "sciproxy_diffusion_check_array", it, "random");
+  }
+
   /* One valid problem: R1B0 x 3 levels, Fortran order, both precisions. */
   enum { NC = 20, NE = 30, NLEV = 3 };
   sciproxy_diffusion_grid* grid = NULL;

@@ -176,7 +176,7 @@ sciproxy_status sciproxy_diffusion_init_computed(const sciproxy_diffusion_grid* 
 /* One diffusion step of dtime seconds (> 0), in place, on the caller's arrays without copies
  * (options.layout; SCIPROXY_DIFFUSION_FORTRAN_ORDER shapes):
  *   w(nc, nlev + 1), vn(ne, nlev), exner(nc, nlev), theta_v(nc, nlev)   prognostic, updated
- *   rho                                                  accepted and unused (as in ICON4Py;
+ *   rho(nc, nlev)                                        accepted and unused (as in ICON4Py;
  *                                                        may be NULL)
  *   hdef_ic, div_ic, dwdx, dwdy (nc, nlev + 1)           diagnostic, written (as shear_type asks)
  * linit non-zero: ICON's initial call before the first step. The float64 function needs a
