@@ -21,8 +21,8 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/sciproxy
 set(_sciproxy_export_targets sciproxy)
 if(TARGET sciproxy_fortran)
   list(APPEND _sciproxy_export_targets sciproxy_fortran)
-  # The .mod file is compiler-specific: it sits beside the headers, for the gfortran that built it.
-  install(FILES ${PROJECT_BINARY_DIR}/fortran/sciproxy.mod
+  # The .mod files are compiler-specific: they sit beside the headers, for the gfortran that built them.
+  install(FILES ${PROJECT_BINARY_DIR}/fortran/sciproxy.mod ${PROJECT_BINARY_DIR}/fortran/sciproxy_diffusion.mod
           DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/sciproxy/fortran
           COMPONENT development)
 endif()

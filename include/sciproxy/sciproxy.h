@@ -5,6 +5,7 @@
 #define SCIPROXY_H
 
 #include "sciproxy/c/core.h"
+#include "sciproxy/c/diffusion.h"
 #include "sciproxy/c/specex.h"
 #include "sciproxy/c/stack.h"
 #include "sciproxy/c/tti.h"

@@ -309,7 +309,7 @@ void Diffusion::Impl::build(const DiffusionMetricState& m, const DiffusionInterp
   p.fac_bdydiff_v = static_cast<Real>(std::sqrt(substeps) / c.velocity_boundary_diffusion_denominator);
   p.rd_o_cvd = static_cast<Real>(kRd / (kCpd - kRd));
   p.thresh_tdiff = Real(-5);
-  p.smallest_vpfloat = std::numeric_limits<Real>::epsilon();
+  p.smallest_vpfloat = static_cast<Real>(std::numeric_limits<double>::epsilon());  // ICON4Py: DBL_EPS
   p.nrdmax = nrd + 1;
   p.shear_type = c.shear_type;
   p.turbulence_diagnostics = c.shear_type >= 1 || c.loutshs || c.a_hshr > 0.0;
@@ -519,6 +519,16 @@ Diffusion::Diffusion(const Grid& grid, const DiffusionConfig& config,
         throw_invalid_argument("grid.e2c2v", "four diamond vertices at every edge the stencils update",
                                fmt::format("a missing vertex at edge {} (refin_ctrl {})", e,
                                            grid.edge_refin_ctrl.empty() ? 0 : grid.edge_refin_ctrl[e]));
+  // The temperature stencil differences theta_v across every edge of the cells it updates
+  // (E2C without a check for missing cells): both cells must exist there.
+  if (config.apply_to_temperature)
+    for (std::int64_t c = grid.start_index(Dimension::Cell, Zone::Nudging); c < nc; ++c)
+      for (int j = 0; j < 3; ++j) {
+        const std::int32_t e = grid.c2e[3 * c + j];
+        if (grid.e2c[2 * e] < 0 || grid.e2c[2 * e + 1] < 0)
+          throw_invalid_argument("grid.e2c", "two cells at every edge of the cells the temperature diffusion updates",
+                                 fmt::format("a missing cell at edge {} of cell {}", e, c));
+      }
   const double field_bytes = (options.single_precision ? 4.0 : 8.0) *
                              (16.0 * nc * (nlev + 1) + 4.0 * ne * nlev + 2.0 * nv * nlev + 30.0 * ne);
   require_memory(field_bytes, "grid, vertical_grid.num_levels",

@@ -12,7 +12,8 @@
  * least 2, so that their product overflows int64 and must be refused, or with NULL arrays.
  * Thread counts stay small (huge ones are the resource layer's to refuse).
  *
- * The per-family drivers are written once for both precisions in fuzz_capi_family.h. */
+ * The per-family drivers are written once for both precisions in fuzz_capi_family.h (the
+ * diffusion family's, a granule with state, is in this file). */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -374,6 +375,206 @@ static void fuzz_specex(long iterations) {
   sciproxy_specex_psf_free(psf);
 }
 
+/* ---- diffusion: grids, init, run, the timer table, handles ---------------------------------- */
+
+static void fuzz_diffusion(long iterations) {
+  /* Generated grids: tiny, refused (sizes that do not fit int32, negative), never large. */
+  const int32_t ns[] = {-1, 0, 1, 2, INT32_MAX}, ks[] = {INT32_MIN, -1, 0, 1, 40};
+  for (long it = 0; it < 25; ++it) {
+    sciproxy_diffusion_grid* g = NULL;
+    check_status(sciproxy_diffusion_grid_icosahedral(ns[pick(5)], ks[pick(5)], pick(8) ? &g : NULL),
+                 "sciproxy_diffusion_grid_icosahedral", it, "random");
+    sciproxy_diffusion_grid_free(g);
+  }
+  /* Grids from tables: random 1-based indices, some out of range or missing. */
+  enum { TC = 20, TE = 30, TV = 12 };
+  int32_t tables[TC * 3 * 3 + TE * 2 * 2 + TE * 4 + TV * 6 * 2];
+  for (long it = 0; it < 60; ++it) {
+    const int32_t nc = pick(4) ? TC : (int32_t)kHugeCounts[pick(4)] % 100;
+    for (size_t i = 0; i < sizeof tables / sizeof *tables; ++i)
+      tables[i] = (int32_t)pick(pick(8) ? 13 : 40) - (int32_t)pick(3);
+    int32_t* t = tables;
+    sciproxy_diffusion_grid* g = NULL;
+    const uint64_t before = checksum(tables, sizeof tables);
+    check_status(sciproxy_diffusion_grid_init(nc, TE, TV, t, t + 60, t + 120, t + 180,
+                                              pick(8) ? t + 240 : NULL, t + 360, t + 432, t + 504,
+                                              NULL, NULL, NULL, &g),
+                 "sciproxy_diffusion_grid_init", it, "random tables");
+    check_unchanged(before, checksum(tables, sizeof tables), "sciproxy_diffusion_grid_init", it,
+                    "random tables");
+    if (g) {
+      sciproxy_diffusion* h = NULL;
+      check_status(sciproxy_diffusion_init_computed(g, NULL, NULL, 3, &h),
+                   "sciproxy_diffusion_init_computed", it, "a grid from tables");
+      sciproxy_diffusion_free(h);
+    }
+    sciproxy_diffusion_grid_free(g);
+  }
+
+  /* The bindings' shape check: random ranks and shapes, NULL arrays and names. */
+  for (long it = 0; it < 40; ++it) {
+    const int64_t shape[3] = {pick(3), pick(3), kHugeCounts[pick(4)]}, expected[3] = {1, 2, 0};
+    check_status(
+        sciproxy_diffusion_check_array(pick(8) ? "w" : NULL, (int32_t)pick(3), (int32_t)pick(6) - 1,
+                                       pick(8) ? shape : NULL, pick(8) ? expected : NULL),
+        "sciproxy_diffusion_check_array", it, "random");
+  }
+
+  /* One valid problem: R1B0 x 3 levels, Fortran order, both precisions. */
+  enum { NC = 20, NE = 30, NLEV = 3 };
+  sciproxy_diffusion_grid* grid = NULL;
+  if (sciproxy_diffusion_grid_icosahedral(1, 0, &grid) != SCIPROXY_OK) {
+    fprintf(stderr, "diffusion: cannot build R1B0: %s\n", sciproxy_last_error());
+    ++failures;
+    return;
+  }
+  double cells[8][NC * (NLEV + 1)], vn[NE * NLEV];
+  float cells4[8][NC * (NLEV + 1)], vn4[NE * NLEV];
+  for (long it = 0; it < iterations; ++it) {
+    /* The options and config, at most one thing broken. */
+    sciproxy_diffusion_options o;
+    sciproxy_diffusion_config c;
+    sciproxy_diffusion_options_default(&o);
+    sciproxy_diffusion_config_default(&c);
+    o.device = "cpu";
+    o.nparallel = 1;
+    o.single_precision = (int32_t)pick(2);
+    c.shear_type = (int32_t)pick(3);
+    int32_t nlev = NLEV;
+    const char* mutation = "none";
+    switch (pick(14)) {
+      case 0:
+        o.struct_size = bad_struct_size(sizeof o), mutation = "options.struct_size";
+        break;
+      case 1:
+        c.struct_size = bad_struct_size(sizeof c), mutation = "config.struct_size";
+        break;
+      case 2:
+        o.layout = (int32_t)pick(6) - 2, mutation = "options.layout";
+        break;
+      case 3:
+        o.device = kDevices[pick(8)], mutation = "options.device";
+        break;
+      case 4:
+        o.nparallel = (int32_t)pick(5) - 2, mutation = "options.nparallel";
+        break;
+      case 5:
+        c.diffusion_type = (int32_t)pick(8) - 1, mutation = "config.diffusion_type";
+        break;
+      case 6:
+        c.shear_type = (int32_t)pick(6) - 2, mutation = "config.shear_type";
+        break;
+      case 7:
+        c.type_t_diffu = (int32_t)pick(5) - 1, mutation = "config.type_t_diffu";
+        break;
+      case 8:
+        c.ndyn_substeps = (int32_t)pick(4) - 2, mutation = "config.ndyn_substeps";
+        break;
+      case 9:
+        c.hdiff_efdt_ratio = bad_real(), mutation = "config.hdiff_efdt_ratio";
+        break;
+      case 10:
+        c.smagorinski_scaling_height3 = pick(2) ? bad_real() : c.smagorinski_scaling_height2,
+        mutation = "config.smagorinski_scaling_height3";
+        break;
+      case 11:
+        c.velocity_boundary_diffusion_denominator = bad_real(),
+        mutation = "config.velocity_boundary_diffusion_denominator";
+        break;
+      case 12:
+        nlev = (int32_t)(pick(2) ? pick(4) - 1 : INT32_MAX), mutation = "num_levels";
+        break;
+      default:
+        break;
+    }
+    if (nlev != NLEV && nlev >= 2 && nlev <= 3) nlev = NLEV; /* the arrays hold 3 levels */
+    sciproxy_diffusion* h = NULL;
+    const sciproxy_status made =
+        sciproxy_diffusion_init_computed(pick(20) ? grid : NULL, pick(20) ? &o : NULL,
+                                         pick(20) ? &c : NULL, nlev, pick(20) ? &h : NULL);
+    check_status(made, "sciproxy_diffusion_init_computed", it, mutation);
+    if (made != SCIPROXY_OK) continue;
+
+    /* The fields, then a run with at most one thing broken. */
+    for (int f = 0; f < 8; ++f)
+      for (int i = 0; i < NC * (NLEV + 1); ++i) {
+        cells[f][i] = f == 2 ? 0.8 : f == 3 ? 300 - i % 7 : 0.01 * (double)(pick(200) - 100);
+        cells4[f][i] = (float)cells[f][i];
+      }
+    for (int i = 0; i < NE * NLEV; ++i) vn4[i] = (float)(vn[i] = 0.1 * (double)(pick(200) - 100));
+    double* p[8] = {cells[0], vn, cells[2], cells[3], cells[4], cells[5], cells[6], cells[7]};
+    float* p4[8] = {cells4[0], vn4,       cells4[2], cells4[3],
+                    cells4[4], cells4[5], cells4[6], cells4[7]};
+    double dtime = 100.0;
+    sciproxy_diffusion* target = h;
+    mutation = "none";
+    switch (pick(8)) {
+      case 0: {
+        const int f = (int)pick(8);
+        p[f] = NULL, p4[f] = NULL, mutation = "a NULL field";
+        break;
+      }
+      case 1:
+        dtime = bad_real(), mutation = "dtime";
+        break;
+      case 2: {
+        const int f = (int)pick(4);
+        const double bad = pick(2) ? NAN : INFINITY;
+        p[f][pick(NC * NLEV)] = bad, p4[f][pick(NC * NLEV)] = (float)bad;
+        mutation = "NaN in a prognostic field";
+        break;
+      }
+      case 3:
+        target = pick(2) ? NULL : (sciproxy_diffusion*)&o, mutation = "a foreign handle";
+        break;
+      default:
+        break;
+    }
+    const uint64_t before = checksum(cells, sizeof cells) ^ checksum(vn, sizeof vn) ^
+                            checksum(cells4, sizeof cells4) ^ checksum(vn4, sizeof vn4);
+    const int linit = (int)pick(2);
+    sciproxy_status status;
+    /* Sometimes the precision that does not match the granule's. */
+    const int use_f32 = pick(10) ? o.single_precision : !o.single_precision;
+    if (use_f32)
+      status = sciproxy_diffusion_run_f32(target, p4[0], p4[1], p4[2], p4[3], NULL, p4[4], p4[5],
+                                          p4[6], p4[7], dtime, linit);
+    else
+      status = sciproxy_diffusion_run(target, p[0], p[1], p[2], p[3], NULL, p[4], p[5], p[6], p[7],
+                                      dtime, linit);
+    check_status(status, use_f32 ? "sciproxy_diffusion_run_f32" : "sciproxy_diffusion_run", it,
+                 mutation);
+    if (status != SCIPROXY_OK)
+      check_unchanged(before,
+                      checksum(cells, sizeof cells) ^ checksum(vn, sizeof vn) ^
+                          checksum(cells4, sizeof cells4) ^ checksum(vn4, sizeof vn4),
+                      "sciproxy_diffusion_run", it, mutation);
+
+    /* The timer table and the info into odd buffers. */
+    char buffer[16];
+    size_t length = 0;
+    const size_t sizes[] = {0, 1, sizeof buffer};
+    const size_t size = sizes[pick(3)];
+    status = sciproxy_diffusion_timer_table(pick(8) ? h : NULL, pick(8) ? buffer : NULL, size,
+                                            pick(2) ? &length : NULL);
+    check_status(status, "sciproxy_diffusion_timer_table", it, "random buffer");
+    if (status == SCIPROXY_OK && size > 0 && memchr(buffer, '\0', size) == NULL) {
+      fprintf(stderr, "sciproxy_diffusion_timer_table: not NUL-terminated\n");
+      ++failures;
+    }
+    sciproxy_diffusion_info info;
+    check_status(sciproxy_diffusion_get_info(h, pick(8) ? &info : NULL),
+                 "sciproxy_diffusion_get_info", it, "random");
+    sciproxy_diffusion_free(h);
+    /* A freed handle is refused, never dereferenced. */
+    if (pick(4) == 0)
+      check_status(sciproxy_diffusion_run(h, p[0], p[1], p[2], p[3], NULL, p[4], p[5], p[6], p[7],
+                                          dtime, linit),
+                   "sciproxy_diffusion_run", it, "a freed handle");
+  }
+  sciproxy_diffusion_grid_free(grid);
+}
+
 static void fuzz_core(void) {
   char name[16];
   for (long it = 0; it < 40; ++it) {
@@ -423,6 +624,7 @@ int main(void) {
   fuzz_tti_demo_f64(120);
   fuzz_tti_demo_f32(60);
   fuzz_specex(300);
+  fuzz_diffusion(300);
   printf("fuzz_capi: %ld calls, %ld returned SCIPROXY_OK, %d failures\n", calls, ok_calls,
          failures);
   if (ok_calls == 0 || ok_calls == calls) {
