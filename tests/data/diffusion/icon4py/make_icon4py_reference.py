@@ -572,8 +572,6 @@ def used_factors(granule, grid, allocator, initial_run: bool) -> dict:
 
 def write_reference(case, path, setup, config, params, granule, cell_params, edge_params,
                     interp_state, metric_state, calls, cold_cells, spec, grid_file_name) -> dict:
-    import gt4py
-    import icon4py.model.atmosphere.diffusion as diff_pkg
     from importlib import metadata
 
     from icon4py.model.common import dimension as dims
