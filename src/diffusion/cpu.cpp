@@ -162,11 +162,285 @@ void run_passes(const Context& ctx, const Problem<Real>& p, const RunFields<Real
   });
 }
 
+
+// The level-contiguous layout's passes, written over rows: for each entity, the rows (nlev
+// values) of its neighbours and their weights are looked up once, then one SIMD loop over the
+// levels does the point arithmetic of math.hpp in the same order, free of branches (a missing
+// neighbour reads p.zero_row with weight 0). The same passes and barriers as run_passes.
+template <class Real>
+void run_rows(const Context& ctx, const Problem<Real>& p, const RunFields<Real>& f) {
+  constexpr FieldLayout L = FieldLayout::LevelsContiguous;
+  const std::int32_t nlev = p.nlev, nh = nlev + 1;
+  const FieldIndex<L> xe{p.num_edges, nlev};
+  Real* const vn = f.prognostic.vn;
+  Real* const w = f.prognostic.w;
+  Real* const theta_v = f.prognostic.theta_v;
+  Real* const exner = f.prognostic.exner;
+  const Real* const diff_multfac_vn = f.initial_run ? p.diff_multfac_vn_initial : p.diff_multfac_vn;
+  const Real* const smag_limit = f.initial_run ? p.smag_limit_initial : p.smag_limit;
+  const Real smag_offset = f.initial_run ? Real(0) : p.smag_offset;
+  Real* const dms = p.diff_multfac_smag;
+  for (std::int32_t k = 0; k < nlev; ++k) dms[k] = p.enh_smag_fac[k] * f.dtime;
+  const std::int32_t k_cold = std::max(0, nlev - 2);
+  Real* const enh = p.enh_diffu_3d;
+  const bool temperature = p.apply_to_temperature;
+  const int threads = p.nparallel > 0 ? p.nparallel : omp_get_max_threads();
+  const Real* const zero = p.zero_row;
+
+  auto pass = [&](const char* name, auto&& work) {
+    auto t = Timers::region(ctx.timers, name);
+#pragma omp parallel num_threads(threads)
+    work();
+  };
+  // u, v at the vertices from the edge field x (RBF over V2E).
+  auto rbf_rows = [&](const Real* x) {
+#pragma omp for schedule(static) nowait
+    for (std::int64_t v = p.vertex_begin; v < p.vertex_end; ++v) {
+      const Real* r[6];
+      Real c1[6], c2[6];
+      for (int i = 0; i < 6; ++i) {
+        const std::int32_t e = p.v2e[6 * v + i];
+        r[i] = e >= 0 ? x + std::int64_t{e} * nlev : zero;
+        c1[i] = e >= 0 ? p.rbf_coeff_1[6 * v + i] : Real(0);
+        c2[i] = e >= 0 ? p.rbf_coeff_2[6 * v + i] : Real(0);
+      }
+      Real* const u = p.u_vert + v * nlev;
+      Real* const vv = p.v_vert + v * nlev;
+#pragma omp simd
+      for (std::int32_t k = 0; k < nlev; ++k) {
+        Real a = 0, b = 0;
+        for (int i = 0; i < 6; ++i) {
+          a += c1[i] * r[i][k];
+          b += c2[i] * r[i][k];
+        }
+        u[k] = a;
+        vv[k] = b;
+      }
+    }
+  };
+  // sum over C2E2CO of coef x field (nk levels per row) at cell c into out (levels [k0, k1)).
+  auto c2e2co_rows = [&](std::int64_t c, const Real* field, std::int32_t nk, const Real* coef,
+                         Real* out, std::int32_t k0, std::int32_t k1) {
+    const Real* r[4];
+    Real g[4];
+    for (int j = 0; j < 4; ++j) {
+      const std::int32_t n = p.c2e2co[4 * c + j];
+      r[j] = n >= 0 ? field + std::int64_t{n} * nk : zero;
+      g[j] = n >= 0 ? coef[4 * c + j] : Real(0);
+    }
+#pragma omp simd
+    for (std::int32_t k = k0; k < k1; ++k) {
+      Real sum = 0;
+      for (int j = 0; j < 4; ++j) sum += r[j][k] * g[j];
+      out[k] = sum;
+    }
+  };
+
+  pass("rbf_vn", [&] {
+    rbf_rows(vn);
+    if (temperature)
+      for_points<L>(0, p.num_cells, k_cold, nlev, [&](std::int64_t c, std::int32_t k) {
+        enh[2 * c + (k - k_cold)] = cold_pool_enhancement<Real, L>(p, theta_v, c, k);
+      });
+  });
+  pass("smagorinsky", [&] {
+#pragma omp for schedule(static) nowait
+    for (std::int64_t e = p.edge_smag_begin; e < p.edge_smag_end; ++e) {
+      const Real *U[4], *V[4];
+      Real pnx[4], pny[4], dnx[4], dny[4];
+      for (int i = 0; i < 4; ++i) {
+        const std::int64_t v = p.e2c2v[4 * e + i];  // present in this range (checked at init)
+        U[i] = p.u_vert + v * nlev, V[i] = p.v_vert + v * nlev;
+        pnx[i] = p.primal_normal_vert_x[4 * e + i], pny[i] = p.primal_normal_vert_y[4 * e + i];
+        dnx[i] = p.dual_normal_vert_x[4 * e + i], dny[i] = p.dual_normal_vert_y[4 * e + i];
+      }
+      const Real lp = p.inv_primal_edge_length[e], lvv = p.inv_vert_vert_length[e];
+      const Real l_p = p.tangent_orientation[e] * lp;
+      const Real* const vne = vn + e * nlev;
+      Real* const kh_e = p.kh_smag_e + e * nlev;
+      Real* const kh_ec = p.kh_smag_ec + e * nlev;
+      Real* const z2 = p.z_nabla2_e + e * nlev;
+#pragma omp simd
+      for (std::int32_t k = 0; k < nlev; ++k) {
+        Real P[4], D[4];
+        for (int i = 0; i < 4; ++i) {
+          P[i] = U[i][k] * pnx[i] + V[i][k] * pny[i];
+          D[i] = U[i][k] * dnx[i] + V[i][k] * dny[i];
+        }
+        const Real x = vne[k];
+        z2[k] = Real(4) * ((P[0] + P[1] - Real(2) * x) * (lp * lp) + (P[2] + P[3] - Real(2) * x) * (lvv * lvv));
+        const Real part1 = (P[3] - P[2]) * lvv - (D[1] - D[0]) * l_p;
+        const Real part2 = (P[1] - P[0]) * l_p + (D[3] - D[2]) * lvv;
+        const Real ec = dms[k] * std::sqrt(part1 * part1 + part2 * part2);
+        kh_ec[k] = ec;
+        kh_e[k] = min_of(max_of(Real(0), ec - smag_offset), smag_limit[k]);
+      }
+    }
+  });
+  pass("rbf_nabla2_turbulence_nabla2_w", [&] {
+    rbf_rows(p.z_nabla2_e);
+    if (p.turbulence_diagnostics) {
+#pragma omp for schedule(static) nowait
+      for (std::int64_t c = p.cell_turb_begin; c < p.cell_turb_end; ++c) {
+        const Real *KH[3], *VN[3];
+        Real b[3], g[3];
+        for (int j = 0; j < 3; ++j) {
+          const std::int64_t e = p.c2e[3 * c + j];
+          KH[j] = p.kh_smag_ec + e * nlev, VN[j] = vn + e * nlev;
+          b[j] = p.e_bln_c_s[3 * c + j], g[j] = p.geofac_div[3 * c + j];
+        }
+        const Real* const wgt = p.wgtfac_c + c * nh;
+        Real* const div_ic = f.diagnostic.div_ic + c * nh;
+        Real* const hdef_ic = f.diagnostic.hdef_ic + c * nh;
+#pragma omp simd
+        for (std::int32_t k = 1; k < nlev; ++k) {
+          Real kh = 0, d = 0, kh_above = 0, d_above = 0;
+          for (int j = 0; j < 3; ++j) {
+            kh += KH[j][k] * b[j];
+            d += VN[j][k] * g[j];
+            kh_above += KH[j][k - 1] * b[j];
+            d_above += VN[j][k - 1] * g[j];
+          }
+          const Real kh_c = kh / dms[k], kh_c_above = kh_above / dms[k - 1];
+          div_ic[k] = wgt[k] * d + (Real(1) - wgt[k]) * d_above;
+          const Real hdef = wgt[k] * kh_c + (Real(1) - wgt[k]) * kh_c_above;
+          hdef_ic[k] = hdef * hdef;
+        }
+      }
+    }
+    if (p.apply_to_vertical_wind) {
+#pragma omp for schedule(static) nowait
+      for (std::int64_t c = 0; c < p.num_cells; ++c)
+        c2e2co_rows(c, w, nh, p.geofac_n2s, p.z_nabla2_c + c * nlev, 0, nlev);
+    }
+    if (p.shear_type == 2) {
+#pragma omp for schedule(static) nowait
+      for (std::int64_t c = p.cell_w_begin; c < p.cell_w_end; ++c) {
+        c2e2co_rows(c, w, nh, p.geofac_grg_x, f.diagnostic.dwdx + c * nh, 1, nlev);
+        c2e2co_rows(c, w, nh, p.geofac_grg_y, f.diagnostic.dwdy + c * nh, 1, nlev);
+      }
+    }
+  });
+  pass("vn_w", [&] {
+    if (p.apply_to_horizontal_wind) {
+#pragma omp for schedule(static) nowait
+      for (std::int64_t e = p.edge_vn_begin; e < p.edge_vn_end; ++e) {
+        Real* const vne = vn + e * nlev;
+        const Real* const z2 = p.z_nabla2_e + e * nlev;
+        const Real area = p.edge_area[e];
+        if (e < p.edge_nudge2_begin) {  // the lateral boundary's rows: nabla2 only
+          if (!p.limited_area) continue;
+          const Real fac = p.fac_bdydiff_v;
+#pragma omp simd
+          for (std::int32_t k = 0; k < nlev; ++k) vne[k] = vne[k] + area * fac * z2[k];
+          continue;
+        }
+        const Real *U[4], *V[4];
+        Real pnx[4], pny[4];
+        for (int i = 0; i < 4; ++i) {
+          const std::int64_t v = p.e2c2v[4 * e + i];
+          U[i] = p.u_vert + v * nlev, V[i] = p.v_vert + v * nlev;
+          pnx[i] = p.primal_normal_vert_x[4 * e + i], pny[i] = p.primal_normal_vert_y[4 * e + i];
+        }
+        const Real lp = p.inv_primal_edge_length[e], lvv = p.inv_vert_vert_length[e];
+        const Real* const kh = p.kh_smag_e + e * nlev;
+        // Global grids: kh; the nudging zone: at least nudgezone_diff x nudgecoeff_e.
+        const bool nudging = p.limited_area;
+        const Real nudge = p.nudgezone_diff * p.nudgecoeff_e[e];
+#pragma omp simd
+        for (std::int32_t k = 0; k < nlev; ++k) {
+          Real P[4];
+          for (int i = 0; i < 4; ++i) P[i] = U[i][k] * pnx[i] + V[i][k] * pny[i];
+          const Real z = z2[k];
+          const Real z4 = Real(4) * ((P[2] + P[3] - Real(2) * z) * (lvv * lvv) + (P[0] + P[1] - Real(2) * z) * (lp * lp));
+          vne[k] = nudging ? vne[k] + area * (max_of(nudge, kh[k]) * z - area * diff_multfac_vn[k] * z4)
+                           : vne[k] + area * (kh[k] * z - diff_multfac_vn[k] * z4 * area);
+        }
+      }
+    }
+    if (p.apply_to_vertical_wind) {
+      const std::int64_t w_begin = std::max(p.cell_w_begin, p.cell_interior_begin);
+      const std::int64_t w_end = std::min(p.cell_w_end, p.cell_local_end);
+      const std::int32_t k_damp = std::min(p.nrdmax, nlev);
+#pragma omp for schedule(static) nowait
+      for (std::int64_t c = w_begin; c < w_end; ++c) {
+        const Real* r[4];
+        Real g[4];
+        for (int j = 0; j < 4; ++j) {
+          const std::int32_t n = p.c2e2co[4 * c + j];
+          r[j] = n >= 0 ? p.z_nabla2_c + std::int64_t{n} * nlev : zero;
+          g[j] = n >= 0 ? p.geofac_n2s[4 * c + j] : Real(0);
+        }
+        const Real area = p.area[c];
+        const Real fac = p.diff_multfac_w * (area * area);
+        Real* const wc = w + c * nh;
+#pragma omp simd
+        for (std::int32_t k = 0; k < nlev; ++k) {
+          Real sum = 0;
+          for (int j = 0; j < 4; ++j) sum += r[j][k] * g[j];
+          wc[k] = wc[k] - fac * sum;
+        }
+        const Real* const zc = p.z_nabla2_c + c * nlev;
+        for (std::int32_t k = 1; k < k_damp; ++k) wc[k] = wc[k] + p.diff_multfac_n2w[k] * area * zc[k];
+      }
+    }
+#pragma omp barrier
+    // The cold-pool maximum after every vn update has read kh_smag_e.
+    if (temperature)
+      for_points<L>(p.edge_cold_begin, p.edge_cold_end, k_cold, nlev, [&](std::int64_t e, std::int32_t k) {
+        Real m = p.kh_smag_e[xe(e, k)];
+        for (int j = 0; j < 2; ++j) {
+          const std::int32_t c = p.e2c[2 * e + j];
+          if (c >= 0) m = max_of(m, enh[2 * c + (k - k_cold)]);
+        }
+        p.kh_smag_e[xe(e, k)] = m;
+      });
+  });
+  if (!temperature) return;
+  pass("theta_exner", [&] {
+#pragma omp for schedule(static)
+    for (std::int64_t c = p.cell_theta_begin; c < p.cell_theta_end; ++c) {
+      const Real *KH[3], *T0[3], *T1[3];
+      Real inv[3], g[3];
+      for (int j = 0; j < 3; ++j) {
+        const std::int64_t e = p.c2e[3 * c + j];
+        KH[j] = p.kh_smag_e + e * nlev;
+        T0[j] = theta_v + std::int64_t{p.e2c[2 * e]} * nlev;  // both cells exist here (init)
+        T1[j] = theta_v + std::int64_t{p.e2c[2 * e + 1]} * nlev;
+        inv[j] = p.inv_dual_edge_length[e], g[j] = p.geofac_div[3 * c + j];
+      }
+      Real* const zt = p.z_temp + c * nlev;
+#pragma omp simd
+      for (std::int32_t k = 0; k < nlev; ++k) {
+        Real z = 0;
+        for (int j = 0; j < 3; ++j) z += KH[j][k] * inv[j] * (T1[j][k] - T0[j][k]) * g[j];
+        zt[k] = z;
+      }
+      if (p.apply_zdiffusion_t && p.cell_has_zd[c])
+        for (std::int32_t k = 0; k < nlev; ++k)
+          if (p.zd_diffcoef[c * nlev + k] != Real(0)) zt[k] = theta_tendency<Real, L>(p, p.kh_smag_e, theta_v, c, k);
+    }
+    // (the implicit barrier: every tendency read the old theta)
+#pragma omp for schedule(static) nowait
+    for (std::int64_t c = p.cell_theta_begin; c < p.cell_theta_end; ++c) {
+      const Real area = p.area[c];
+      const Real* const zt = p.z_temp + c * nlev;
+      Real* const th = theta_v + c * nlev;
+      Real* const ex = exner + c * nlev;
+#pragma omp simd
+      for (std::int32_t k = 0; k < nlev; ++k) update_theta_exner(area, zt[k], p.rd_o_cvd, th[k], ex[k]);
+    }
+  });
+}
+
 }  // namespace
 
-#define SCIPROXY_DIFFUSION_CPU_RUN(Real, L) \
-  SCIPROXY_DIFFUSION_RUN(Real, L) {         \
-    run_passes<Real, L>(ctx, p, f);         \
+#define SCIPROXY_DIFFUSION_CPU_RUN(Real, L)             \
+  SCIPROXY_DIFFUSION_RUN(Real, L) {                     \
+    if constexpr (L == FieldLayout::LevelsContiguous)   \
+      run_rows<Real>(ctx, p, f);                        \
+    else                                                \
+      run_passes<Real, L>(ctx, p, f);                   \
   }
 SCIPROXY_DIFFUSION_CPU_RUN(double, FieldLayout::LevelsContiguous)
 SCIPROXY_DIFFUSION_CPU_RUN(double, FieldLayout::EntitiesContiguous)

@@ -136,6 +136,7 @@ struct Storage {
   std::vector<Real> levels;        // the level factors
   std::vector<Real> work;          // the work arrays
   std::vector<std::int32_t> zd_vertoffset;
+  std::vector<std::uint8_t> cell_has_zd;
   kernels::Problem<Real> problem;
 };
 
@@ -341,7 +342,7 @@ void Diffusion::Impl::build(const DiffusionMetricState& m, const DiffusionInterp
 
   // Work arrays.
   const std::int64_t work = 2 * nv * nlev + 3 * ne * nlev + nc * nlev + nc * nlev + nc * (nlev + 1) +
-                            nc * nlev + 2 * nc + nlev;
+                            nc * nlev + 2 * nc + nlev + (nlev + 1);
   s.work.assign(work, Real(0));
   Real* wk = s.work.data();
   auto take = [&](std::int64_t n) {
@@ -353,6 +354,12 @@ void Diffusion::Impl::build(const DiffusionMetricState& m, const DiffusionInterp
   p.kh_smag_e = take(ne * nlev), p.kh_smag_ec = take(ne * nlev), p.z_nabla2_e = take(ne * nlev);
   p.z_nabla2_c = take(nc * nlev), p.z_temp = take(nc * nlev), p.w_old = take(nc * (nlev + 1));
   p.theta_old = take(nc * nlev), p.enh_diffu_3d = take(2 * nc), p.diff_multfac_smag = take(nlev);
+  p.zero_row = take(nlev + 1);
+  s.cell_has_zd.assign(nc, 0);
+  for (std::int64_t c = 0; c < nc; ++c)
+    for (int k = 0; k < nlev; ++k)
+      if (m.zd_diffcoef[c * nlev + k] != 0.0) s.cell_has_zd[c] = 1;
+  p.cell_has_zd = s.cell_has_zd.data();
   p.nparallel = options.nparallel;
   p.check_finite = options.check_finite;
 

@@ -97,6 +97,11 @@ struct Problem {
        *z_nabla2_e = nullptr, *z_nabla2_c = nullptr, *z_temp = nullptr, *w_old = nullptr,
        *theta_old = nullptr;
   Real* enh_diffu_3d = nullptr;  // (cells, 2): the cold-pool enhancement of the two lowest levels
+  // (nlev + 1) zeros: the row a missing neighbour reads (with a zero weight) in the cpu
+  // backend's row loops, which stay free of branches so that they vectorise.
+  Real* zero_row = nullptr;
+  // (cells): whether a cell has a truly-horizontal-diffusion point at some level.
+  const std::uint8_t* cell_has_zd = nullptr;
   // (nlev) scratch: diff_multfac_smag = enh_smag_fac dtime, of this run.
   Real* diff_multfac_smag = nullptr;
 
