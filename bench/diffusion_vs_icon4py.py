@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """ICON's horizontal diffusion granule: ICON4Py's own granule timed, and (later) sciproxy's
-Python granule in the same run on the same grid, configuration and states.
+Python granule (--with-sciproxy) in the same run on the same grid, configuration and states.
 
 ICON4Py's side: icon4py-atmosphere-diffusion 0.4.1 / icon4py-common 0.4.1 (gt4py 1.2.1),
 backend gtfn_cpu (compiled C++, one thread per program), float64. The grid comes from
@@ -200,21 +200,54 @@ def run_icon4py(args, ref, s) -> dict:
 # ------------------------------------------------------------------------------------------
 # sciproxy side
 # ------------------------------------------------------------------------------------------
-def run_sciproxy(args, ref, s) -> dict:
-    """Time sciproxy's Python diffusion granule on the same set-up as run_icon4py.
+def ensure_sciproxy() -> None:
+    """sciproxy in this (Python 3.12) environment: built from this checkout with pip once."""
+    if importlib.util.find_spec("sciproxy") is not None:
+        return
+    print("bench: installing sciproxy into this environment (pip install of the checkout, minutes)",
+          file=sys.stderr)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", str(REPO)], check=True)
+    importlib.invalidate_caches()
 
-    To be filled in once sciproxy.diffusion exists: build its granule from the same inputs
-    (s["setup"], s["cell_params"], s["edge_params"], s["interp_state"], s["metric_state"],
-    the connectivities and zone indices of s["setup"].grid), time its init, its first call
-    (initial_run=True, dtime s["dtime"]) and args.steps later calls, and return the same keys
-    as run_icon4py (final_state for the comparison included).
-    """
-    try:
-        import sciproxy.diffusion  # noqa: F401
-    except ImportError as exc:
-        raise NotImplementedError("sciproxy.diffusion is not importable here") from exc
-    # ---- SCIPROXY GRANULE GOES HERE (issue 16) ----
-    raise NotImplementedError("sciproxy's diffusion granule is not wired into this benchmark yet")
+
+def run_sciproxy(args, ref, s) -> dict:
+    """sciproxy's Python granule on the same set-up as run_icon4py: the same grid file (read by
+    sciproxy.diffusion.read_grid), ICON4Py's own configuration, vertical grid and metric,
+    interpolation and geometry states passed in as ICON4Py's objects (the drop-in interface),
+    and the same initial states as numpy arrays; the same calls."""
+    ensure_sciproxy()
+    import numpy as np
+
+    import sciproxy.diffusion as dif
+
+    setup = s["setup"]
+    grid = dif.read_grid(s["grid_file"], num_levels=args.levels)
+    t0 = time.perf_counter()
+    granule = dif.Diffusion(grid, ref.diffusion_config(), setup.vertical_grid, s["metric_state"],
+                            s["interp_state"], s["edge_params"], s["cell_params"],
+                            device="cpu", nparallel=args.threads or None)
+    t_init = time.perf_counter() - t0
+    state = {n: np.ascontiguousarray(s["prog"][n], dtype=np.float64) for n in ("vn", "w", "theta_v", "exner")}
+    state.update({n: np.ascontiguousarray(s["diag"][n], dtype=np.float64) for n in ref.DIAGNOSTIC_FIELDS})
+    t0 = time.perf_counter()
+    granule.run(state, state, s["dtime"], initial_run=True)
+    t_first = time.perf_counter() - t0
+    times = []
+    for _ in range(args.steps):
+        t0 = time.perf_counter()
+        granule.run(state, state, s["dtime"], initial_run=False)
+        times.append(time.perf_counter() - t0)
+    return {
+        "init_s": t_init,
+        "first_run_s": t_first,
+        "run_median_s": statistics.median(times),
+        "run_min_s": min(times),
+        "run_mean_s": statistics.fmean(times),
+        "run_times_s": times,
+        "threads": args.threads or os.cpu_count(),
+        "timer_table": granule.timer_table(),
+        "final_state": {n: state[n] for n in ("vn", "w", "theta_v", "exner")},
+    }
 
 
 # ------------------------------------------------------------------------------------------
@@ -232,6 +265,7 @@ def main() -> int:
     ap.add_argument("--cold-cache", action="store_true", help="empty the build cache first")
     ap.add_argument("--work-dir", default="~/.cache/sciproxy/icon4py-grids")
     ap.add_argument("--with-sciproxy", action="store_true", help="also time sciproxy's granule")
+    ap.add_argument("--threads", type=int, default=0, help="sciproxy's OpenMP threads (0: all)")
     ap.add_argument("--python", help="Python 3.12 interpreter for the virtual environment")
     ap.add_argument("--venv", default=str(DEFAULT_VENV))
     ap.add_argument("--json", help="also write the result here")
@@ -277,6 +311,7 @@ def main() -> int:
         sp = run_sciproxy(args, ref, s)
         sp_final = sp.pop("final_state", None)
         result["sciproxy"] = sp
+        result["speedup_median"] = icon["run_median_s"] / sp["run_median_s"]
         if sp_final is not None:
             import numpy as np
 
