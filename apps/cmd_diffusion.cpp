@@ -1,5 +1,5 @@
-// `sciproxy diffusion`: ICON's horizontal diffusion granule as the model calls it: build (or,
-// later, read) a grid, init once, run N steps (the first with linit), and print ICON's timer
+// `sciproxy diffusion`: ICON's horizontal diffusion granule as the model calls it: build or read
+// a grid, init once, run N steps (the first with linit), and print ICON's timer
 // table, the time per call, the init time, the bytes a run moves and the fraction of the
 // bandwidth roofline. --verify runs the same steps on the reference backend and compares every
 // field; --json writes the figures.
@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -32,6 +33,8 @@ namespace dif = sciproxy::diffusion;
 
 struct DiffusionCliOptions {
   std::string grid = "R2B4";
+  std::string grid_file;       // an ICON grid file instead of a generated grid
+  std::string savepoint_dir;   // write call-diffusion-init/-exit savepoints here
   int levels = 65;
   int steps = 6;
   double dtime = 0;  // 0: 9 s per km of grid spacing
@@ -109,6 +112,7 @@ int run_with(const DiffusionCliOptions& opt, const dif::DiffusionInputs& in, con
   o.layout = layout;
   o.single_precision = sizeof(Real) == 4;
   o.check_finite = false;  // a driver's fields come from the granule itself
+  o.savepoint_dir = opt.savepoint_dir;
   dif::Diffusion granule(in.grid, in.config, in.vertical, in.metrics, in.interpolation, in.edges, in.cells, o);
   const dif::DiffusionState state = dif::synthetic_state(in, opt.seed);
   Fields<Real> f = fields_of<Real>(state, in.grid, nlev, layout);
@@ -154,7 +158,7 @@ int run_with(const DiffusionCliOptions& opt, const dif::DiffusionInputs& in, con
   }
   if (!opt.json_path.empty()) {
     nlohmann::json j = {{"kernel", "diffusion"},
-                        {"grid", opt.grid},
+                        {"grid", opt.grid_file.empty() ? opt.grid : opt.grid_file},
                         {"cells", in.grid.num_cells},
                         {"edges", in.grid.num_edges},
                         {"vertices", in.grid.num_vertices},
@@ -190,19 +194,30 @@ int run_diffusion_command(const DiffusionCliOptions& opt) {
   const std::string dtype = parse_dtype(opt.dtype);
   if (!opt.json_path.empty()) check_output_path(opt.json_path, "--json");
   std::pair<int, int> nk;
-  try {
-    nk = dif::parse_grid_name(opt.grid, "--grid");
-  } catch (const InvalidArgument& e) {
-    throw UsageError(e.what());
+  if (opt.grid_file.empty()) {
+    try {
+      nk = dif::parse_grid_name(opt.grid, "--grid");
+    } catch (const InvalidArgument& e) {
+      throw UsageError(e.what());
+    }
   }
+  if (!opt.savepoint_dir.empty() && !std::filesystem::is_directory(opt.savepoint_dir))
+    throw UsageError(fmt::format("--savepoints: expected an existing directory, got \"{}\"", opt.savepoint_dir));
   const Device device = select_device_option(opt.device);
   const auto start = std::chrono::steady_clock::now();
-  const dif::DiffusionInputs in = dif::computed_inputs(dif::icosahedral_grid(nk.first, nk.second), opt.levels);
+  dif::Grid grid;
+  try {
+    grid = opt.grid_file.empty() ? dif::icosahedral_grid(nk.first, nk.second) : dif::read_grid_file(opt.grid_file);
+  } catch (const InvalidArgument& e) {
+    throw UsageError(std::string(opt.grid_file.empty() ? "--grid: " : "--grid-file: ") + e.what());
+  }
+  const dif::DiffusionInputs in = dif::computed_inputs(std::move(grid), opt.levels);
   const double setup = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string grid_name = opt.grid_file.empty() ? opt.grid : opt.grid_file;
   fmt::print(
       "sciproxy diffusion: ICON's horizontal diffusion (hdiff_order 5, shear type {}), grid {} ({} cells, {} "
       "edges, {} vertices), {} levels, {} steps, {}, {} layout, device {}{}\n",
-      in.config.shear_type, opt.grid, in.grid.num_cells, in.grid.num_edges, in.grid.num_vertices, opt.levels,
+      in.config.shear_type, grid_name, in.grid.num_cells, in.grid.num_edges, in.grid.num_vertices, opt.levels,
       opt.steps, dtype, opt.layout, device.name(), device.automatic ? " (chosen by auto)" : "");
   fmt::print("Grid and coefficients computed by sciproxy in {:.3f} s\n", setup);
   std::fflush(stdout);
@@ -217,6 +232,10 @@ Command add_diffusion_command(CLI::App& root) {
       "diffusion",
       "ICON's horizontal diffusion granule (ICON4Py's): init once, run N steps, ICON's timer table");
   app->add_option("--grid", opt->grid, "Icosahedral grid RnBk, generated")->capture_default_str();
+  app->add_option("--grid-file", opt->grid_file, "An ICON grid file (NetCDF) instead of --grid")
+      ->check(CLI::ExistingFile);
+  app->add_option("--savepoints", opt->savepoint_dir,
+                  "Write call-diffusion-init/-exit savepoints of every call into DIR (sciproxy verify compares them)");
   app->add_option("--levels", opt->levels, "Vertical levels")->capture_default_str();
   app->add_option("--steps", opt->steps, "Calls of run (the first with linit)")->capture_default_str();
   app->add_option("--dtime", opt->dtime, "Time step in seconds (0: 9 s per km of grid spacing)");
