@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "sciproxy/core/error.hpp"
+#include "diffusion/geometry.hpp"
 #include "sciproxy/diffusion.hpp"
 
 namespace sciproxy::diffusion {
@@ -79,49 +80,6 @@ Vec north(double lat, double lon) {
   return {-std::sin(lat) * std::cos(lon), -std::sin(lat) * std::sin(lon), std::cos(lat)};
 }
 
-// ICON4Py's _rotate_latlon: (lat, lon) in the frame whose pole is (pollat, pollon).
-void rotate_latlon(double lat, double lon, double pollat, double pollon, double& rlat,
-                   double& rlon) {
-  rlat = std::asin(std::sin(lat) * std::sin(pollat) +
-                   std::cos(lat) * std::cos(pollat) * std::cos(lon - pollon));
-  rlon = std::atan2(
-      std::cos(lat) * std::sin(lon - pollon),
-      std::cos(lat) * std::sin(pollat) * std::cos(lon - pollon) - std::sin(lat) * std::cos(pollat));
-}
-
-// ICON4Py's _weighting_factors for one point and wgt_loc = 0.
-std::array<double, 3> weighting_factors(const std::array<double, 3>& ytemp,
-                                        const std::array<double, 3>& xtemp, double yloc,
-                                        double xloc) {
-  const double kPi = std::acos(-1.0);
-  const double pollat = yloc >= 0.0 ? yloc - 0.5 * kPi : yloc + 0.5 * kPi;
-  const double pollon = xloc;
-  double ry = 0, rx = 0;
-  rotate_latlon(yloc, xloc, pollat, pollon, ry, rx);
-  std::array<double, 3> x{}, y{};
-  for (int i = 0; i < 3; ++i) {
-    double ty = 0, tx = 0;
-    rotate_latlon(ytemp[i], xtemp[i], pollat, pollon, ty, tx);
-    y[i] = ty - ry;
-    x[i] = tx - rx;
-    if (x[i] > 3.5) x[i] -= 2 * kPi;  // the date line
-    if (x[i] < -3.5) x[i] += 2 * kPi;
-  }
-  const double wgt_loc = 0.0;
-  std::array<double, 3> w{};
-  const double w1_nomask = 1.0 / ((y[1] - y[0]) - (x[1] - x[0]) * (y[2] - y[0]) / (x[2] - x[0])) *
-                           (1.0 - wgt_loc) * (-y[0] + x[0] * (y[2] - y[0]) / (x[2] - x[0]));
-  if (std::abs(x[1] - x[0]) > 1e-11 && std::abs(y[2] - y[0]) > 1e-11) {
-    w[2] = 1.0 / ((y[2] - y[0]) - (x[2] - x[0]) * (y[1] - y[0]) / (x[1] - x[0])) * (1.0 - wgt_loc) *
-           (-y[0] + x[0] * (y[1] - y[0]) / (x[1] - x[0]));
-    w[1] = (-(1.0 - wgt_loc) * x[0] - w[2] * (x[2] - x[0])) / (x[1] - x[0]);
-  } else {
-    w[1] = w1_nomask;
-    w[2] = (-(1.0 - wgt_loc) * x[0] - w[1] * (x[1] - x[0])) / (x[2] - x[0]);
-  }
-  w[0] = 1.0 - w[1] - w[2];
-  return w;
-}
 
 // Solves the dense n x n system a x = b (n <= 6) by Gaussian elimination with partial pivoting;
 // a and b are overwritten. Throws on an exactly singular matrix.
@@ -239,7 +197,7 @@ InterpolationCoefficients interpolation_coefficients(const Grid& g, const RbfOpt
       ylat[i] = g.edge_center_lat[g.c2e[3 * c + i]];
       xlon[i] = g.edge_center_lon[g.c2e[3 * c + i]];
     }
-    const auto w = weighting_factors(ylat, xlon, g.cell_lat[c], g.cell_lon[c]);
+    const auto w = detail::weighting_factors(ylat, xlon, g.cell_lat[c], g.cell_lon[c], 0.0);
     for (int i = 0; i < 3; ++i) k.e_bln_c_s[3 * c + i] = w[i];
   }
 

@@ -237,4 +237,51 @@ void compute_geometry(Grid& g, const GeometryFields& f) {
   }
 }
 
+namespace {
+constexpr double kPi = 3.141592653589793;
+}  // namespace
+
+// ICON4Py's _rotate_latlon: (lat, lon) in the frame whose pole is (pollat, pollon).
+void rotate_latlon(double lat, double lon, double pollat, double pollon, double& rlat,
+                   double& rlon) {
+  rlat = std::asin(std::sin(lat) * std::sin(pollat) +
+                   std::cos(lat) * std::cos(pollat) * std::cos(lon - pollon));
+  rlon = std::atan2(
+      std::cos(lat) * std::sin(lon - pollon),
+      std::cos(lat) * std::sin(pollat) * std::cos(lon - pollon) - std::sin(lat) * std::cos(pollat));
+}
+
+// ICON4Py's _weighting_factors for one cell: the three neighbour weights, given the central
+// weight wgt_loc, that reproduce the centre's rotated position.
+std::array<double, 3> weighting_factors(const std::array<double, 3>& ytemp,
+                                        const std::array<double, 3>& xtemp, double yloc,
+                                        double xloc, double wgt_loc) {
+  const double pollat = yloc >= 0.0 ? yloc - kPi * 0.5 : yloc + kPi * 0.5;
+  const double pollon = xloc;
+  double ry = 0, rx = 0;
+  rotate_latlon(yloc, xloc, pollat, pollon, ry, rx);
+  std::array<double, 3> x{}, y{};
+  for (int i = 0; i < 3; ++i) {
+    double ty = 0, tx = 0;
+    rotate_latlon(ytemp[i], xtemp[i], pollat, pollon, ty, tx);
+    y[i] = ty - ry;
+    x[i] = tx - rx;
+    if (x[i] > 3.5) x[i] = x[i] - kPi * 2;  // the date line
+    if (x[i] < -3.5) x[i] = x[i] + kPi * 2;
+  }
+  std::array<double, 3> w{};
+  const double w1_nomask = 1.0 / ((y[1] - y[0]) - (x[1] - x[0]) * (y[2] - y[0]) / (x[2] - x[0])) *
+                           (1.0 - wgt_loc) * (-y[0] + x[0] * (y[2] - y[0]) / (x[2] - x[0]));
+  if (std::abs(x[1] - x[0]) > 1e-11 && std::abs(y[2] - y[0]) > 1e-11) {
+    w[2] = 1.0 / ((y[2] - y[0]) - (x[2] - x[0]) * (y[1] - y[0]) / (x[1] - x[0])) * (1.0 - wgt_loc) *
+           (-y[0] + x[0] * (y[1] - y[0]) / (x[1] - x[0]));
+    w[1] = (-(1.0 - wgt_loc) * x[0] - w[2] * (x[2] - x[0])) / (x[1] - x[0]);
+  } else {
+    w[1] = w1_nomask;
+    w[2] = (-(1.0 - wgt_loc) * x[0] - w[1] * (x[1] - x[0])) / (x[2] - x[0]);
+  }
+  w[0] = wgt_loc == 0.0 ? 1.0 - w[1] - w[2] : 1.0 - wgt_loc - w[1] - w[2];
+  return w;
+}
+
 }  // namespace sciproxy::diffusion::detail

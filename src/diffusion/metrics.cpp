@@ -80,6 +80,7 @@
 #include <vector>
 
 #include "sciproxy/core/error.hpp"
+#include "diffusion/geometry.hpp"
 #include "sciproxy/diffusion.hpp"
 
 namespace sciproxy::diffusion {
@@ -432,47 +433,6 @@ void reference_atmosphere(double z, double& theta, double& exner, double& rho) {
   theta = temperature / exner;
 }
 
-void rotate_latlon(double lat, double lon, double pollat, double pollon, double& rlat,
-                   double& rlon) {
-  rlat = std::asin(std::sin(lat) * std::sin(pollat) +
-                   std::cos(lat) * std::cos(pollat) * std::cos(lon - pollon));
-  rlon = std::atan2(
-      std::cos(lat) * std::sin(lon - pollon),
-      std::cos(lat) * std::sin(pollat) * std::cos(lon - pollon) - std::sin(lat) * std::cos(pollat));
-}
-
-// ICON4Py's _weighting_factors for one cell: the three neighbour weights, given the central
-// weight wgt_loc, that reproduce the centre's rotated position.
-std::array<double, 3> weighting_factors(const std::array<double, 3>& ytemp,
-                                        const std::array<double, 3>& xtemp, double yloc,
-                                        double xloc, double wgt_loc) {
-  const double pollat = yloc >= 0.0 ? yloc - kPi * 0.5 : yloc + kPi * 0.5;
-  const double pollon = xloc;
-  double ry = 0, rx = 0;
-  rotate_latlon(yloc, xloc, pollat, pollon, ry, rx);
-  std::array<double, 3> x{}, y{};
-  for (int i = 0; i < 3; ++i) {
-    double ty = 0, tx = 0;
-    rotate_latlon(ytemp[i], xtemp[i], pollat, pollon, ty, tx);
-    y[i] = ty - ry;
-    x[i] = tx - rx;
-    if (x[i] > 3.5) x[i] = x[i] - kPi * 2;  // the date line
-    if (x[i] < -3.5) x[i] = x[i] + kPi * 2;
-  }
-  std::array<double, 3> w{};
-  const double w1_nomask = 1.0 / ((y[1] - y[0]) - (x[1] - x[0]) * (y[2] - y[0]) / (x[2] - x[0])) *
-                           (1.0 - wgt_loc) * (-y[0] + x[0] * (y[2] - y[0]) / (x[2] - x[0]));
-  if (std::abs(x[1] - x[0]) > 1e-11 && std::abs(y[2] - y[0]) > 1e-11) {
-    w[2] = 1.0 / ((y[2] - y[0]) - (x[2] - x[0]) * (y[1] - y[0]) / (x[1] - x[0])) * (1.0 - wgt_loc) *
-           (-y[0] + x[0] * (y[1] - y[0]) / (x[1] - x[0]));
-    w[1] = (-(1.0 - wgt_loc) * x[0] - w[2] * (x[2] - x[0])) / (x[1] - x[0]);
-  } else {
-    w[1] = w1_nomask;
-    w[2] = (-(1.0 - wgt_loc) * x[0] - w[1] * (x[1] - x[0])) / (x[2] - x[0]);
-  }
-  w[0] = wgt_loc == 0.0 ? 1.0 - w[1] - w[2] : 1.0 - wgt_loc - w[1] - w[2];
-  return w;
-}
 
 // compute_mass_conserving_bilinear_cell_average_weight (one process: every cell owned).
 std::vector<double> mass_conserving_cell_average_weight(const Grid& grid, double central_weight) {
@@ -489,7 +449,7 @@ std::vector<double> mass_conserving_cell_average_weight(const Grid& grid, double
       lat[i] = grid.cell_lat[n];
       lon[i] = grid.cell_lon[n];
     }
-    const auto wn = weighting_factors(lat, lon, grid.cell_lat[c], grid.cell_lon[c], central_weight);
+    const auto wn = detail::weighting_factors(lat, lon, grid.cell_lat[c], grid.cell_lon[c], central_weight);
     w[4 * c] = central_weight;
     for (int i = 0; i < 3; ++i) w[4 * c + 1 + i] = wn[i];
   }
