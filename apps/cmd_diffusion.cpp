@@ -63,11 +63,7 @@ struct Fields {
 template <class Real>
 Fields<Real> fields_of(const dif::DiffusionState& s, const dif::Grid& g, int nlev, dif::FieldLayout layout) {
   auto convert = [&](const std::vector<double>& x, std::int64_t n, int nk) {
-    std::vector<Real> y(x.size());
-    for (std::int64_t i = 0; i < n; ++i)
-      for (int k = 0; k < nk; ++k)
-        y[layout == dif::FieldLayout::LevelsContiguous ? i * nk + k : k * n + i] = static_cast<Real>(x[i * nk + k]);
-    return y;
+    return dif::to_layout<Real>(x, n, nk, layout);
   };
   Fields<Real> f;
   f.vn = convert(s.vn, g.num_edges, nlev);

@@ -537,6 +537,24 @@ double smagorinsky_dtime(const DiffusionInputs& inputs);
 // nlev) with one block, ICON's own arrays: the entity index runs fastest.
 enum class FieldLayout { LevelsContiguous, EntitiesContiguous };
 
+// A row-major (n, nk) float64 field copied into a layout's order and precision, and back: for
+// callers who build fields one way and run the granule with the other.
+template <class Real>
+std::vector<Real> to_layout(const std::vector<double>& x, std::int64_t n, int nk, FieldLayout layout) {
+  std::vector<Real> y(x.size());
+  for (std::int64_t i = 0; i < n; ++i)
+    for (int k = 0; k < nk; ++k)
+      y[layout == FieldLayout::LevelsContiguous ? i * nk + k : k * n + i] = static_cast<Real>(x[i * nk + k]);
+  return y;
+}
+template <class Real>
+std::vector<double> from_layout(const std::vector<Real>& y, std::int64_t n, int nk, FieldLayout layout) {
+  std::vector<double> x(y.size());
+  for (std::int64_t i = 0; i < n; ++i)
+    for (int k = 0; k < nk; ++k) x[i * nk + k] = y[layout == FieldLayout::LevelsContiguous ? i * nk + k : k * n + i];
+  return x;
+}
+
 // The fields of one run(), the caller's memory, updated in place. vn (edges, levels); w,
 // div_ic, hdef_ic, dwdx, dwdy (cells, levels + 1); theta_v, exner (cells, levels). Real is the
 // precision the granule was initialised with (DiffusionOptions::single_precision).

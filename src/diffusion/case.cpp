@@ -172,12 +172,8 @@ class DiffusionCase : public Case {
   }
   template <class Real>
   void fill(State<Real>& out, const DiffusionState& s, std::int64_t nc, std::int64_t ne, int nlev) const {
-    const bool by_level = layout_ == FieldLayout::LevelsContiguous;
     auto convert = [&](const std::vector<double>& x, std::int64_t n, int nk) {
-      std::vector<Real> y(x.size());
-      for (std::int64_t i = 0; i < n; ++i)
-        for (int k = 0; k < nk; ++k) y[by_level ? i * nk + k : k * n + i] = static_cast<Real>(x[i * nk + k]);
-      return y;
+      return to_layout<Real>(x, n, nk, layout_);
     };
     out.vn = convert(s.vn, ne, nlev);
     out.w = convert(s.w, nc, nlev + 1);

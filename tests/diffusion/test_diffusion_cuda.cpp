@@ -39,26 +39,6 @@ struct TypedFields {
 };
 
 template <class Real>
-std::vector<Real> to_layout(const std::vector<double>& x, std::int64_t n, int nk,
-                            FieldLayout layout) {
-  std::vector<Real> y(x.size());
-  for (std::int64_t i = 0; i < n; ++i)
-    for (int k = 0; k < nk; ++k)
-      y[layout == FieldLayout::LevelsContiguous ? i * nk + k : k * n + i] =
-          static_cast<Real>(x[i * nk + k]);
-  return y;
-}
-template <class Real>
-std::vector<double> from_layout(const std::vector<Real>& y, std::int64_t n, int nk,
-                                FieldLayout layout) {
-  std::vector<double> x(y.size());
-  for (std::int64_t i = 0; i < n; ++i)
-    for (int k = 0; k < nk; ++k)
-      x[i * nk + k] = y[layout == FieldLayout::LevelsContiguous ? i * nk + k : k * n + i];
-  return x;
-}
-
-template <class Real>
 TypedFields<Real> typed(const GranuleSetup& s, const GranuleFields& in, FieldLayout layout) {
   const std::int64_t nc = s.grid.num_cells, ne = s.grid.num_edges;
   const int nlev = s.vertical.num_levels;

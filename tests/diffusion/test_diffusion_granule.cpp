@@ -26,24 +26,6 @@ struct TypedFields {
   DiffusionDiagnosticFields<Real> diagnostic() { return {hdef_ic.data(), div_ic.data(), dwdx.data(), dwdy.data()}; }
 };
 
-// (n, nk) row-major -> the layout's order.
-template <class Real>
-std::vector<Real> to_layout(const std::vector<double>& x, std::int64_t n, int nk, FieldLayout layout) {
-  std::vector<Real> y(x.size());
-  for (std::int64_t i = 0; i < n; ++i)
-    for (int k = 0; k < nk; ++k)
-      y[layout == FieldLayout::LevelsContiguous ? i * nk + k : k * n + i] = static_cast<Real>(x[i * nk + k]);
-  return y;
-}
-template <class Real>
-std::vector<double> from_layout(const std::vector<Real>& y, std::int64_t n, int nk, FieldLayout layout) {
-  std::vector<double> x(y.size());
-  for (std::int64_t i = 0; i < n; ++i)
-    for (int k = 0; k < nk; ++k)
-      x[i * nk + k] = y[layout == FieldLayout::LevelsContiguous ? i * nk + k : k * n + i];
-  return x;
-}
-
 template <class Real>
 GranuleFields run_granule(const GranuleSetup& s, const GranuleFields& in, DiffusionOptions o,
                           int calls, double dtime, bool first_initial) {
