@@ -207,7 +207,9 @@ def test_fortran_order_and_float32(setup):
     dif.Diffusion(grid, config, vg, metric, interp, edge, cell, device="cpu", layout="entities").run(
         f_order, f_order, dtime)
     for name in base:
-        assert np.array_equal(c_order[name], f_order[name]), name
+        # The cpu backend's level-contiguous passes run over rows, Fortran's over blocks of
+        # entities: the same expressions, contracted differently by the compiler.
+        assert _rel(f_order[name], c_order[name]) <= 1e-13, name
     single = {k: v.astype(np.float32) for k, v in base.items()}
     dif.Diffusion(grid, config, vg, metric, interp, edge, cell, device="cpu", dtype=np.float32).run(
         single, single, dtime)
