@@ -272,10 +272,15 @@ def _array(name, value, shape, dtype=np.float64):
 class Diffusion:
     """ICON4Py's Diffusion: ``Diffusion(grid, config, vertical_grid, metric_state,
     interpolation_state, edge_params, cell_params, device="auto", nparallel=None)`` then
-    ``run(diagnostic_state, prognostic_state, dtime, initial_run=False)`` in place."""
+    ``run(diagnostic_state, prognostic_state, dtime, initial_run=False)`` in place.
+
+    check_finite: every run first scans vn, w, theta_v and exner for NaN and infinity and
+    refuses them naming the field (about a tenth of a run's time at R2B4; ICON4Py does not
+    check). layout, dtype: see the module's docstring."""
 
     def __init__(self, grid, config, vertical_grid, metric_state, interpolation_state, edge_params,
-                 cell_params, device="auto", nparallel=None, layout="levels", dtype=np.float64):
+                 cell_params, device="auto", nparallel=None, layout="levels", dtype=np.float64,
+                 check_finite=True):
         self.grid = g = _as_grid(grid)
         if layout not in ("levels", "entities"):
             raise ValueError(f"layout: expected 'levels' (C order (entity, level), ICON4Py's) or "
@@ -320,7 +325,8 @@ class Diffusion:
         cps = {"area": area, "mean_cell_area": float(np.asarray(mean))}
         self._granule = _sciproxy.DiffusionGranule(
             g._native, _config_from(config), vg, ms, ins, eps, cps, _device(device),
-            0 if nparallel is None else int(nparallel), layout, self.dtype == np.float32)
+            0 if nparallel is None else int(nparallel), layout, self.dtype == np.float32,
+            bool(check_finite))
 
     @staticmethod
     def _num_levels(vertical_grid) -> int:

@@ -255,7 +255,7 @@ nb::dict default_config() {
 dif::Diffusion* make_granule(const dif::Grid& grid, const nb::dict& config, const nb::dict& vertical,
                              const nb::dict& metric, const nb::dict& interp, const nb::dict& edge,
                              const nb::dict& cell, const std::string& device, int nparallel,
-                             const std::string& layout, bool single_precision) {
+                             const std::string& layout, bool single_precision, bool check_finite) {
   dif::DiffusionVerticalGrid v;
   v.num_levels = scalar_of<int>(vertical, "num_levels");
   v.vct_a = vector_of<double>(vertical, "vct_a");
@@ -293,6 +293,7 @@ dif::Diffusion* make_granule(const dif::Grid& grid, const nb::dict& config, cons
   o.nparallel = nparallel;
   o.layout = layout == "entities" ? dif::FieldLayout::EntitiesContiguous : dif::FieldLayout::LevelsContiguous;
   o.single_precision = single_precision;
+  o.check_finite = check_finite;
   const dif::DiffusionConfig k = config_of(config);
   nb::gil_scoped_release release;
   return new dif::Diffusion(grid, k, v, m, i, e, c, o);
@@ -381,14 +382,16 @@ void register_diffusion(nb::module_& m) {
       .def("__init__",
            [](dif::Diffusion* self, const dif::Grid& grid, const nb::dict& config, const nb::dict& vertical,
               const nb::dict& metric, const nb::dict& interp, const nb::dict& edge, const nb::dict& cell,
-              const std::string& device, int nparallel, const std::string& layout, bool single) {
+              const std::string& device, int nparallel, const std::string& layout, bool single,
+              bool check_finite) {
              dif::Diffusion* made = make_granule(grid, config, vertical, metric, interp, edge, cell, device,
-                                                 nparallel, layout, single);
+                                                 nparallel, layout, single, check_finite);
              new (self) dif::Diffusion(std::move(*made));
              delete made;
            },
            "grid"_a, "config"_a, "vertical_grid"_a, "metric_state"_a, "interpolation_state"_a, "edge_params"_a,
-           "cell_params"_a, "device"_a, "nparallel"_a, "layout"_a, "single_precision"_a)
+           "cell_params"_a, "device"_a, "nparallel"_a, "layout"_a, "single_precision"_a,
+           "check_finite"_a)
       .def("run", &run_granule<double>, "vn"_a.noconvert(), "w"_a.noconvert(), "theta_v"_a.noconvert(),
            "exner"_a.noconvert(), "hdef_ic"_a.noconvert(), "div_ic"_a.noconvert(), "dwdx"_a.noconvert(),
            "dwdy"_a.noconvert(), "dtime"_a, "initial_run"_a)

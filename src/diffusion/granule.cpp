@@ -377,12 +377,17 @@ void Diffusion::Impl::build(const DiffusionMetricState& m, const DiffusionInterp
 
 namespace {
 
+// The first NaN or infinity of a field, searched in parallel (a run's fields are tens of MB:
+// a serial scan would cost a tenth of the run).
 template <class Real>
-void check_finite_field(const Real* x, std::int64_t n, const char* name) {
+void check_finite_field(const Real* x, std::int64_t n, const char* name, int threads) {
+  std::int64_t first = n;
+#pragma omp parallel for reduction(min : first) num_threads(threads) schedule(static)
   for (std::int64_t i = 0; i < n; ++i)
-    if (!std::isfinite(x[i]))
-      throw_invalid_argument(name, "finite values",
-                             fmt::format("{} at flat index {} (of {})", static_cast<double>(x[i]), i, n));
+    if (!std::isfinite(x[i]) && i < first) first = i;
+  if (first < n)
+    throw_invalid_argument(name, "finite values",
+                           fmt::format("{} at flat index {} (of {})", static_cast<double>(x[first]), first, n));
 }
 
 }  // namespace
@@ -408,10 +413,11 @@ void Diffusion::Impl::run(DiffusionDiagnosticFields<Real>& d, DiffusionPrognosti
   const std::int32_t nlev = vertical.num_levels;
   // The cuda backend checks on the device: the fields may be device pointers.
   if (options.check_finite && device.backend != Backend::cuda) {
-    check_finite_field(f.vn, ne * nlev, "prognostic.vn");
-    check_finite_field(f.w, nc * (nlev + 1), "prognostic.w");
-    check_finite_field(f.theta_v, nc * nlev, "prognostic.theta_v");
-    check_finite_field(f.exner, nc * nlev, "prognostic.exner");
+    const int threads = options.nparallel > 0 ? options.nparallel : max_threads();
+    check_finite_field(f.vn, ne * nlev, "prognostic.vn", threads);
+    check_finite_field(f.w, nc * (nlev + 1), "prognostic.w", threads);
+    check_finite_field(f.theta_v, nc * nlev, "prognostic.theta_v", threads);
+    check_finite_field(f.exner, nc * nlev, "prognostic.exner", threads);
   }
   RecordedCall call("diffusion", device, &timers);
   WorkModel work;
