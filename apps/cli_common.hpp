@@ -39,13 +39,13 @@ Command add_roofline_command(CLI::App& root);
 Command add_parstack_command(CLI::App& root);
 Command add_scalar_command(CLI::App& root);
 Command add_tti_command(CLI::App& root);
-Command add_spex_command(CLI::App& root);      // gpu_specter's spex over FITS files
-Command add_simulate_command(CLI::App& root);  // a preprocessed image for spex
+Command add_spex_command(CLI::App& root);       // gpu_specter's spex over FITS files
+Command add_simulate_command(CLI::App& root);   // a preprocessed image for spex
 Command add_diffusion_command(CLI::App& root);  // ICON's diffusion granule, N steps
 Command add_bench_command(
     CLI::App& root);  // `bench` (every case), `bench parstack`, `bench scalar`
 Command add_demo_command(CLI::App& root);
-Command add_run_command(CLI::App& root);  // any case of the registry
+Command add_run_command(CLI::App& root);     // any case of the registry
 Command add_verify_command(CLI::App& root);  // two savepoints compared field by field
 
 // The options of a command that set a case's settings: the library's errors name settings

@@ -15,8 +15,8 @@
 
 #include "cli_common.hpp"
 #include "core/json.hpp"
-#include "sciproxy/core/bench.hpp"
 #include "diffusion/case.hpp"
+#include "sciproxy/core/bench.hpp"
 #include "sciproxy/core/timers.hpp"
 #include "sciproxy/core/verify.hpp"
 #include "sciproxy/diffusion.hpp"
@@ -33,8 +33,8 @@ namespace dif = sciproxy::diffusion;
 
 struct DiffusionCliOptions {
   std::string grid = "R2B4";
-  std::string grid_file;       // an ICON grid file instead of a generated grid
-  std::string savepoint_dir;   // write call-diffusion-init/-exit savepoints here
+  std::string grid_file;      // an ICON grid file instead of a generated grid
+  std::string savepoint_dir;  // write call-diffusion-init/-exit savepoints here
   int levels = 65;
   int steps = 6;
   double dtime = 0;  // 0: 9 s per km of grid spacing
@@ -50,18 +50,21 @@ struct DiffusionCliOptions {
 template <class Real>
 struct Fields {
   std::vector<Real> vn, w, theta_v, exner, hdef_ic, div_ic, dwdx, dwdy;
-  dif::DiffusionPrognosticFields<Real> prognostic() { return {vn.data(), w.data(), theta_v.data(), exner.data()}; }
+  dif::DiffusionPrognosticFields<Real> prognostic() {
+    return {vn.data(), w.data(), theta_v.data(), exner.data()};
+  }
   dif::DiffusionDiagnosticFields<Real> diagnostic() {
     return {hdef_ic.data(), div_ic.data(), dwdx.data(), dwdy.data()};
   }
   std::vector<std::pair<std::string, const std::vector<Real>*>> named() const {
-    return {{"vn", &vn},         {"w", &w},           {"theta_v", &theta_v}, {"exner", &exner},
+    return {{"vn", &vn},           {"w", &w},           {"theta_v", &theta_v}, {"exner", &exner},
             {"hdef_ic", &hdef_ic}, {"div_ic", &div_ic}, {"dwdx", &dwdx},       {"dwdy", &dwdy}};
   }
 };
 
 template <class Real>
-Fields<Real> fields_of(const dif::DiffusionState& s, const dif::Grid& g, int nlev, dif::FieldLayout layout) {
+Fields<Real> fields_of(const dif::DiffusionState& s, const dif::Grid& g, int nlev,
+                       dif::FieldLayout layout) {
   auto convert = [&](const std::vector<double>& x, std::int64_t n, int nk) {
     return dif::to_layout<Real>(x, n, nk, layout);
   };
@@ -84,7 +87,8 @@ std::vector<double> run_steps(dif::Diffusion& g, Fields<Real>& f, int steps, dou
     auto d = f.diagnostic();
     const auto start = std::chrono::steady_clock::now();
     g.run(d, p, dtime, i == 0);
-    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    seconds.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   return seconds;
 }
@@ -99,8 +103,8 @@ double median(std::vector<double> v) {
 template <class Real>
 int run_with(const DiffusionCliOptions& opt, const dif::DiffusionInputs& in, const Device& device) {
   const int nlev = opt.levels;
-  const dif::FieldLayout layout =
-      opt.layout == "levels" ? dif::FieldLayout::LevelsContiguous : dif::FieldLayout::EntitiesContiguous;
+  const dif::FieldLayout layout = opt.layout == "levels" ? dif::FieldLayout::LevelsContiguous
+                                                         : dif::FieldLayout::EntitiesContiguous;
   const double dtime = opt.dtime > 0 ? opt.dtime : dif::smagorinsky_dtime(in);
   dif::DiffusionOptions o;
   o.device = device.name();
@@ -109,7 +113,8 @@ int run_with(const DiffusionCliOptions& opt, const dif::DiffusionInputs& in, con
   o.single_precision = sizeof(Real) == 4;
   o.check_finite = false;  // a driver's fields come from the granule itself
   o.savepoint_dir = opt.savepoint_dir;
-  dif::Diffusion granule(in.grid, in.config, in.vertical, in.metrics, in.interpolation, in.edges, in.cells, o);
+  dif::Diffusion granule(in.grid, in.config, in.vertical, in.metrics, in.interpolation, in.edges,
+                         in.cells, o);
   const dif::DiffusionState state = dif::synthetic_state(in, opt.seed);
   Fields<Real> f = fields_of<Real>(state, in.grid, nlev, layout);
   const std::vector<double> seconds = run_steps(granule, f, opt.steps, dtime);
@@ -118,19 +123,23 @@ int run_with(const DiffusionCliOptions& opt, const dif::DiffusionInputs& in, con
   const double per_call = median(later);
   const double bytes = granule.bytes_per_run();
   const int threads = device.backend == Backend::reference ? 1 : effective_threads(opt.threads);
-  const std::optional<Roofline> roof = roofline_for(device, threads, RooflinePolicy::cached_only, std::cout);
+  const std::optional<Roofline> roof =
+      roofline_for(device, threads, RooflinePolicy::cached_only, std::cout);
 
   fmt::print("\n");
   std::cout << granule.timers().table();
-  fmt::print("\nInit: {:.4f} s (ICON4Py's granule: minutes of compilation; ICON's Fortran: 2 ms on a GPU)\n",
-             granule.init_seconds());
+  fmt::print(
+      "\nInit: {:.4f} s (ICON4Py's granule: minutes of compilation; ICON's Fortran: 2 ms on a "
+      "GPU)\n",
+      granule.init_seconds());
   fmt::print("Run: {} calls, median of the {} after the first {:.4f} s per call (first {:.4f} s)\n",
              seconds.size(), later.size(), per_call, seconds.front());
   const double gbs = per_call > 0 ? bytes / per_call * 1e-9 : 0.0;
-  fmt::print("Bytes per run (compulsory: each field and coefficient once): {}; {:.2f} GB/s", format_bytes(bytes), gbs);
+  fmt::print("Bytes per run (compulsory: each field and coefficient once): {}; {:.2f} GB/s",
+             format_bytes(bytes), gbs);
   if (roof && roof->bandwidth_gbs > 0)
-    fmt::print(", {:.0f}% of the {:.1f} GB/s bandwidth roofline ({})\n", 100.0 * gbs / roof->bandwidth_gbs,
-               roof->bandwidth_gbs, roof->machine);
+    fmt::print(", {:.0f}% of the {:.1f} GB/s bandwidth roofline ({})\n",
+               100.0 * gbs / roof->bandwidth_gbs, roof->bandwidth_gbs, roof->machine);
   else
     fmt::print(" (no roofline cached: run `sciproxy roofline`)\n");
 
@@ -139,40 +148,48 @@ int run_with(const DiffusionCliOptions& opt, const dif::DiffusionInputs& in, con
   if (opt.verify && device.backend != Backend::reference) {
     dif::DiffusionOptions ro = o;
     ro.device = "reference";
-    dif::Diffusion reference(in.grid, in.config, in.vertical, in.metrics, in.interpolation, in.edges, in.cells, ro);
+    dif::Diffusion reference(in.grid, in.config, in.vertical, in.metrics, in.interpolation,
+                             in.edges, in.cells, ro);
     Fields<Real> r = fields_of<Real>(state, in.grid, nlev, layout);
     run_steps(reference, r, opt.steps, dtime);
-    const Tolerance tol = dif::diffusion_tolerance(sizeof(Real) == 4 ? Precision::fp32 : Precision::fp64);
-    fmt::print("Verification against the reference ({} steps, tolerance rel L2 {:.0e}):\n", opt.steps, tol.rel_l2);
+    const Tolerance tol =
+        dif::diffusion_tolerance(sizeof(Real) == 4 ? Precision::fp32 : Precision::fp64);
+    fmt::print("Verification against the reference ({} steps, tolerance rel L2 {:.0e}):\n",
+               opt.steps, tol.rel_l2);
     const auto got = f.named(), want = r.named();
     for (std::size_t i = 0; i < got.size(); ++i) {
-      const Comparison c = compare(std::span<const Real>(*got[i].second), std::span<const Real>(*want[i].second), tol);
+      const Comparison c = compare(std::span<const Real>(*got[i].second),
+                                   std::span<const Real>(*want[i].second), tol);
       passed = passed && c.pass;
       fmt::print("  {}: {}\n", got[i].first, c.summary());
-      checks.push_back({{"field", got[i].first}, {"pass", c.pass}, {"rel_l2", c.rel_l2}, {"max_abs", c.max_abs}});
+      checks.push_back({{"field", got[i].first},
+                        {"pass", c.pass},
+                        {"rel_l2", c.rel_l2},
+                        {"max_abs", c.max_abs}});
     }
   }
   if (!opt.json_path.empty()) {
-    nlohmann::json j = {{"kernel", "diffusion"},
-                        {"grid", opt.grid_file.empty() ? opt.grid : opt.grid_file},
-                        {"cells", in.grid.num_cells},
-                        {"edges", in.grid.num_edges},
-                        {"vertices", in.grid.num_vertices},
-                        {"levels", nlev},
-                        {"steps", opt.steps},
-                        {"dtime", dtime},
-                        {"dtype", sizeof(Real) == 4 ? "float32" : "float64"},
-                        {"layout", opt.layout},
-                        {"device", device.name()},
-                        {"threads", threads},
-                        {"init_seconds", granule.init_seconds()},
-                        {"seconds_per_call", seconds},
-                        {"median_seconds_per_call", per_call},
-                        {"bytes_per_run", bytes},
-                        {"gbytes_per_s", gbs},
-                        {"roofline_fraction", roof && roof->bandwidth_gbs > 0 ? gbs / roof->bandwidth_gbs : 0.0},
-                        {"timers", nlohmann::json::parse(granule.timers().json())},
-                        {"verification", checks}};
+    nlohmann::json j = {
+        {"kernel", "diffusion"},
+        {"grid", opt.grid_file.empty() ? opt.grid : opt.grid_file},
+        {"cells", in.grid.num_cells},
+        {"edges", in.grid.num_edges},
+        {"vertices", in.grid.num_vertices},
+        {"levels", nlev},
+        {"steps", opt.steps},
+        {"dtime", dtime},
+        {"dtype", sizeof(Real) == 4 ? "float32" : "float64"},
+        {"layout", opt.layout},
+        {"device", device.name()},
+        {"threads", threads},
+        {"init_seconds", granule.init_seconds()},
+        {"seconds_per_call", seconds},
+        {"median_seconds_per_call", per_call},
+        {"bytes_per_run", bytes},
+        {"gbytes_per_s", gbs},
+        {"roofline_fraction", roof && roof->bandwidth_gbs > 0 ? gbs / roof->bandwidth_gbs : 0.0},
+        {"timers", nlohmann::json::parse(granule.timers().json())},
+        {"verification", checks}};
     write_file_atomically(opt.json_path, j.dump(2) + "\n");
     fmt::print("Wrote {}\n", opt.json_path);
   }
@@ -180,10 +197,13 @@ int run_with(const DiffusionCliOptions& opt, const dif::DiffusionInputs& in, con
 }
 
 int run_diffusion_command(const DiffusionCliOptions& opt) {
-  if (opt.levels < 2) throw UsageError(fmt::format("--levels: expected at least 2, got {}", opt.levels));
-  if (opt.steps < 1) throw UsageError(fmt::format("--steps: expected at least 1, got {}", opt.steps));
+  if (opt.levels < 2)
+    throw UsageError(fmt::format("--levels: expected at least 2, got {}", opt.levels));
+  if (opt.steps < 1)
+    throw UsageError(fmt::format("--steps: expected at least 1, got {}", opt.steps));
   if (!(opt.dtime >= 0) || !std::isfinite(opt.dtime))
-    throw UsageError(fmt::format("--dtime: expected a positive time step in seconds, got {}", opt.dtime));
+    throw UsageError(
+        fmt::format("--dtime: expected a positive time step in seconds, got {}", opt.dtime));
   if (opt.layout != "levels" && opt.layout != "entities")
     throw UsageError(fmt::format("--layout: expected levels or entities, got \"{}\"", opt.layout));
   check_threads(opt.threads);
@@ -198,23 +218,28 @@ int run_diffusion_command(const DiffusionCliOptions& opt) {
     }
   }
   if (!opt.savepoint_dir.empty() && !std::filesystem::is_directory(opt.savepoint_dir))
-    throw UsageError(fmt::format("--savepoints: expected an existing directory, got \"{}\"", opt.savepoint_dir));
+    throw UsageError(
+        fmt::format("--savepoints: expected an existing directory, got \"{}\"", opt.savepoint_dir));
   const Device device = select_device_option(opt.device);
   const auto start = std::chrono::steady_clock::now();
   dif::Grid grid;
   try {
-    grid = opt.grid_file.empty() ? dif::icosahedral_grid(nk.first, nk.second) : dif::read_grid_file(opt.grid_file);
+    grid = opt.grid_file.empty() ? dif::icosahedral_grid(nk.first, nk.second)
+                                 : dif::read_grid_file(opt.grid_file);
   } catch (const InvalidArgument& e) {
     throw UsageError(std::string(opt.grid_file.empty() ? "--grid: " : "--grid-file: ") + e.what());
   }
   const dif::DiffusionInputs in = dif::computed_inputs(std::move(grid), opt.levels);
-  const double setup = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double setup =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string grid_name = opt.grid_file.empty() ? opt.grid : opt.grid_file;
   fmt::print(
-      "sciproxy diffusion: ICON's horizontal diffusion (hdiff_order 5, shear type {}), grid {} ({} cells, {} "
+      "sciproxy diffusion: ICON's horizontal diffusion (hdiff_order 5, shear type {}), grid {} ({} "
+      "cells, {} "
       "edges, {} vertices), {} levels, {} steps, {}, {} layout, device {}{}\n",
-      in.config.shear_type, grid_name, in.grid.num_cells, in.grid.num_edges, in.grid.num_vertices, opt.levels,
-      opt.steps, dtype, opt.layout, device.name(), device.automatic ? " (chosen by auto)" : "");
+      in.config.shear_type, grid_name, in.grid.num_cells, in.grid.num_edges, in.grid.num_vertices,
+      opt.levels, opt.steps, dtype, opt.layout, device.name(),
+      device.automatic ? " (chosen by auto)" : "");
   fmt::print("Grid and coefficients computed by sciproxy in {:.3f} s\n", setup);
   std::fflush(stdout);
   return dtype == "float32" ? run_with<float>(opt, in, device) : run_with<double>(opt, in, device);
@@ -224,20 +249,24 @@ int run_diffusion_command(const DiffusionCliOptions& opt) {
 
 Command add_diffusion_command(CLI::App& root) {
   auto opt = std::make_shared<DiffusionCliOptions>();
-  CLI::App* app = root.add_subcommand(
-      "diffusion",
-      "ICON's horizontal diffusion granule (ICON4Py's): init once, run N steps, ICON's timer table");
+  CLI::App* app = root.add_subcommand("diffusion",
+                                      "ICON's horizontal diffusion granule (ICON4Py's): init once, "
+                                      "run N steps, ICON's timer table");
   app->add_option("--grid", opt->grid, "Icosahedral grid RnBk, generated")->capture_default_str();
   app->add_option("--grid-file", opt->grid_file, "An ICON grid file (NetCDF) instead of --grid")
       ->check(CLI::ExistingFile);
   app->add_option("--savepoints", opt->savepoint_dir,
-                  "Write call-diffusion-init/-exit savepoints of every call into DIR (sciproxy verify compares them)");
+                  "Write call-diffusion-init/-exit savepoints of every call into DIR (sciproxy "
+                  "verify compares them)");
   app->add_option("--levels", opt->levels, "Vertical levels")->capture_default_str();
-  app->add_option("--steps", opt->steps, "Calls of run (the first with linit)")->capture_default_str();
+  app->add_option("--steps", opt->steps, "Calls of run (the first with linit)")
+      ->capture_default_str();
   app->add_option("--dtime", opt->dtime, "Time step in seconds (0: 9 s per km of grid spacing)");
-  app->add_option("--device", opt->device, "reference, cpu, cuda, cuda:N or auto")->capture_default_str();
+  app->add_option("--device", opt->device, "reference, cpu, cuda, cuda:N or auto")
+      ->capture_default_str();
   app->add_option("--dtype", opt->dtype, "float64 or float32")->capture_default_str();
-  app->add_option("--layout", opt->layout, "levels (ICON4Py's (entity, level)) or entities (Fortran's)")
+  app->add_option("--layout", opt->layout,
+                  "levels (ICON4Py's (entity, level)) or entities (Fortran's)")
       ->capture_default_str();
   app->add_option("--threads", opt->threads, "OpenMP threads of the cpu backend; 0: all");
   app->add_option("--seed", opt->seed, "Seed of the synthetic state")->capture_default_str();

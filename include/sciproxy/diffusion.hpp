@@ -404,7 +404,6 @@ MetricState metric_state(const Grid& grid, const InterpolationCoefficients& coef
 // 4 * num_edges) do not fit int32. R2B4 takes a few tens of milliseconds, R2B6 under a second.
 Grid icosahedral_grid(int n, int k, double radius = kEarthRadius);
 
-
 // ---------------------------------------------------------------------------------------------
 // The granule: ICON's horizontal diffusion (mo_nh_diffusion, hdiff_order 5: Smagorinsky plus
 // fourth-order background), as ICON4Py's Diffusion runs it: constructed once (init) with the
@@ -418,7 +417,7 @@ Grid icosahedral_grid(int n, int k, double radius = kEarthRadius);
 // type_vn_diffu 1, type_t_diffu 2, shear_type 0-2, no 3-D or w Smagorinsky (checked at init,
 // InvalidArgument naming the option).
 struct DiffusionConfig {
-  int diffusion_type = 5;  // hdiff_order
+  int diffusion_type = 5;                // hdiff_order
   bool apply_to_vertical_wind = true;    // lhdiff_w
   bool apply_to_horizontal_wind = true;  // lhdiff_vn
   bool apply_to_temperature = true;      // lhdiff_temp
@@ -444,7 +443,7 @@ struct DiffusionConfig {
   double temperature_boundary_diffusion_denominator = 135.0;
   double velocity_boundary_diffusion_denominator = 200.0;
   double max_nudging_coefficient = 0.1;  // 5 (dynamics-to-physics ratio) x 0.02
-  int shear_type = 0;  // itype_sher: 0, 1 (div_ic, hdef_ic), 2 (also dwdx, dwdy)
+  int shear_type = 0;                    // itype_sher: 0, 1 (div_ic, hdef_ic), 2 (also dwdx, dwdy)
   int iforcing = 0;
   double a_hshr = 1.0;
   bool loutshs = false;
@@ -491,7 +490,8 @@ struct DiffusionCellParams {
 
 // The granule's inputs computed by sciproxy from a grid (ICON4Py's defaults: RBF, nudging,
 // arc lengths on grid.radius), for callers who do not bring ICON's own.
-DiffusionInterpolationState interpolation_state(const Grid& grid, const InterpolationCoefficients& c);
+DiffusionInterpolationState interpolation_state(const Grid& grid,
+                                                const InterpolationCoefficients& c);
 DiffusionEdgeParams edge_params(const Grid& grid, const InterpolationCoefficients& c);
 DiffusionCellParams cell_params(const Grid& grid);
 
@@ -518,7 +518,8 @@ struct DiffusionInputs {
   DiffusionEdgeParams edges;
   DiffusionCellParams cells;
 };
-DiffusionInputs computed_inputs(Grid grid, int num_levels, const ComputedInputsOptions& options = {});
+DiffusionInputs computed_inputs(Grid grid, int num_levels,
+                                const ComputedInputsOptions& options = {});
 
 // A state to diffuse, row-major (entity, level), float64: a zonal wind of 20 m/s cos(lat) with
 // uniform noise of +-1 m/s, w noise of +-0.1 m/s, theta_v at theta_ref_mc +-0.5 K with cold pools
@@ -540,18 +541,22 @@ enum class FieldLayout { LevelsContiguous, EntitiesContiguous };
 // A row-major (n, nk) float64 field copied into a layout's order and precision, and back: for
 // callers who build fields one way and run the granule with the other.
 template <class Real>
-std::vector<Real> to_layout(const std::vector<double>& x, std::int64_t n, int nk, FieldLayout layout) {
+std::vector<Real> to_layout(const std::vector<double>& x, std::int64_t n, int nk,
+                            FieldLayout layout) {
   std::vector<Real> y(x.size());
   for (std::int64_t i = 0; i < n; ++i)
     for (int k = 0; k < nk; ++k)
-      y[layout == FieldLayout::LevelsContiguous ? i * nk + k : k * n + i] = static_cast<Real>(x[i * nk + k]);
+      y[layout == FieldLayout::LevelsContiguous ? i * nk + k : k * n + i] =
+          static_cast<Real>(x[i * nk + k]);
   return y;
 }
 template <class Real>
-std::vector<double> from_layout(const std::vector<Real>& y, std::int64_t n, int nk, FieldLayout layout) {
+std::vector<double> from_layout(const std::vector<Real>& y, std::int64_t n, int nk,
+                                FieldLayout layout) {
   std::vector<double> x(y.size());
   for (std::int64_t i = 0; i < n; ++i)
-    for (int k = 0; k < nk; ++k) x[i * nk + k] = y[layout == FieldLayout::LevelsContiguous ? i * nk + k : k * n + i];
+    for (int k = 0; k < nk; ++k)
+      x[i * nk + k] = y[layout == FieldLayout::LevelsContiguous ? i * nk + k : k * n + i];
   return x;
 }
 
@@ -604,10 +609,10 @@ class Diffusion {
 
   // One diffusion step of dtime seconds (> 0), ICON4Py's Diffusion.run; initial_run is ICON's
   // linit (the extra call before the first step: K4/3 efdt background, no Smagorinsky offset).
-  void run(DiffusionDiagnosticFields<double>& diagnostic, DiffusionPrognosticFields<double>& prognostic,
-           double dtime, bool initial_run = false);
-  void run(DiffusionDiagnosticFields<float>& diagnostic, DiffusionPrognosticFields<float>& prognostic,
-           double dtime, bool initial_run = false);
+  void run(DiffusionDiagnosticFields<double>& diagnostic,
+           DiffusionPrognosticFields<double>& prognostic, double dtime, bool initial_run = false);
+  void run(DiffusionDiagnosticFields<float>& diagnostic,
+           DiffusionPrognosticFields<float>& prognostic, double dtime, bool initial_run = false);
 
   // ICON's timer table of every run so far: one region per stencil group, and "init".
   sciproxy::Timers& timers();

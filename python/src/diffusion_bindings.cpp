@@ -30,7 +30,8 @@ using Ints = nb::ndarray<const std::int32_t, nb::c_contig, nb::device::cpu>;
 // The named entries of a dict the Python layer built; a missing key is its bug, not the user's.
 template <class T>
 std::vector<T> vector_of(const nb::dict& d, const char* name) {
-  if (!d.contains(name)) throw sciproxy::RuntimeError(std::string("internal error: no field ") + name);
+  if (!d.contains(name))
+    throw sciproxy::RuntimeError(std::string("internal error: no field ") + name);
   if constexpr (std::is_same_v<T, double>) {
     const auto a = nb::cast<Doubles>(d[name]);
     return {a.data(), a.data() + a.size()};
@@ -41,7 +42,8 @@ std::vector<T> vector_of(const nb::dict& d, const char* name) {
 }
 template <class T>
 T scalar_of(const nb::dict& d, const char* name) {
-  if (!d.contains(name)) throw sciproxy::RuntimeError(std::string("internal error: no setting ") + name);
+  if (!d.contains(name))
+    throw sciproxy::RuntimeError(std::string("internal error: no setting ") + name);
   return nb::cast<T>(d[name]);
 }
 
@@ -49,7 +51,8 @@ dif::Dimension dimension_of(const std::string& dim) {
   if (dim == "cell") return dif::Dimension::Cell;
   if (dim == "edge") return dif::Dimension::Edge;
   if (dim == "vertex") return dif::Dimension::Vertex;
-  sciproxy::throw_invalid_argument("dim", "cell, edge or vertex (or ICON4Py's CellDim, EdgeDim, VertexDim)", dim);
+  sciproxy::throw_invalid_argument(
+      "dim", "cell, edge or vertex (or ICON4Py's CellDim, EdgeDim, VertexDim)", dim);
 }
 
 // A Grid table or field by ICON4Py's name, as a numpy array (a copy the caller owns).
@@ -59,9 +62,9 @@ nb::object grid_connectivity(const dif::Grid& g, const std::string& name) {
     const std::vector<std::int32_t>* values;
     int width;
   };
-  const Table tables[] = {{"C2E", &g.c2e, 3},       {"C2V", &g.c2v, 3},     {"C2E2C", &g.c2e2c, 3},
-                          {"C2E2CO", &g.c2e2co, 4}, {"E2C", &g.e2c, 2},     {"E2V", &g.e2v, 2},
-                          {"E2C2V", &g.e2c2v, 4},   {"V2E", &g.v2e, 6},     {"V2C", &g.v2c, 6}};
+  const Table tables[] = {{"C2E", &g.c2e, 3},       {"C2V", &g.c2v, 3}, {"C2E2C", &g.c2e2c, 3},
+                          {"C2E2CO", &g.c2e2co, 4}, {"E2C", &g.e2c, 2}, {"E2V", &g.e2v, 2},
+                          {"E2C2V", &g.e2c2v, 4},   {"V2E", &g.v2e, 6}, {"V2C", &g.v2c, 6}};
   std::string names;
   for (const Table& t : tables) {
     if (name == t.name) {
@@ -131,7 +134,8 @@ nb::dict inputs_dict(const dif::DiffusionInputs& in) {
   metric["theta_ref_mc"] = to_numpy(std::vector<double>(in.metrics.theta_ref_mc), {nc, nlev});
   metric["wgtfac_c"] = to_numpy(std::vector<double>(in.metrics.wgtfac_c), {nc, nlev + 1});
   metric["zd_intcoef"] = to_numpy(std::vector<double>(in.metrics.zd_intcoef), {nc, 3, nlev});
-  metric["zd_vertoffset"] = to_numpy(std::vector<std::int32_t>(in.metrics.zd_vertoffset), {nc, 3, nlev});
+  metric["zd_vertoffset"] =
+      to_numpy(std::vector<std::int32_t>(in.metrics.zd_vertoffset), {nc, 3, nlev});
   metric["zd_diffcoef"] = to_numpy(std::vector<double>(in.metrics.zd_diffcoef), {nc, nlev});
   const auto& i = in.interpolation;
   interp["e_bln_c_s"] = to_numpy(std::vector<double>(i.e_bln_c_s), {nc, 3});
@@ -144,9 +148,12 @@ nb::dict inputs_dict(const dif::DiffusionInputs& in) {
   interp["nudgecoeff_e"] = to_numpy(std::vector<double>(i.nudgecoeff_e), {ne});
   const auto& e = in.edges;
   edge["tangent_orientation"] = to_numpy(std::vector<double>(e.tangent_orientation), {ne});
-  edge["inverse_primal_edge_lengths"] = to_numpy(std::vector<double>(e.inverse_primal_edge_lengths), {ne});
-  edge["inverse_vertex_vertex_lengths"] = to_numpy(std::vector<double>(e.inverse_vertex_vertex_lengths), {ne});
-  edge["inverse_dual_edge_lengths"] = to_numpy(std::vector<double>(e.inverse_dual_edge_lengths), {ne});
+  edge["inverse_primal_edge_lengths"] =
+      to_numpy(std::vector<double>(e.inverse_primal_edge_lengths), {ne});
+  edge["inverse_vertex_vertex_lengths"] =
+      to_numpy(std::vector<double>(e.inverse_vertex_vertex_lengths), {ne});
+  edge["inverse_dual_edge_lengths"] =
+      to_numpy(std::vector<double>(e.inverse_dual_edge_lengths), {ne});
   edge["edge_areas"] = to_numpy(std::vector<double>(e.edge_areas), {ne});
   edge["primal_normal_vert_x"] = to_numpy(std::vector<double>(e.primal_normal_vert_x), {ne, 4});
   edge["primal_normal_vert_y"] = to_numpy(std::vector<double>(e.primal_normal_vert_y), {ne, 4});
@@ -208,8 +215,10 @@ dif::DiffusionConfig config_of(const nb::dict& c) {
   k.smagorinski_scaling_height4 = scalar_of<double>(c, "smagorinski_scaling_height4");
   k.apply_zdiffusion_t = scalar_of<bool>(c, "apply_zdiffusion_t");
   k.ndyn_substeps = scalar_of<int>(c, "ndyn_substeps");
-  k.temperature_boundary_diffusion_denominator = scalar_of<double>(c, "temperature_boundary_diffusion_denominator");
-  k.velocity_boundary_diffusion_denominator = scalar_of<double>(c, "velocity_boundary_diffusion_denominator");
+  k.temperature_boundary_diffusion_denominator =
+      scalar_of<double>(c, "temperature_boundary_diffusion_denominator");
+  k.velocity_boundary_diffusion_denominator =
+      scalar_of<double>(c, "velocity_boundary_diffusion_denominator");
   k.max_nudging_coefficient = scalar_of<double>(c, "max_nudging_coefficient");
   k.shear_type = scalar_of<int>(c, "shear_type");
   k.iforcing = scalar_of<int>(c, "iforcing");
@@ -252,10 +261,11 @@ nb::dict default_config() {
 }
 
 // The granule from the Python layer's normalised dicts.
-dif::Diffusion* make_granule(const dif::Grid& grid, const nb::dict& config, const nb::dict& vertical,
-                             const nb::dict& metric, const nb::dict& interp, const nb::dict& edge,
-                             const nb::dict& cell, const std::string& device, int nparallel,
-                             const std::string& layout, bool single_precision, bool check_finite) {
+dif::Diffusion* make_granule(const dif::Grid& grid, const nb::dict& config,
+                             const nb::dict& vertical, const nb::dict& metric,
+                             const nb::dict& interp, const nb::dict& edge, const nb::dict& cell,
+                             const std::string& device, int nparallel, const std::string& layout,
+                             bool single_precision, bool check_finite) {
   dif::DiffusionVerticalGrid v;
   v.num_levels = scalar_of<int>(vertical, "num_levels");
   v.vct_a = vector_of<double>(vertical, "vct_a");
@@ -291,7 +301,8 @@ dif::Diffusion* make_granule(const dif::Grid& grid, const nb::dict& config, cons
   dif::DiffusionOptions o;
   o.device = device;
   o.nparallel = nparallel;
-  o.layout = layout == "entities" ? dif::FieldLayout::EntitiesContiguous : dif::FieldLayout::LevelsContiguous;
+  o.layout = layout == "entities" ? dif::FieldLayout::EntitiesContiguous
+                                  : dif::FieldLayout::LevelsContiguous;
   o.single_precision = single_precision;
   o.check_finite = check_finite;
   const dif::DiffusionConfig k = config_of(config);
@@ -301,11 +312,12 @@ dif::Diffusion* make_granule(const dif::Grid& grid, const nb::dict& config, cons
 
 // One run on the caller's arrays, in place: the Python layer checked shapes, dtype, layout.
 template <class Real>
-void run_granule(dif::Diffusion& g, nb::ndarray<Real, nb::device::cpu> vn, nb::ndarray<Real, nb::device::cpu> w,
-                 nb::ndarray<Real, nb::device::cpu> theta_v, nb::ndarray<Real, nb::device::cpu> exner,
-                 nb::ndarray<Real, nb::device::cpu> hdef_ic, nb::ndarray<Real, nb::device::cpu> div_ic,
-                 nb::ndarray<Real, nb::device::cpu> dwdx, nb::ndarray<Real, nb::device::cpu> dwdy, double dtime,
-                 bool initial_run) {
+void run_granule(dif::Diffusion& g, nb::ndarray<Real, nb::device::cpu> vn,
+                 nb::ndarray<Real, nb::device::cpu> w, nb::ndarray<Real, nb::device::cpu> theta_v,
+                 nb::ndarray<Real, nb::device::cpu> exner,
+                 nb::ndarray<Real, nb::device::cpu> hdef_ic,
+                 nb::ndarray<Real, nb::device::cpu> div_ic, nb::ndarray<Real, nb::device::cpu> dwdx,
+                 nb::ndarray<Real, nb::device::cpu> dwdy, double dtime, bool initial_run) {
   dif::DiffusionPrognosticFields<Real> p{vn.data(), w.data(), theta_v.data(), exner.data()};
   dif::DiffusionDiagnosticFields<Real> d{hdef_ic.data(), div_ic.data(), dwdx.data(), dwdy.data()};
   nb::gil_scoped_release release;
@@ -315,7 +327,8 @@ void run_granule(dif::Diffusion& g, nb::ndarray<Real, nb::device::cpu> vn, nb::n
 }  // namespace
 
 void register_diffusion(nb::module_& m) {
-  nb::class_<dif::Grid>(m, "DiffusionGrid", "An icosahedral grid (use sciproxy.diffusion, not this class)")
+  nb::class_<dif::Grid>(m, "DiffusionGrid",
+                        "An icosahedral grid (use sciproxy.diffusion, not this class)")
       .def_ro("n", &dif::Grid::n)
       .def_ro("k", &dif::Grid::k)
       .def_ro("radius", &dif::Grid::radius)
@@ -378,26 +391,30 @@ void register_diffusion(nb::module_& m) {
       "inputs"_a, "seed"_a);
   m.def("diffusion_smagorinsky_dtime", &dif::smagorinsky_dtime, "inputs"_a);
   m.def("diffusion_default_config", &default_config);
-  nb::class_<dif::Diffusion>(m, "DiffusionGranule", "The granule (use sciproxy.diffusion.Diffusion)")
-      .def("__init__",
-           [](dif::Diffusion* self, const dif::Grid& grid, const nb::dict& config, const nb::dict& vertical,
-              const nb::dict& metric, const nb::dict& interp, const nb::dict& edge, const nb::dict& cell,
-              const std::string& device, int nparallel, const std::string& layout, bool single,
-              bool check_finite) {
-             dif::Diffusion* made = make_granule(grid, config, vertical, metric, interp, edge, cell, device,
-                                                 nparallel, layout, single, check_finite);
-             new (self) dif::Diffusion(std::move(*made));
-             delete made;
-           },
-           "grid"_a, "config"_a, "vertical_grid"_a, "metric_state"_a, "interpolation_state"_a, "edge_params"_a,
-           "cell_params"_a, "device"_a, "nparallel"_a, "layout"_a, "single_precision"_a,
-           "check_finite"_a)
-      .def("run", &run_granule<double>, "vn"_a.noconvert(), "w"_a.noconvert(), "theta_v"_a.noconvert(),
-           "exner"_a.noconvert(), "hdef_ic"_a.noconvert(), "div_ic"_a.noconvert(), "dwdx"_a.noconvert(),
-           "dwdy"_a.noconvert(), "dtime"_a, "initial_run"_a)
-      .def("run", &run_granule<float>, "vn"_a.noconvert(), "w"_a.noconvert(), "theta_v"_a.noconvert(),
-           "exner"_a.noconvert(), "hdef_ic"_a.noconvert(), "div_ic"_a.noconvert(), "dwdx"_a.noconvert(),
-           "dwdy"_a.noconvert(), "dtime"_a, "initial_run"_a)
+  nb::class_<dif::Diffusion>(m, "DiffusionGranule",
+                             "The granule (use sciproxy.diffusion.Diffusion)")
+      .def(
+          "__init__",
+          [](dif::Diffusion* self, const dif::Grid& grid, const nb::dict& config,
+             const nb::dict& vertical, const nb::dict& metric, const nb::dict& interp,
+             const nb::dict& edge, const nb::dict& cell, const std::string& device, int nparallel,
+             const std::string& layout, bool single, bool check_finite) {
+            dif::Diffusion* made = make_granule(grid, config, vertical, metric, interp, edge, cell,
+                                                device, nparallel, layout, single, check_finite);
+            new (self) dif::Diffusion(std::move(*made));
+            delete made;
+          },
+          "grid"_a, "config"_a, "vertical_grid"_a, "metric_state"_a, "interpolation_state"_a,
+          "edge_params"_a, "cell_params"_a, "device"_a, "nparallel"_a, "layout"_a,
+          "single_precision"_a, "check_finite"_a)
+      .def("run", &run_granule<double>, "vn"_a.noconvert(), "w"_a.noconvert(),
+           "theta_v"_a.noconvert(), "exner"_a.noconvert(), "hdef_ic"_a.noconvert(),
+           "div_ic"_a.noconvert(), "dwdx"_a.noconvert(), "dwdy"_a.noconvert(), "dtime"_a,
+           "initial_run"_a)
+      .def("run", &run_granule<float>, "vn"_a.noconvert(), "w"_a.noconvert(),
+           "theta_v"_a.noconvert(), "exner"_a.noconvert(), "hdef_ic"_a.noconvert(),
+           "div_ic"_a.noconvert(), "dwdx"_a.noconvert(), "dwdy"_a.noconvert(), "dtime"_a,
+           "initial_run"_a)
       .def("timer_table", [](dif::Diffusion& g) { return g.timers().table(); })
       .def("timers_json", [](dif::Diffusion& g) { return g.timers().json(); })
       .def_prop_ro("device", &dif::Diffusion::device)

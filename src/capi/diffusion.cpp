@@ -501,7 +501,8 @@ sciproxy_status sciproxy_diffusion_init_computed(const sciproxy_diffusion_grid* 
     const df::Grid& g = h.grid;
     require_levels(num_levels, g);
     const df::DiffusionInputs in = df::computed_inputs(g, num_levels);
-    give_handle(handle, g, config, in.vertical, in.metrics, in.interpolation, in.edges, in.cells, o);
+    give_handle(handle, g, config, in.vertical, in.metrics, in.interpolation, in.edges, in.cells,
+                o);
   });
 }
 

@@ -1,9 +1,9 @@
 // Device hooks for builds without CUDA (Ginkgo's core/device_hooks): every CUDA entry point of
 // the core layer exists, reports that CUDA is absent, and throws NotCompiled when asked to work.
+#include "diffusion/kernels.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/roofline.hpp"
-#include "diffusion/kernels.hpp"
 #include "specex/kernels.hpp"
 #include "stack/kernels.hpp"
 #include "tti/kernels.hpp"

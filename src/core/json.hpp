@@ -23,7 +23,8 @@ nlohmann::json to_json(const Parameters& parameters);
 Parameters parameters_from_json(const nlohmann::json& object);
 nlohmann::json to_json(const KernelReport& report);
 nlohmann::json environment_record(int threads = 0);
-// Savepoints (core/savepoint.cpp): metadata as an object, a comparison as `sciproxy verify` writes it.
+// Savepoints (core/savepoint.cpp): metadata as an object, a comparison as `sciproxy verify` writes
+// it.
 nlohmann::json to_json(const savepoint::Metadata& metadata);
 nlohmann::json to_json(const savepoint::SavepointComparison& comparison);
 

@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <random>
@@ -53,7 +53,8 @@ class DiffusionCase : public Case {
     single_ = dtype == "float32";
     const std::string layout = s.get("layout", "levels");
     require(layout == "levels" || layout == "entities", "layout",
-            "levels (row-major (entity, level), ICON4Py's) or entities (Fortran's (nproma, nlev))", layout);
+            "levels (row-major (entity, level), ICON4Py's) or entities (Fortran's (nproma, nlev))",
+            layout);
     layout_ = layout == "levels" ? FieldLayout::LevelsContiguous : FieldLayout::EntitiesContiguous;
     seed_ = s.get_int("seed", 1);
     const double cells = 20.0 * n * n * std::pow(4.0, k);
@@ -134,9 +135,10 @@ class DiffusionCase : public Case {
       o.layout = layout_;
       o.single_precision = single_;
       o.check_finite = false;  // the harness times the kernel, not the input checks
-      it = granules_.emplace(key, std::make_unique<Diffusion>(inputs_.grid, inputs_.config, inputs_.vertical,
-                                                              inputs_.metrics, inputs_.interpolation,
-                                                              inputs_.edges, inputs_.cells, o))
+      it = granules_
+               .emplace(key, std::make_unique<Diffusion>(
+                                 inputs_.grid, inputs_.config, inputs_.vertical, inputs_.metrics,
+                                 inputs_.interpolation, inputs_.edges, inputs_.cells, o))
                .first;
     }
     return *it->second;
@@ -145,19 +147,26 @@ class DiffusionCase : public Case {
   template <class Real>
   void step(Diffusion& g, State<Real>& s, Timers* timers) {
     DiffusionPrognosticFields<Real> p{s.vn.data(), s.w.data(), s.theta_v.data(), s.exner.data()};
-    DiffusionDiagnosticFields<Real> d{s.hdef_ic.data(), s.div_ic.data(), s.dwdx.data(), s.dwdy.data()};
+    DiffusionDiagnosticFields<Real> d{s.hdef_ic.data(), s.div_ic.data(), s.dwdx.data(),
+                                      s.dwdy.data()};
     const auto start = std::chrono::steady_clock::now();
     g.run(d, p, dtime_, false);
     if (timers)
-      timers->record("diffusion", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      timers->record(
+          "diffusion",
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
 
   template <class Real>
   static std::vector<CaseOutput> outputs_of(const State<Real>& s) {
-    return {{"vn", std::span<const Real>(s.vn)},           {"w", std::span<const Real>(s.w)},
-            {"theta_v", std::span<const Real>(s.theta_v)}, {"exner", std::span<const Real>(s.exner)},
-            {"div_ic", std::span<const Real>(s.div_ic)},   {"hdef_ic", std::span<const Real>(s.hdef_ic)},
-            {"dwdx", std::span<const Real>(s.dwdx)},       {"dwdy", std::span<const Real>(s.dwdy)}};
+    return {{"vn", std::span<const Real>(s.vn)},
+            {"w", std::span<const Real>(s.w)},
+            {"theta_v", std::span<const Real>(s.theta_v)},
+            {"exner", std::span<const Real>(s.exner)},
+            {"div_ic", std::span<const Real>(s.div_ic)},
+            {"hdef_ic", std::span<const Real>(s.hdef_ic)},
+            {"dwdx", std::span<const Real>(s.dwdx)},
+            {"dwdy", std::span<const Real>(s.dwdy)}};
   }
 
   // sciproxy's synthetic state (synthetic_state) in the case's layout and precision.
@@ -171,7 +180,8 @@ class DiffusionCase : public Case {
       fill(state64_, s, nc, ne, nlev);
   }
   template <class Real>
-  void fill(State<Real>& out, const DiffusionState& s, std::int64_t nc, std::int64_t ne, int nlev) const {
+  void fill(State<Real>& out, const DiffusionState& s, std::int64_t nc, std::int64_t ne,
+            int nlev) const {
     auto convert = [&](const std::vector<double>& x, std::int64_t n, int nk) {
       return to_layout<Real>(x, n, nk, layout_);
     };
@@ -214,14 +224,16 @@ std::vector<CaseSettings> diffusion_sweep() {
 }  // namespace
 
 void register_cases(std::vector<CaseEntry>& registry) {
-  registry.push_back({"diffusion",
-                      "diffusion",
-                      "ICON's horizontal diffusion granule on an icosahedral grid (ICON4Py's Diffusion.run)",
-                      make_diffusion,
-                      {CaseSettings{{{"grid", "R2B4"}, {"levels", "65"}}}},
-                      diffusion_sweep()});
+  registry.push_back(
+      {"diffusion",
+       "diffusion",
+       "ICON's horizontal diffusion granule on an icosahedral grid (ICON4Py's Diffusion.run)",
+       make_diffusion,
+       {CaseSettings{{{"grid", "R2B4"}, {"levels", "65"}}}},
+       diffusion_sweep()});
   registry.back().tolerance = [](const CaseSettings& s, const std::string&) {
-    return diffusion_tolerance(s.get("dtype", "float64") == "float32" ? Precision::fp32 : Precision::fp64);
+    return diffusion_tolerance(s.get("dtype", "float64") == "float32" ? Precision::fp32
+                                                                      : Precision::fp64);
   };
 }
 

@@ -48,8 +48,8 @@
 #include <utility>
 #include <vector>
 
-#include "sciproxy/core/error.hpp"
 #include "diffusion/geometry.hpp"
+#include "sciproxy/core/error.hpp"
 #include "sciproxy/diffusion.hpp"
 
 namespace sciproxy::diffusion {
@@ -79,7 +79,6 @@ Vec east(double lat, double lon) {
 Vec north(double lat, double lon) {
   return {-std::sin(lat) * std::cos(lon), -std::sin(lat) * std::sin(lon), std::cos(lat)};
 }
-
 
 // Solves the dense n x n system a x = b (n <= 6) by Gaussian elimination with partial pivoting;
 // a and b are overwritten. Throws on an exactly singular matrix.

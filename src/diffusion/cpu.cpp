@@ -4,8 +4,8 @@
 //
 //   1  vertices  u, v = RBF(vn)                         cells  cold-pool enhancement (2 levels)
 //   2  edges     nabla2 of vn, Smagorinsky kh
-//   3  vertices  u, v = RBF(z_nabla2_e)                 cells  div_ic, hdef_ic; nabla2 w, dwdx, dwdy
-//   4  edges     vn += nabla2/nabla4 terms, then the cold-pool maximum of kh_smag_e
+//   3  vertices  u, v = RBF(z_nabla2_e)                 cells  div_ic, hdef_ic; nabla2 w, dwdx,
+//   dwdy 4  edges     vn += nabla2/nabla4 terms, then the cold-pool maximum of kh_smag_e
 //                cells  w -= diff_multfac_w area^2 nabla2(nabla2 w) (+ upper damping layer)
 //   5  cells     z_temp = div(kh grad theta) (+ truly horizontal correction)
 //   6  cells     theta, exner from z_temp
@@ -81,10 +81,10 @@ void run_passes(const Context& ctx, const Problem<Real>& p, const RunFields<Real
       rbf_at_vertex<Real, L>(p, vn, v, k, p.u_vert[xv(v, k)], p.v_vert[xv(v, k)]);
     });
     if (temperature)
-      for_points<FieldLayout::LevelsContiguous>(0, p.num_cells, k_cold, nlev,
-                                                [&](std::int64_t c, std::int32_t k) {
-        enh[2 * c + (k - k_cold)] = cold_pool_enhancement<Real, L>(p, theta_v, c, k);
-      });
+      for_points<FieldLayout::LevelsContiguous>(
+          0, p.num_cells, k_cold, nlev, [&](std::int64_t c, std::int32_t k) {
+            enh[2 * c + (k - k_cold)] = cold_pool_enhancement<Real, L>(p, theta_v, c, k);
+          });
   });
   pass("smagorinsky", [&] {
     for_points<L>(p.edge_smag_begin, p.edge_smag_end, 0, nlev, [&](std::int64_t e, std::int32_t k) {
@@ -98,15 +98,17 @@ void run_passes(const Context& ctx, const Problem<Real>& p, const RunFields<Real
       rbf_at_vertex<Real, L>(p, p.z_nabla2_e, v, k, p.u_vert[xv(v, k)], p.v_vert[xv(v, k)]);
     });
     if (p.turbulence_diagnostics)
-      for_points<L>(p.cell_turb_begin, p.cell_turb_end, 1, nlev, [&](std::int64_t c, std::int32_t k) {
-        Real kh_c, div, kh_c_above, div_above;
-        turbulence_terms<Real, L>(p, p.kh_smag_ec, vn, c, k, dms[k], kh_c, div);
-        turbulence_terms<Real, L>(p, p.kh_smag_ec, vn, c, k - 1, dms[k - 1], kh_c_above, div_above);
-        const Real wgt = p.wgtfac_c[xh(c, k)];
-        f.diagnostic.div_ic[xh(c, k)] = wgt * div + (Real(1) - wgt) * div_above;
-        const Real hdef = wgt * kh_c + (Real(1) - wgt) * kh_c_above;
-        f.diagnostic.hdef_ic[xh(c, k)] = hdef * hdef;
-      });
+      for_points<L>(p.cell_turb_begin, p.cell_turb_end, 1, nlev,
+                    [&](std::int64_t c, std::int32_t k) {
+                      Real kh_c, div, kh_c_above, div_above;
+                      turbulence_terms<Real, L>(p, p.kh_smag_ec, vn, c, k, dms[k], kh_c, div);
+                      turbulence_terms<Real, L>(p, p.kh_smag_ec, vn, c, k - 1, dms[k - 1],
+                                                kh_c_above, div_above);
+                      const Real wgt = p.wgtfac_c[xh(c, k)];
+                      f.diagnostic.div_ic[xh(c, k)] = wgt * div + (Real(1) - wgt) * div_above;
+                      const Real hdef = wgt * kh_c + (Real(1) - wgt) * kh_c_above;
+                      f.diagnostic.hdef_ic[xh(c, k)] = hdef * hdef;
+                    });
     if (p.apply_to_vertical_wind)
       for_points<L>(0, p.num_cells, 0, nlev, [&](std::int64_t c, std::int32_t k) {
         p.z_nabla2_c[xc(c, k)] = c2e2co_sum<Real, L>(p, p.geofac_n2s, w, nlev + 1, c, k);
@@ -130,9 +132,11 @@ void run_passes(const Context& ctx, const Problem<Real>& p, const RunFields<Real
       const std::int64_t w_end = std::min(p.cell_w_end, p.cell_local_end);
       for_points<L>(w_begin, w_end, 0, nlev, [&](std::int64_t c, std::int32_t k) {
         const Real area = p.area[c];
-        Real w_new = w[xh(c, k)] - p.diff_multfac_w * (area * area) *
-                                       c2e2co_sum<Real, L>(p, p.geofac_n2s, p.z_nabla2_c, nlev, c, k);
-        if (k > 0 && k < p.nrdmax) w_new = w_new + p.diff_multfac_n2w[k] * area * p.z_nabla2_c[xc(c, k)];
+        Real w_new =
+            w[xh(c, k)] - p.diff_multfac_w * (area * area) *
+                              c2e2co_sum<Real, L>(p, p.geofac_n2s, p.z_nabla2_c, nlev, c, k);
+        if (k > 0 && k < p.nrdmax)
+          w_new = w_new + p.diff_multfac_n2w[k] * area * p.z_nabla2_c[xc(c, k)];
         w[xh(c, k)] = w_new;
       });
     }
@@ -141,27 +145,29 @@ void run_passes(const Context& ctx, const Problem<Real>& p, const RunFields<Real
     if (temperature)
       for_points<FieldLayout::LevelsContiguous>(p.edge_cold_begin, p.edge_cold_end, k_cold, nlev,
                                                 [&](std::int64_t e, std::int32_t k) {
-        Real m = p.kh_smag_e[xe(e, k)];
-        for (int j = 0; j < 2; ++j) {
-          const std::int32_t c = p.e2c[2 * e + j];
-          if (c >= 0) m = max_of(m, enh[2 * c + (k - k_cold)]);
-        }
-        p.kh_smag_e[xe(e, k)] = m;
-      });
+                                                  Real m = p.kh_smag_e[xe(e, k)];
+                                                  for (int j = 0; j < 2; ++j) {
+                                                    const std::int32_t c = p.e2c[2 * e + j];
+                                                    if (c >= 0)
+                                                      m = max_of(m, enh[2 * c + (k - k_cold)]);
+                                                  }
+                                                  p.kh_smag_e[xe(e, k)] = m;
+                                                });
   });
   if (!temperature) return;
   pass("theta_exner", [&] {
-    for_points<L>(p.cell_theta_begin, p.cell_theta_end, 0, nlev, [&](std::int64_t c, std::int32_t k) {
-      p.z_temp[xc(c, k)] = theta_tendency<Real, L>(p, p.kh_smag_e, theta_v, c, k);
-    });
+    for_points<L>(p.cell_theta_begin, p.cell_theta_end, 0, nlev,
+                  [&](std::int64_t c, std::int32_t k) {
+                    p.z_temp[xc(c, k)] = theta_tendency<Real, L>(p, p.kh_smag_e, theta_v, c, k);
+                  });
 #pragma omp barrier
-    for_points<L>(p.cell_theta_begin, p.cell_theta_end, 0, nlev, [&](std::int64_t c, std::int32_t k) {
-      update_theta_exner(p.area[c], p.z_temp[xc(c, k)], p.rd_o_cvd, theta_v[xc(c, k)],
-                         exner[xc(c, k)]);
-    });
+    for_points<L>(p.cell_theta_begin, p.cell_theta_end, 0, nlev,
+                  [&](std::int64_t c, std::int32_t k) {
+                    update_theta_exner(p.area[c], p.z_temp[xc(c, k)], p.rd_o_cvd, theta_v[xc(c, k)],
+                                       exner[xc(c, k)]);
+                  });
   });
 }
-
 
 // The level-contiguous layout's passes, written over rows: for each entity, the rows (nlev
 // values) of its neighbours and their weights are looked up once, then one SIMD loop over the
@@ -268,7 +274,8 @@ void run_rows(const Context& ctx, const Problem<Real>& p, const RunFields<Real>&
           D[i] = U[i][k] * dnx[i] + V[i][k] * dny[i];
         }
         const Real x = vne[k];
-        z2[k] = Real(4) * ((P[0] + P[1] - Real(2) * x) * (lp * lp) + (P[2] + P[3] - Real(2) * x) * (lvv * lvv));
+        z2[k] = Real(4) * ((P[0] + P[1] - Real(2) * x) * (lp * lp) +
+                           (P[2] + P[3] - Real(2) * x) * (lvv * lvv));
         const Real part1 = (P[3] - P[2]) * lvv - (D[1] - D[0]) * l_p;
         const Real part2 = (P[1] - P[0]) * l_p + (D[3] - D[2]) * lvv;
         const Real ec = dms[k] * std::sqrt(part1 * part1 + part2 * part2);
@@ -349,13 +356,15 @@ void run_rows(const Context& ctx, const Problem<Real>& p, const RunFields<Real>&
           Real P[4];
           for (int i = 0; i < 4; ++i) P[i] = U[i][k] * pnx[i] + V[i][k] * pny[i];
           const Real z = z2[k];
-          return Real(4) * ((P[2] + P[3] - Real(2) * z) * (lvv * lvv) + (P[0] + P[1] - Real(2) * z) * (lp * lp));
+          return Real(4) * ((P[2] + P[3] - Real(2) * z) * (lvv * lvv) +
+                            (P[0] + P[1] - Real(2) * z) * (lp * lp));
         };
         if (p.limited_area) {  // the nudging zone: at least nudgezone_diff x nudgecoeff_e
           const Real nudge = p.nudgezone_diff * p.nudgecoeff_e[e];
 #pragma omp simd
           for (std::int32_t k = 0; k < nlev; ++k)
-            vne[k] = vne[k] + area * (max_of(nudge, kh[k]) * z2[k] - area * diff_multfac_vn[k] * nabla4(k));
+            vne[k] = vne[k] +
+                     area * (max_of(nudge, kh[k]) * z2[k] - area * diff_multfac_vn[k] * nabla4(k));
         } else {
 #pragma omp simd
           for (std::int32_t k = 0; k < nlev; ++k)
@@ -386,20 +395,22 @@ void run_rows(const Context& ctx, const Problem<Real>& p, const RunFields<Real>&
           wc[k] = wc[k] - fac * sum;
         }
         const Real* const zc = p.z_nabla2_c + c * nlev;
-        for (std::int32_t k = 1; k < k_damp; ++k) wc[k] = wc[k] + p.diff_multfac_n2w[k] * area * zc[k];
+        for (std::int32_t k = 1; k < k_damp; ++k)
+          wc[k] = wc[k] + p.diff_multfac_n2w[k] * area * zc[k];
       }
     }
 #pragma omp barrier
     // The cold-pool maximum after every vn update has read kh_smag_e.
     if (temperature)
-      for_points<L>(p.edge_cold_begin, p.edge_cold_end, k_cold, nlev, [&](std::int64_t e, std::int32_t k) {
-        Real m = p.kh_smag_e[xe(e, k)];
-        for (int j = 0; j < 2; ++j) {
-          const std::int32_t c = p.e2c[2 * e + j];
-          if (c >= 0) m = max_of(m, enh[2 * c + (k - k_cold)]);
-        }
-        p.kh_smag_e[xe(e, k)] = m;
-      });
+      for_points<L>(p.edge_cold_begin, p.edge_cold_end, k_cold, nlev,
+                    [&](std::int64_t e, std::int32_t k) {
+                      Real m = p.kh_smag_e[xe(e, k)];
+                      for (int j = 0; j < 2; ++j) {
+                        const std::int32_t c = p.e2c[2 * e + j];
+                        if (c >= 0) m = max_of(m, enh[2 * c + (k - k_cold)]);
+                      }
+                      p.kh_smag_e[xe(e, k)] = m;
+                    });
   });
   if (!temperature) return;
   pass("theta_exner", [&] {
@@ -423,7 +434,8 @@ void run_rows(const Context& ctx, const Problem<Real>& p, const RunFields<Real>&
       }
       if (p.apply_zdiffusion_t && p.cell_has_zd[c])
         for (std::int32_t k = 0; k < nlev; ++k)
-          if (p.zd_diffcoef[c * nlev + k] != Real(0)) zt[k] = theta_tendency<Real, L>(p, p.kh_smag_e, theta_v, c, k);
+          if (p.zd_diffcoef[c * nlev + k] != Real(0))
+            zt[k] = theta_tendency<Real, L>(p, p.kh_smag_e, theta_v, c, k);
     }
     // (the implicit barrier: every tendency read the old theta)
 #pragma omp for schedule(static) nowait
@@ -433,19 +445,20 @@ void run_rows(const Context& ctx, const Problem<Real>& p, const RunFields<Real>&
       Real* const th = theta_v + c * nlev;
       Real* const ex = exner + c * nlev;
 #pragma omp simd
-      for (std::int32_t k = 0; k < nlev; ++k) update_theta_exner(area, zt[k], p.rd_o_cvd, th[k], ex[k]);
+      for (std::int32_t k = 0; k < nlev; ++k)
+        update_theta_exner(area, zt[k], p.rd_o_cvd, th[k], ex[k]);
     }
   });
 }
 
 }  // namespace
 
-#define SCIPROXY_DIFFUSION_CPU_RUN(Real, L)             \
-  SCIPROXY_DIFFUSION_RUN(Real, L) {                     \
-    if constexpr (L == FieldLayout::LevelsContiguous)   \
-      run_rows<Real>(ctx, p, f);                        \
-    else                                                \
-      run_passes<Real, L>(ctx, p, f);                   \
+#define SCIPROXY_DIFFUSION_CPU_RUN(Real, L)           \
+  SCIPROXY_DIFFUSION_RUN(Real, L) {                   \
+    if constexpr (L == FieldLayout::LevelsContiguous) \
+      run_rows<Real>(ctx, p, f);                      \
+    else                                              \
+      run_passes<Real, L>(ctx, p, f);                 \
   }
 SCIPROXY_DIFFUSION_CPU_RUN(double, FieldLayout::LevelsContiguous)
 SCIPROXY_DIFFUSION_CPU_RUN(double, FieldLayout::EntitiesContiguous)

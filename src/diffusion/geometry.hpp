@@ -95,7 +95,8 @@ void compute_geometry(Grid& g, const GeometryFields& fields = {});
 // ICON4Py's _rotate_latlon, and its _weighting_factors: the three neighbour weights that, with
 // the central weight wgt_loc, reproduce the centre's position in a frame rotated to put it on
 // the equator (interpolation_fields.py; used by e_bln_c_s and the metrics' cell averages).
-void rotate_latlon(double lat, double lon, double pollat, double pollon, double& rlat, double& rlon);
+void rotate_latlon(double lat, double lon, double pollat, double pollon, double& rlat,
+                   double& rlon);
 std::array<double, 3> weighting_factors(const std::array<double, 3>& ytemp,
                                         const std::array<double, 3>& xtemp, double yloc,
                                         double xloc, double wgt_loc);

@@ -19,11 +19,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <cmath>
 #include <ctime>
-#include <span>
+#include <filesystem>
 #include <limits>
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
@@ -47,7 +47,8 @@ std::string count_text(std::size_t n) {
   return fmt::format("{} values", n);
 }
 
-void require_size(const std::vector<double>& v, std::int64_t n, const char* name, const char* shape) {
+void require_size(const std::vector<double>& v, std::int64_t n, const char* name,
+                  const char* shape) {
   require(static_cast<std::int64_t>(v.size()) == n, name, fmt::format("{} = {} values", shape, n),
           count_text(v.size()));
   for (std::size_t i = 0; i < v.size(); ++i)
@@ -72,14 +73,16 @@ void check_config(const DiffusionConfig& c) {
           std::to_string(c.diffusion_type));
   require(c.type_vn_diffu == 1, "config.type_vn_diffu", "1 (diamond stencil on vertices)",
           std::to_string(c.type_vn_diffu));
-  require(c.type_t_diffu == 2, "config.type_t_diffu", "2 (div(K grad T))", std::to_string(c.type_t_diffu));
+  require(c.type_t_diffu == 2, "config.type_t_diffu", "2 (div(K grad T))",
+          std::to_string(c.type_t_diffu));
   require(!c.apply_smag_diff_to_vertical_wind, "config.apply_smag_diff_to_vertical_wind",
           "false (not implemented, as in ICON4Py)", "true");
-  require(!c.compute_3d_smag_coeff, "config.compute_3d_smag_coeff", "false (not implemented, as in ICON4Py)",
-          "true");
+  require(!c.compute_3d_smag_coeff, "config.compute_3d_smag_coeff",
+          "false (not implemented, as in ICON4Py)", "true");
   require(c.shear_type >= 0 && c.shear_type <= 2, "config.shear_type", "0, 1 or 2",
           std::to_string(c.shear_type));
-  require(c.ndyn_substeps >= 1, "config.ndyn_substeps", "an integer >= 1", std::to_string(c.ndyn_substeps));
+  require(c.ndyn_substeps >= 1, "config.ndyn_substeps", "an integer >= 1",
+          std::to_string(c.ndyn_substeps));
   auto positive = [](double v, const char* name) {
     require(std::isfinite(v) && v > 0, name, "a positive, finite number", fmt::format("{}", v));
   };
@@ -88,8 +91,9 @@ void check_config(const DiffusionConfig& c) {
   };
   require(std::isfinite(c.hdiff_efdt_ratio) && c.hdiff_efdt_ratio >= 0, "config.hdiff_efdt_ratio",
           "a finite number >= 0", fmt::format("{}", c.hdiff_efdt_ratio));
-  require(std::isfinite(c.hdiff_w_efdt_ratio) && c.hdiff_w_efdt_ratio >= 0, "config.hdiff_w_efdt_ratio",
-          "a finite number >= 0", fmt::format("{}", c.hdiff_w_efdt_ratio));
+  require(std::isfinite(c.hdiff_w_efdt_ratio) && c.hdiff_w_efdt_ratio >= 0,
+          "config.hdiff_w_efdt_ratio", "a finite number >= 0",
+          fmt::format("{}", c.hdiff_w_efdt_ratio));
   finite(c.smagorinski_scaling_factor, "config.smagorinski_scaling_factor");
   finite(c.smagorinski_scaling_factor2, "config.smagorinski_scaling_factor2");
   finite(c.smagorinski_scaling_factor3, "config.smagorinski_scaling_factor3");
@@ -97,20 +101,25 @@ void check_config(const DiffusionConfig& c) {
   const double z1 = c.smagorinski_scaling_height, z2 = c.smagorinski_scaling_height2,
                z3 = c.smagorinski_scaling_height3, z4 = c.smagorinski_scaling_height4;
   // The profile divides by z2 - z1, z3 - z2, z4 - z2 and z4 - z3 (ICON4Py's defaults have z3 < z2).
-  require(std::isfinite(z1) && std::isfinite(z2) && std::isfinite(z3) && std::isfinite(z4) &&
-              z2 != z1 && z3 != z2 && z4 != z2 && z4 != z3,
-          "config.smagorinski_scaling_height..height4",
-          "finite heights with height2 != height, height3 and height4 != height2, height4 != height3",
-          fmt::format("{}, {}, {}, {}", z1, z2, z3, z4));
-  positive(c.temperature_boundary_diffusion_denominator, "config.temperature_boundary_diffusion_denominator");
-  positive(c.velocity_boundary_diffusion_denominator, "config.velocity_boundary_diffusion_denominator");
+  require(
+      std::isfinite(z1) && std::isfinite(z2) && std::isfinite(z3) && std::isfinite(z4) &&
+          z2 != z1 && z3 != z2 && z4 != z2 && z4 != z3,
+      "config.smagorinski_scaling_height..height4",
+      "finite heights with height2 != height, height3 and height4 != height2, height4 != height3",
+      fmt::format("{}, {}, {}, {}", z1, z2, z3, z4));
+  positive(c.temperature_boundary_diffusion_denominator,
+           "config.temperature_boundary_diffusion_denominator");
+  positive(c.velocity_boundary_diffusion_denominator,
+           "config.velocity_boundary_diffusion_denominator");
   require(std::isfinite(c.max_nudging_coefficient) && c.max_nudging_coefficient >= 0,
-          "config.max_nudging_coefficient", "a finite number >= 0", fmt::format("{}", c.max_nudging_coefficient));
+          "config.max_nudging_coefficient", "a finite number >= 0",
+          fmt::format("{}", c.max_nudging_coefficient));
   finite(c.a_hshr, "config.a_hshr");
 }
 
 // The level factor enh_smag_fac (ICON4Py's _en_smag_fac_for_zero_nshift).
-std::vector<double> enh_smag_fac(const DiffusionConfig& c, const std::vector<double>& vct_a, int nlev) {
+std::vector<double> enh_smag_fac(const DiffusionConfig& c, const std::vector<double>& vct_a,
+                                 int nlev) {
   const double f1 = c.smagorinski_scaling_factor, f2 = c.smagorinski_scaling_factor2,
                f3 = c.smagorinski_scaling_factor3, f4 = c.smagorinski_scaling_factor4;
   const double z1 = c.smagorinski_scaling_height, z2 = c.smagorinski_scaling_height2,
@@ -168,11 +177,12 @@ struct Diffusion::Impl {
   void run(DiffusionDiagnosticFields<Real>& d, DiffusionPrognosticFields<Real>& f, double dtime,
            bool initial_run);
   template <class Real>
-  void run_kernel(DiffusionDiagnosticFields<Real>& d, DiffusionPrognosticFields<Real>& f, double dtime,
-                  bool initial_run);
+  void run_kernel(DiffusionDiagnosticFields<Real>& d, DiffusionPrognosticFields<Real>& f,
+                  double dtime, bool initial_run);
   template <class Real>
   void write_savepoint(const char* name, const DiffusionDiagnosticFields<Real>& d,
-                       const DiffusionPrognosticFields<Real>& f, double dtime, bool initial_run) const;
+                       const DiffusionPrognosticFields<Real>& f, double dtime,
+                       bool initial_run) const;
 };
 
 // One savepoint of the run's fields, with ICON4Py's names and (entity, level) dimensions; the
@@ -183,15 +193,17 @@ void Diffusion::Impl::write_savepoint(const char* name, const DiffusionDiagnosti
                                       bool initial_run) const {
   namespace sp = sciproxy::savepoint;
   const std::size_t nc = grid.num_cells, ne = grid.num_edges, nlev = vertical.num_levels;
-  const sp::Layout layout =
-      options.layout == FieldLayout::LevelsContiguous ? sp::Layout::row_major : sp::Layout::column_major;
+  const sp::Layout layout = options.layout == FieldLayout::LevelsContiguous
+                                ? sp::Layout::row_major
+                                : sp::Layout::column_major;
   sp::SavepointWriter w(name);
   const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   w.set("linit", initial_run).set("dtime", dtime).set("date", std::string(date)).set("call", calls);
   w.set("device", device.name());
-  auto add = [&](const char* field, const Real* x, std::size_t n, const char* dim, std::size_t nk, const char* kdim) {
+  auto add = [&](const char* field, const Real* x, std::size_t n, const char* dim, std::size_t nk,
+                 const char* kdim) {
     // Fortran's (nproma, nlev) is (k, entity) row-major: the writer is told the dims as the
     // data lie, (entity, k) in column-major order.
     w.add_field(field, std::span<const Real>(x, n * nk), {dim, kdim}, {n, nk}, layout);
@@ -233,11 +245,24 @@ void Diffusion::Impl::build(const DiffusionMetricState& m, const DiffusionInterp
       for (int k = 0; k < nk; ++k)
         dst[entities_first ? k * n + i : i * nk + k] = static_cast<Real>(src[i * nk + k]);
   };
-  const std::vector<const std::vector<double>*> flat = {
-      &in.rbf_coeff_1, &in.rbf_coeff_2, &ep.tangent_orientation, &ep.inverse_primal_edge_lengths,
-      &ep.inverse_vertex_vertex_lengths, &ep.inverse_dual_edge_lengths, &ep.edge_areas, &in.nudgecoeff_e,
-      &ep.primal_normal_vert_x, &ep.primal_normal_vert_y, &ep.dual_normal_vert_x, &ep.dual_normal_vert_y,
-      &in.e_bln_c_s, &in.geofac_div, &in.geofac_n2s, &in.geofac_grg_x, &in.geofac_grg_y, &cp.area};
+  const std::vector<const std::vector<double>*> flat = {&in.rbf_coeff_1,
+                                                        &in.rbf_coeff_2,
+                                                        &ep.tangent_orientation,
+                                                        &ep.inverse_primal_edge_lengths,
+                                                        &ep.inverse_vertex_vertex_lengths,
+                                                        &ep.inverse_dual_edge_lengths,
+                                                        &ep.edge_areas,
+                                                        &in.nudgecoeff_e,
+                                                        &ep.primal_normal_vert_x,
+                                                        &ep.primal_normal_vert_y,
+                                                        &ep.dual_normal_vert_x,
+                                                        &ep.dual_normal_vert_y,
+                                                        &in.e_bln_c_s,
+                                                        &in.geofac_div,
+                                                        &in.geofac_n2s,
+                                                        &in.geofac_grg_x,
+                                                        &in.geofac_grg_y,
+                                                        &cp.area};
   std::int64_t total = 0;
   for (const auto* v : flat) total += static_cast<std::int64_t>(v->size());
   const std::int64_t level_total = nc * nlev * 5 + nc * (nlev + 1);  // theta_ref, zd x4, wgtfac_c
@@ -306,11 +331,14 @@ void Diffusion::Impl::build(const DiffusionMetricState& m, const DiffusionInterp
   p.smag_limit_initial = lv + 5 * nlev;
   p.smag_offset = static_cast<Real>(0.25 * K4 * substeps);
   p.diff_multfac_w = static_cast<Real>(std::min(1.0 / 48.0, K4W * substeps));
-  p.nudgezone_diff = static_cast<Real>(0.04 / (c.max_nudging_coefficient + std::numeric_limits<double>::epsilon()));
-  p.fac_bdydiff_v = static_cast<Real>(std::sqrt(substeps) / c.velocity_boundary_diffusion_denominator);
+  p.nudgezone_diff = static_cast<Real>(
+      0.04 / (c.max_nudging_coefficient + std::numeric_limits<double>::epsilon()));
+  p.fac_bdydiff_v =
+      static_cast<Real>(std::sqrt(substeps) / c.velocity_boundary_diffusion_denominator);
   p.rd_o_cvd = static_cast<Real>(kRd / (kCpd - kRd));
   p.thresh_tdiff = Real(-5);
-  p.smallest_vpfloat = static_cast<Real>(std::numeric_limits<double>::epsilon());  // ICON4Py: DBL_EPS
+  p.smallest_vpfloat =
+      static_cast<Real>(std::numeric_limits<double>::epsilon());  // ICON4Py: DBL_EPS
   p.nrdmax = nrd + 1;
   p.shear_type = c.shear_type;
   p.turbulence_diagnostics = c.shear_type >= 1 || c.loutshs || c.a_hshr > 0.0;
@@ -341,8 +369,8 @@ void Diffusion::Impl::build(const DiffusionMetricState& m, const DiffusionInterp
   p.cell_theta_end = grid.end_index(D::Cell, Zone::Local);
 
   // Work arrays.
-  const std::int64_t work = 2 * nv * nlev + 3 * ne * nlev + nc * nlev + nc * nlev + nc * (nlev + 1) +
-                            nc * nlev + 2 * nc + nlev + (nlev + 1);
+  const std::int64_t work = 2 * nv * nlev + 3 * ne * nlev + nc * nlev + nc * nlev +
+                            nc * (nlev + 1) + nc * nlev + 2 * nc + nlev + (nlev + 1);
   s.work.assign(work, Real(0));
   Real* wk = s.work.data();
   auto take = [&](std::int64_t n) {
@@ -386,8 +414,9 @@ void check_finite_field(const Real* x, std::int64_t n, const char* name, int thr
   for (std::int64_t i = 0; i < n; ++i)
     if (!std::isfinite(x[i]) && i < first) first = i;
   if (first < n)
-    throw_invalid_argument(name, "finite values",
-                           fmt::format("{} at flat index {} (of {})", static_cast<double>(x[first]), first, n));
+    throw_invalid_argument(
+        name, "finite values",
+        fmt::format("{} at flat index {} (of {})", static_cast<double>(x[first]), first, n));
 }
 
 }  // namespace
@@ -397,17 +426,19 @@ void Diffusion::Impl::run(DiffusionDiagnosticFields<Real>& d, DiffusionPrognosti
                           double dtime, bool initial_run) {
   auto* s = std::get_if<Storage<Real>>(&storage);
   require(s != nullptr, "fields",
-          options.single_precision ? "float32 fields (the granule was initialised in single precision)"
-                                   : "float64 fields (the granule was initialised in double precision)",
+          options.single_precision
+              ? "float32 fields (the granule was initialised in single precision)"
+              : "float64 fields (the granule was initialised in double precision)",
           sizeof(Real) == 4 ? "float32" : "float64");
   require(std::isfinite(dtime) && dtime > 0, "dtime", "a positive, finite time step in seconds",
           fmt::format("{}", dtime));
   const struct {
     const Real* ptr;
     const char* name;
-  } required[] = {{f.vn, "prognostic.vn"},     {f.w, "prognostic.w"},        {f.theta_v, "prognostic.theta_v"},
-                  {f.exner, "prognostic.exner"}, {d.hdef_ic, "diagnostic.hdef_ic"}, {d.div_ic, "diagnostic.div_ic"},
-                  {d.dwdx, "diagnostic.dwdx"},   {d.dwdy, "diagnostic.dwdy"}};
+  } required[] = {{f.vn, "prognostic.vn"},           {f.w, "prognostic.w"},
+                  {f.theta_v, "prognostic.theta_v"}, {f.exner, "prognostic.exner"},
+                  {d.hdef_ic, "diagnostic.hdef_ic"}, {d.div_ic, "diagnostic.div_ic"},
+                  {d.dwdx, "diagnostic.dwdx"},       {d.dwdy, "diagnostic.dwdy"}};
   for (const auto& r : required) require(r.ptr != nullptr, r.name, "a field", "a null pointer");
   const std::int64_t nc = grid.num_cells, ne = grid.num_edges;
   const std::int32_t nlev = vertical.num_levels;
@@ -426,18 +457,21 @@ void Diffusion::Impl::run(DiffusionDiagnosticFields<Real>& d, DiffusionPrognosti
   work.flops = 0;
   work.precision = sizeof(Real) == 4 ? Precision::fp32 : Precision::fp64;
   call.set_work(work);
-  if (!options.savepoint_dir.empty()) write_savepoint("call-diffusion-init", d, f, dtime, initial_run);
+  if (!options.savepoint_dir.empty())
+    write_savepoint("call-diffusion-init", d, f, dtime, initial_run);
   {
     auto t = Timers::region(&timers, "diffusion_run");
     run_kernel(d, f, dtime, initial_run);
   }
-  if (!options.savepoint_dir.empty()) write_savepoint("call-diffusion-exit", d, f, dtime, initial_run);
+  if (!options.savepoint_dir.empty())
+    write_savepoint("call-diffusion-exit", d, f, dtime, initial_run);
   ++calls;
 }
 
 template <class Real>
-void Diffusion::Impl::run_kernel(DiffusionDiagnosticFields<Real>& d, DiffusionPrognosticFields<Real>& f,
-                                 double dtime, bool initial_run) {
+void Diffusion::Impl::run_kernel(DiffusionDiagnosticFields<Real>& d,
+                                 DiffusionPrognosticFields<Real>& f, double dtime,
+                                 bool initial_run) {
   auto* s = std::get_if<Storage<Real>>(&storage);
   kernels::RunFields<Real> fields{f, d, static_cast<Real>(dtime), initial_run};
   const Context ctx{device, &timers};
@@ -451,8 +485,9 @@ void Diffusion::Impl::run_kernel(DiffusionDiagnosticFields<Real>& d, DiffusionPr
 
 Diffusion::Diffusion(const Grid& grid, const DiffusionConfig& config,
                      const DiffusionVerticalGrid& vertical, const DiffusionMetricState& metrics,
-                     const DiffusionInterpolationState& interpolation, const DiffusionEdgeParams& edges,
-                     const DiffusionCellParams& cells, const DiffusionOptions& options)
+                     const DiffusionInterpolationState& interpolation,
+                     const DiffusionEdgeParams& edges, const DiffusionCellParams& cells,
+                     const DiffusionOptions& options)
     : impl_(std::make_unique<Impl>()) {
   const auto start = std::chrono::steady_clock::now();
   Impl& m = *impl_;
@@ -483,7 +518,8 @@ Diffusion::Diffusion(const Grid& grid, const DiffusionConfig& config,
   for (int k = 0; k < nlev; ++k)
     require(vertical.vct_a[k] > vertical.vct_a[k + 1], "vertical_grid.vct_a",
             "interface heights decreasing from the model top",
-            fmt::format("vct_a[{}] = {} <= vct_a[{}] = {}", k, vertical.vct_a[k], k + 1, vertical.vct_a[k + 1]));
+            fmt::format("vct_a[{}] = {} <= vct_a[{}] = {}", k, vertical.vct_a[k], k + 1,
+                        vertical.vct_a[k + 1]));
   require(vertical.end_index_of_damping_layer >= 0 && vertical.end_index_of_damping_layer < nlev,
           "vertical_grid.end_index_of_damping_layer", fmt::format("an index in [0, {})", nlev),
           std::to_string(vertical.end_index_of_damping_layer));
@@ -492,7 +528,8 @@ Diffusion::Diffusion(const Grid& grid, const DiffusionConfig& config,
   require_size(metrics.zd_intcoef, nc * 3 * nlev, "metric_state.zd_intcoef", "(cells, 3, levels)");
   require_size(metrics.zd_diffcoef, nc * nlev, "metric_state.zd_diffcoef", "(cells, levels)");
   require(static_cast<std::int64_t>(metrics.zd_vertoffset.size()) == nc * 3 * nlev,
-          "metric_state.zd_vertoffset", fmt::format("(cells, 3, levels) = {} values", nc * 3 * nlev),
+          "metric_state.zd_vertoffset",
+          fmt::format("(cells, 3, levels) = {} values", nc * 3 * nlev),
           count_text(metrics.zd_vertoffset.size()));
   if (config.apply_zdiffusion_t && config.apply_to_temperature)
     for (std::int64_t c = 0; c < nc; ++c)
@@ -501,26 +538,37 @@ Diffusion::Diffusion(const Grid& grid, const DiffusionConfig& config,
         for (int j = 0; j < 3; ++j) {
           const std::int32_t target = k + metrics.zd_vertoffset[(c * 3 + j) * nlev + k];
           if (target < 0 || target + 1 >= nlev || grid.c2e2c[3 * c + j] < 0)
-            throw_invalid_argument("metric_state.zd_vertoffset",
-                                   "levels k + offset and k + offset + 1 inside the column, at a neighbour that exists",
-                                   fmt::format("k + offset = {} at cell {}, level {}, neighbour {}", target, c, k, j));
+            throw_invalid_argument(
+                "metric_state.zd_vertoffset",
+                "levels k + offset and k + offset + 1 inside the column, at a neighbour that "
+                "exists",
+                fmt::format("k + offset = {} at cell {}, level {}, neighbour {}", target, c, k, j));
         }
       }
   require_size(interpolation.e_bln_c_s, nc * 3, "interpolation_state.e_bln_c_s", "(cells, 3)");
   require_size(interpolation.geofac_div, nc * 3, "interpolation_state.geofac_div", "(cells, 3)");
-  require_size(interpolation.rbf_coeff_1, nv * 6, "interpolation_state.rbf_coeff_1", "(vertices, 6)");
-  require_size(interpolation.rbf_coeff_2, nv * 6, "interpolation_state.rbf_coeff_2", "(vertices, 6)");
+  require_size(interpolation.rbf_coeff_1, nv * 6, "interpolation_state.rbf_coeff_1",
+               "(vertices, 6)");
+  require_size(interpolation.rbf_coeff_2, nv * 6, "interpolation_state.rbf_coeff_2",
+               "(vertices, 6)");
   require_size(interpolation.geofac_n2s, nc * 4, "interpolation_state.geofac_n2s", "(cells, 4)");
-  require_size(interpolation.geofac_grg_x, nc * 4, "interpolation_state.geofac_grg_x", "(cells, 4)");
-  require_size(interpolation.geofac_grg_y, nc * 4, "interpolation_state.geofac_grg_y", "(cells, 4)");
+  require_size(interpolation.geofac_grg_x, nc * 4, "interpolation_state.geofac_grg_x",
+               "(cells, 4)");
+  require_size(interpolation.geofac_grg_y, nc * 4, "interpolation_state.geofac_grg_y",
+               "(cells, 4)");
   require_size(interpolation.nudgecoeff_e, ne, "interpolation_state.nudgecoeff_e", "(edges)");
   require_size(edges.tangent_orientation, ne, "edge_params.tangent_orientation", "(edges)");
-  require_size(edges.inverse_primal_edge_lengths, ne, "edge_params.inverse_primal_edge_lengths", "(edges)");
-  require_size(edges.inverse_vertex_vertex_lengths, ne, "edge_params.inverse_vertex_vertex_lengths", "(edges)");
-  require_size(edges.inverse_dual_edge_lengths, ne, "edge_params.inverse_dual_edge_lengths", "(edges)");
+  require_size(edges.inverse_primal_edge_lengths, ne, "edge_params.inverse_primal_edge_lengths",
+               "(edges)");
+  require_size(edges.inverse_vertex_vertex_lengths, ne, "edge_params.inverse_vertex_vertex_lengths",
+               "(edges)");
+  require_size(edges.inverse_dual_edge_lengths, ne, "edge_params.inverse_dual_edge_lengths",
+               "(edges)");
   require_size(edges.edge_areas, ne, "edge_params.edge_areas", "(edges)");
-  require_size(edges.primal_normal_vert_x, ne * 4, "edge_params.primal_normal_vert_x", "(edges, 4)");
-  require_size(edges.primal_normal_vert_y, ne * 4, "edge_params.primal_normal_vert_y", "(edges, 4)");
+  require_size(edges.primal_normal_vert_x, ne * 4, "edge_params.primal_normal_vert_x",
+               "(edges, 4)");
+  require_size(edges.primal_normal_vert_y, ne * 4, "edge_params.primal_normal_vert_y",
+               "(edges, 4)");
   require_size(edges.dual_normal_vert_x, ne * 4, "edge_params.dual_normal_vert_x", "(edges, 4)");
   require_size(edges.dual_normal_vert_y, ne * 4, "edge_params.dual_normal_vert_y", "(edges, 4)");
   require_size(cells.area, nc, "cell_params.area", "(cells)");
@@ -529,9 +577,10 @@ Diffusion::Diffusion(const Grid& grid, const DiffusionConfig& config,
   for (std::int64_t e = smag_begin; e < ne; ++e)
     for (int i = 0; i < 4; ++i)
       if (grid.e2c2v[4 * e + i] < 0)
-        throw_invalid_argument("grid.e2c2v", "four diamond vertices at every edge the stencils update",
-                               fmt::format("a missing vertex at edge {} (refin_ctrl {})", e,
-                                           grid.edge_refin_ctrl.empty() ? 0 : grid.edge_refin_ctrl[e]));
+        throw_invalid_argument(
+            "grid.e2c2v", "four diamond vertices at every edge the stencils update",
+            fmt::format("a missing vertex at edge {} (refin_ctrl {})", e,
+                        grid.edge_refin_ctrl.empty() ? 0 : grid.edge_refin_ctrl[e]));
   // The temperature stencil differences theta_v across every edge of the cells it updates
   // (E2C without a check for missing cells): both cells must exist there.
   if (config.apply_to_temperature)
@@ -539,11 +588,13 @@ Diffusion::Diffusion(const Grid& grid, const DiffusionConfig& config,
       for (int j = 0; j < 3; ++j) {
         const std::int32_t e = grid.c2e[3 * c + j];
         if (grid.e2c[2 * e] < 0 || grid.e2c[2 * e + 1] < 0)
-          throw_invalid_argument("grid.e2c", "two cells at every edge of the cells the temperature diffusion updates",
-                                 fmt::format("a missing cell at edge {} of cell {}", e, c));
+          throw_invalid_argument(
+              "grid.e2c", "two cells at every edge of the cells the temperature diffusion updates",
+              fmt::format("a missing cell at edge {} of cell {}", e, c));
       }
-  const double field_bytes = (options.single_precision ? 4.0 : 8.0) *
-                             (16.0 * nc * (nlev + 1) + 4.0 * ne * nlev + 2.0 * nv * nlev + 30.0 * ne);
+  const double field_bytes =
+      (options.single_precision ? 4.0 : 8.0) *
+      (16.0 * nc * (nlev + 1) + 4.0 * ne * nlev + 2.0 * nv * nlev + 30.0 * ne);
   require_memory(field_bytes, "grid, vertical_grid.num_levels",
                  fmt::format("{} cells x {} levels", nc, nlev));
 

@@ -20,7 +20,8 @@
 
 namespace sciproxy::diffusion {
 
-DiffusionInterpolationState interpolation_state(const Grid& grid, const InterpolationCoefficients& c) {
+DiffusionInterpolationState interpolation_state(const Grid& grid,
+                                                const InterpolationCoefficients& c) {
   (void)grid;
   DiffusionInterpolationState s;
   s.e_bln_c_s = c.e_bln_c_s;
@@ -47,13 +48,15 @@ DiffusionEdgeParams edge_params(const Grid& grid, const InterpolationCoefficient
   p.inverse_vertex_vertex_lengths = c.inverse_vertex_vertex_lengths;
   p.inverse_dual_edge_lengths = c.inverse_dual_edge_lengths;
   p.edge_areas.resize(ne);
-  for (std::int64_t e = 0; e < ne; ++e) p.edge_areas[e] = grid.edge_length[e] * grid.dual_edge_length[e];
+  for (std::int64_t e = 0; e < ne; ++e)
+    p.edge_areas[e] = grid.edge_length[e] * grid.dual_edge_length[e];
   p.primal_normal_vert_x.assign(4 * ne, 0.0);
   p.primal_normal_vert_y.assign(4 * ne, 0.0);
   p.dual_normal_vert_x.assign(4 * ne, 0.0);
   p.dual_normal_vert_y.assign(4 * ne, 0.0);
   auto cartesian = [](double lat, double lon, double out[3]) {
-    out[0] = std::cos(lat) * std::cos(lon), out[1] = std::cos(lat) * std::sin(lon), out[2] = std::sin(lat);
+    out[0] = std::cos(lat) * std::cos(lon), out[1] = std::cos(lat) * std::sin(lon),
+    out[2] = std::sin(lat);
   };
   auto normalize = [](double v[3]) {
     const double n = std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
@@ -76,7 +79,8 @@ DiffusionEdgeParams edge_params(const Grid& grid, const InterpolationCoefficient
       if (v < 0) continue;
       const double lat = grid.vertex_lat[v], lon = grid.vertex_lon[v];
       const double e_lon[3] = {-std::sin(lon), std::cos(lon), 0.0};
-      const double e_lat[3] = {-std::sin(lat) * std::cos(lon), -std::sin(lat) * std::sin(lon), std::cos(lat)};
+      const double e_lat[3] = {-std::sin(lat) * std::cos(lon), -std::sin(lat) * std::sin(lon),
+                               std::cos(lat)};
       // Projected on the vertex's tangent plane and renormalised to a unit vector, as ICON4Py's
       // zonal_and_meridional_components_on_edges does.
       const double nu = n[0] * e_lon[0] + n[1] * e_lon[1] + n[2] * e_lon[2];
@@ -146,7 +150,8 @@ DiffusionState synthetic_state(const DiffusionInputs& inputs, std::uint64_t seed
   s.vn.resize(ne * nlev);
   for (std::int64_t e = 0; e < ne; ++e)
     for (int k = 0; k < nlev; ++k)
-      s.vn[e * nlev + k] = 20.0 * std::cos(g.edge_center_lat[e]) * g.primal_normal_x[e] + 2.0 * noise();
+      s.vn[e * nlev + k] =
+          20.0 * std::cos(g.edge_center_lat[e]) * g.primal_normal_x[e] + 2.0 * noise();
   s.w.resize(nc * (nlev + 1));
   for (auto& x : s.w) x = 0.2 * noise();
   s.theta_v.resize(nc * nlev);

@@ -44,15 +44,15 @@ struct Problem {
                      *e2c2v = nullptr, *v2e = nullptr;
 
   // Coefficients.
-  const Real *rbf_coeff_1 = nullptr, *rbf_coeff_2 = nullptr;           // (vertices, 6)
+  const Real *rbf_coeff_1 = nullptr, *rbf_coeff_2 = nullptr;  // (vertices, 6)
   const Real *tangent_orientation = nullptr, *inv_primal_edge_length = nullptr,
-             *inv_vert_vert_length = nullptr, *inv_dual_edge_length = nullptr,
-             *edge_area = nullptr, *nudgecoeff_e = nullptr;              // (edges)
+             *inv_vert_vert_length = nullptr, *inv_dual_edge_length = nullptr, *edge_area = nullptr,
+             *nudgecoeff_e = nullptr;  // (edges)
   const Real *primal_normal_vert_x = nullptr, *primal_normal_vert_y = nullptr,
-             *dual_normal_vert_x = nullptr, *dual_normal_vert_y = nullptr;  // (edges, 4)
-  const Real *e_bln_c_s = nullptr, *geofac_div = nullptr;                // (cells, 3)
+             *dual_normal_vert_x = nullptr, *dual_normal_vert_y = nullptr;             // (edges, 4)
+  const Real *e_bln_c_s = nullptr, *geofac_div = nullptr;                              // (cells, 3)
   const Real *geofac_n2s = nullptr, *geofac_grg_x = nullptr, *geofac_grg_y = nullptr;  // (cells, 4)
-  const Real* area = nullptr;                                            // (cells)
+  const Real* area = nullptr;                                                          // (cells)
   // Level-dependent, in the caller's layout: theta_ref_mc (cells, nlev), wgtfac_c (cells,
   // nlev + 1), zd_diffcoef (cells, nlev); zd_intcoef[j], zd_vertoffset[j] (cells, nlev) for the
   // j-th neighbour of C2E2C.
@@ -71,24 +71,24 @@ struct Problem {
   const Real *diff_multfac_vn_initial = nullptr, *smag_limit_initial = nullptr;
 
   // Scalars (ICON4Py's names).
-  Real smag_offset = 0, diff_multfac_w = 0, nudgezone_diff = 0, fac_bdydiff_v = 0,
-       rd_o_cvd = 0, thresh_tdiff = 0, smallest_vpfloat = 0;
+  Real smag_offset = 0, diff_multfac_w = 0, nudgezone_diff = 0, fac_bdydiff_v = 0, rd_o_cvd = 0,
+       thresh_tdiff = 0, smallest_vpfloat = 0;
   std::int32_t nrdmax = 0;  // end_index_of_damping_layer + 1
   int shear_type = 0;
   bool turbulence_diagnostics = false;  // shear_type >= 1 or loutshs or a_hshr > 0
-  bool apply_to_vertical_wind = true, apply_to_horizontal_wind = true,
-       apply_to_temperature = true, apply_zdiffusion_t = true;
+  bool apply_to_vertical_wind = true, apply_to_horizontal_wind = true, apply_to_temperature = true,
+       apply_zdiffusion_t = true;
 
   // Index ranges [begin, end) of the stencil groups (ICON4Py's domains).
   std::int32_t vertex_begin = 0, vertex_end = 0;        // RBF: LB level 2 .. local
   std::int32_t edge_smag_begin = 0, edge_smag_end = 0;  // nabla2, Smagorinsky: LB 5 .. halo 2
   std::int32_t edge_vn_begin = 0, edge_vn_end = 0;      // vn update: LB 5 .. local
   std::int32_t edge_nudge2_begin = 0;  // below: lateral-boundary nabla2 only (limited area)
-  std::int32_t cell_turb_begin = 0, cell_turb_end = 0;  // div_ic, hdef_ic: nudging .. local
-  std::int32_t cell_w_begin = 0, cell_w_end = 0;        // dwdx, dwdy, nabla2 w: .. halo
+  std::int32_t cell_turb_begin = 0, cell_turb_end = 0;       // div_ic, hdef_ic: nudging .. local
+  std::int32_t cell_w_begin = 0, cell_w_end = 0;             // dwdx, dwdy, nabla2 w: .. halo
   std::int32_t cell_interior_begin = 0, cell_local_end = 0;  // w is updated here
-  std::int32_t edge_cold_begin = 0, edge_cold_end = 0;  // cold pools: nudging .. halo
-  std::int32_t cell_theta_begin = 0, cell_theta_end = 0;  // theta, exner: nudging .. local
+  std::int32_t edge_cold_begin = 0, edge_cold_end = 0;       // cold pools: nudging .. halo
+  std::int32_t cell_theta_begin = 0, cell_theta_end = 0;     // theta, exner: nudging .. local
 
   // Work arrays in the caller's layout: u_vert, v_vert (vertices, nlev); kh_smag_e, kh_smag_ec,
   // z_nabla2_e (edges, nlev); z_nabla2_c (cells, nlev + 1); z_temp (cells, nlev); the kept
@@ -124,14 +124,14 @@ struct RunFields {
 // Runs one diffusion step on the fields. Records the regions "rbf_vn", "smagorinsky",
 // "turbulence", "rbf_nabla2", "vn", "w", "cold_pools", "theta_exner" (fused backends record the
 // fused group names they run instead).
-#define SCIPROXY_DIFFUSION_RUN(Real, L)                                                    \
+#define SCIPROXY_DIFFUSION_RUN(Real, L)                                          \
   void run(const Context& ctx, const Problem<Real>& p, const RunFields<Real>& f, \
            std::integral_constant<FieldLayout, L>)
 
-#define SCIPROXY_DIFFUSION_KERNELS                                          \
-  SCIPROXY_DIFFUSION_RUN(double, FieldLayout::LevelsContiguous);            \
-  SCIPROXY_DIFFUSION_RUN(double, FieldLayout::EntitiesContiguous);          \
-  SCIPROXY_DIFFUSION_RUN(float, FieldLayout::LevelsContiguous);             \
+#define SCIPROXY_DIFFUSION_KERNELS                                 \
+  SCIPROXY_DIFFUSION_RUN(double, FieldLayout::LevelsContiguous);   \
+  SCIPROXY_DIFFUSION_RUN(double, FieldLayout::EntitiesContiguous); \
+  SCIPROXY_DIFFUSION_RUN(float, FieldLayout::LevelsContiguous);    \
   SCIPROXY_DIFFUSION_RUN(float, FieldLayout::EntitiesContiguous);
 
 SCIPROXY_DECLARE_KERNELS(SCIPROXY_DIFFUSION_KERNELS)

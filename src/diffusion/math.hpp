@@ -9,9 +9,10 @@
 //   nabla2 of vn:  z_nabla2_e = 4 [(P0 + P1 - 2 vn) lp^2 + (P2 + P3 - 2 vn) lvv^2]
 //     lp = 1/primal edge length, lvv = 1/vertex-vertex length (the 4 because both lengths are
 //     twice those of the stencil, Zaengl et al. 2015, QJRMS, doi:10.1002/qj.2378)
-//   Smagorinsky:  part1 = (P3 - P2) lvv - (D1 - D0) t_o lp,  part2 = (P1 - P0) t_o lp + (D3 - D2) lvv
-//     kh_smag_ec = diff_multfac_smag(k) sqrt(part1^2 + part2^2),  diff_multfac_smag = enh_smag_fac dt
-//     kh_smag_e  = min(max(0, kh_smag_ec - smag_offset), smag_limit(k))
+//   Smagorinsky:  part1 = (P3 - P2) lvv - (D1 - D0) t_o lp,  part2 = (P1 - P0) t_o lp + (D3 - D2)
+//   lvv
+//     kh_smag_ec = diff_multfac_smag(k) sqrt(part1^2 + part2^2),  diff_multfac_smag = enh_smag_fac
+//     dt kh_smag_e  = min(max(0, kh_smag_ec - smag_offset), smag_limit(k))
 //   turbulence (k >= 1):  kh_c = sum_j kh_smag_ec[C2E] e_bln_c_s / diff_multfac_smag,
 //     div = sum_j vn[C2E] geofac_div;  div_ic = wgtfac_c div + (1 - wgtfac_c) div(k - 1),
 //     hdef_ic = (wgtfac_c kh_c + (1 - wgtfac_c) kh_c(k - 1))^2
@@ -72,9 +73,8 @@ SCIPROXY_HD void rbf_at_vertex(const Problem<Real>& p, const Real* x, std::int64
 
 // The primal-normal (P) and dual-normal (D) components of the vertex vectors at the diamond.
 template <class Real, FieldLayout L>
-SCIPROXY_HD void diamond_components(const Problem<Real>& p, const Real* u_vert,
-                                    const Real* v_vert, std::int64_t e, std::int32_t k, Real P[4],
-                                    Real D[4]) {
+SCIPROXY_HD void diamond_components(const Problem<Real>& p, const Real* u_vert, const Real* v_vert,
+                                    std::int64_t e, std::int32_t k, Real P[4], Real D[4]) {
   const FieldIndex<L> xv{p.num_vertices, p.nlev};
   SCIPROXY_UNROLL
   for (int i = 0; i < 4; ++i) {
@@ -167,8 +167,8 @@ SCIPROXY_HD Real c2e2co_sum(const Problem<Real>& p, const Real* coef, const Real
 
 // The cold-pool enhancement enh_diffu_3d at (c, k).
 template <class Real, FieldLayout L>
-SCIPROXY_HD Real cold_pool_enhancement(const Problem<Real>& p, const Real* theta_v,
-                                       std::int64_t c, std::int32_t k) {
+SCIPROXY_HD Real cold_pool_enhancement(const Problem<Real>& p, const Real* theta_v, std::int64_t c,
+                                       std::int32_t k) {
   const FieldIndex<L> xc{p.num_cells, p.nlev};
   Real sum_theta = 0, sum_ref = 0;
   SCIPROXY_UNROLL

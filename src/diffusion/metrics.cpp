@@ -79,8 +79,8 @@
 #include <utility>
 #include <vector>
 
-#include "sciproxy/core/error.hpp"
 #include "diffusion/geometry.hpp"
+#include "sciproxy/core/error.hpp"
 #include "sciproxy/diffusion.hpp"
 
 namespace sciproxy::diffusion {
@@ -433,7 +433,6 @@ void reference_atmosphere(double z, double& theta, double& exner, double& rho) {
   theta = temperature / exner;
 }
 
-
 // compute_mass_conserving_bilinear_cell_average_weight (one process: every cell owned).
 std::vector<double> mass_conserving_cell_average_weight(const Grid& grid, double central_weight) {
   const Index nc = static_cast<Index>(grid.num_cells);
@@ -449,7 +448,8 @@ std::vector<double> mass_conserving_cell_average_weight(const Grid& grid, double
       lat[i] = grid.cell_lat[n];
       lon[i] = grid.cell_lon[n];
     }
-    const auto wn = detail::weighting_factors(lat, lon, grid.cell_lat[c], grid.cell_lon[c], central_weight);
+    const auto wn =
+        detail::weighting_factors(lat, lon, grid.cell_lat[c], grid.cell_lon[c], central_weight);
     w[4 * c] = central_weight;
     for (int i = 0; i < 3; ++i) w[4 * c + 1 + i] = wn[i];
   }

@@ -39,10 +39,9 @@ void run_steps(const Context& ctx, const Problem<Real>& p, const RunFields<Real>
     auto t = Timers::region(ctx.timers, "smagorinsky");
     for (std::int64_t e = p.edge_smag_begin; e < p.edge_smag_end; ++e)
       for (std::int32_t k = 0; k < nlev; ++k)
-        smagorinsky_at_edge<Real, L>(p, p.u_vert, p.v_vert, vn[xe(e, k)], e, k,
-                                     p.diff_multfac_smag[k], smag_limit[k], smag_offset,
-                                     p.kh_smag_e[xe(e, k)], p.kh_smag_ec[xe(e, k)],
-                                     p.z_nabla2_e[xe(e, k)]);
+        smagorinsky_at_edge<Real, L>(
+            p, p.u_vert, p.v_vert, vn[xe(e, k)], e, k, p.diff_multfac_smag[k], smag_limit[k],
+            smag_offset, p.kh_smag_e[xe(e, k)], p.kh_smag_ec[xe(e, k)], p.z_nabla2_e[xe(e, k)]);
   }
   if (p.turbulence_diagnostics) {
     auto t = Timers::region(ctx.timers, "turbulence");
@@ -81,8 +80,10 @@ void run_steps(const Context& ctx, const Problem<Real>& p, const RunFields<Real>
     if (p.shear_type == 2)
       for (std::int64_t c = p.cell_w_begin; c < p.cell_w_end; ++c)
         for (std::int32_t k = 1; k < nlev; ++k) {
-          f.diagnostic.dwdx[xh(c, k)] = c2e2co_sum<Real, L>(p, p.geofac_grg_x, p.w_old, nlev + 1, c, k);
-          f.diagnostic.dwdy[xh(c, k)] = c2e2co_sum<Real, L>(p, p.geofac_grg_y, p.w_old, nlev + 1, c, k);
+          f.diagnostic.dwdx[xh(c, k)] =
+              c2e2co_sum<Real, L>(p, p.geofac_grg_x, p.w_old, nlev + 1, c, k);
+          f.diagnostic.dwdy[xh(c, k)] =
+              c2e2co_sum<Real, L>(p, p.geofac_grg_y, p.w_old, nlev + 1, c, k);
         }
   }
   if (p.apply_to_vertical_wind) {
@@ -94,9 +95,11 @@ void run_steps(const Context& ctx, const Problem<Real>& p, const RunFields<Real>
       for (std::int32_t k = 0; k < nlev; ++k) {
         if (c < p.cell_interior_begin || c >= p.cell_local_end) continue;
         const Real area = p.area[c];
-        Real w_new = p.w_old[xh(c, k)] - p.diff_multfac_w * (area * area) *
-                                             c2e2co_sum<Real, L>(p, p.geofac_n2s, p.z_nabla2_c, nlev, c, k);
-        if (k > 0 && k < p.nrdmax) w_new = w_new + p.diff_multfac_n2w[k] * area * p.z_nabla2_c[xc(c, k)];
+        Real w_new =
+            p.w_old[xh(c, k)] - p.diff_multfac_w * (area * area) *
+                                    c2e2co_sum<Real, L>(p, p.geofac_n2s, p.z_nabla2_c, nlev, c, k);
+        if (k > 0 && k < p.nrdmax)
+          w_new = w_new + p.diff_multfac_n2w[k] * area * p.z_nabla2_c[xc(c, k)];
         w[xh(c, k)] = w_new;
       }
   }

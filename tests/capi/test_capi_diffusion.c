@@ -225,8 +225,10 @@ int main(void) {
       den += f.theta_v[i] * f.theta_v[i];
     }
     CHECK(sqrt(num / den) < 1e-4);
-    printf("diffusion capi: float32 against float64, vn largest difference %.3g, theta_v rel L2 %.3g\n",
-           worst, sqrt(num / den));
+    printf(
+        "diffusion capi: float32 against float64, vn largest difference %.3g, theta_v rel L2 "
+        "%.3g\n",
+        worst, sqrt(num / den));
     /* The precision of a granule is its init's: float64 fields on a float32 granule, and back. */
     CHECK(run(single, &f, dtime, 0) == SCIPROXY_ERROR_TYPE && mentions("float32"));
     CHECK(sciproxy_diffusion_run_f32(fortran, w, vn, ex, th, NULL, d[0], d[1], d[2], d[3], dtime,

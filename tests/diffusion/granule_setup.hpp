@@ -36,8 +36,8 @@ inline GranuleFields make_fields(const GranuleSetup& s, unsigned seed, double no
   f.vn.resize(g.num_edges * nlev);
   for (std::int64_t e = 0; e < g.num_edges; ++e)
     for (int k = 0; k < nlev; ++k)
-      f.vn[e * nlev + k] = 10.0 * std::cos(g.edge_center_lat[e]) * g.primal_normal_x[e] +
-                           noise * normal(rng);
+      f.vn[e * nlev + k] =
+          10.0 * std::cos(g.edge_center_lat[e]) * g.primal_normal_x[e] + noise * normal(rng);
   f.w.resize(g.num_cells * (nlev + 1));
   for (auto& x : f.w) x = 0.1 * noise * normal(rng);
   f.theta_v.resize(g.num_cells * nlev);

@@ -22,8 +22,12 @@ namespace {
 template <class Real>
 struct TypedFields {
   std::vector<Real> vn, w, theta_v, exner, hdef_ic, div_ic, dwdx, dwdy;
-  DiffusionPrognosticFields<Real> prognostic() { return {vn.data(), w.data(), theta_v.data(), exner.data()}; }
-  DiffusionDiagnosticFields<Real> diagnostic() { return {hdef_ic.data(), div_ic.data(), dwdx.data(), dwdy.data()}; }
+  DiffusionPrognosticFields<Real> prognostic() {
+    return {vn.data(), w.data(), theta_v.data(), exner.data()};
+  }
+  DiffusionDiagnosticFields<Real> diagnostic() {
+    return {hdef_ic.data(), div_ic.data(), dwdx.data(), dwdy.data()};
+  }
 };
 
 template <class Real>
@@ -189,7 +193,9 @@ TEST_F(DiffusionGranule, NoiseIsDampedAndNothingGrows) {
   // Pure noise around zero: each call must shrink vn and w (the diffusion only removes energy).
   GranuleFields f = make_fields(*setup_, 11, 1.0);
   for (std::int64_t e = 0; e < setup_->grid.num_edges; ++e)
-    for (int k = 0; k < setup_->vertical.num_levels; ++k) f.vn[e * setup_->vertical.num_levels + k] -= 10.0 * std::cos(setup_->grid.edge_center_lat[e]) * setup_->grid.primal_normal_x[e];
+    for (int k = 0; k < setup_->vertical.num_levels; ++k)
+      f.vn[e * setup_->vertical.num_levels + k] -=
+          10.0 * std::cos(setup_->grid.edge_center_lat[e]) * setup_->grid.primal_normal_x[e];
   auto energy = [](const std::vector<double>& x) {
     double s = 0;
     for (double v : x) s += v * v;
@@ -211,24 +217,73 @@ TEST_F(DiffusionGranule, BadInputIsRefusedNamingTheArgument) {
   GranuleSetup s = *setup_;
   auto expect_refused = [&](const GranuleSetup& bad, const char* name) {
     try {
-      Diffusion g(bad.grid, bad.config, bad.vertical, bad.metrics, bad.interpolation, bad.edges, bad.cells);
+      Diffusion g(bad.grid, bad.config, bad.vertical, bad.metrics, bad.interpolation, bad.edges,
+                  bad.cells);
       ADD_FAILURE() << "accepted bad " << name;
     } catch (const sciproxy::InvalidArgument& e) {
       EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
     }
   };
-  { GranuleSetup b = s; b.config.diffusion_type = 4; expect_refused(b, "config.diffusion_type"); }
-  { GranuleSetup b = s; b.config.shear_type = 3; expect_refused(b, "config.shear_type"); }
-  { GranuleSetup b = s; b.config.ndyn_substeps = 0; expect_refused(b, "config.ndyn_substeps"); }
-  { GranuleSetup b = s; b.vertical.vct_a.pop_back(); expect_refused(b, "vertical_grid.vct_a"); }
-  { GranuleSetup b = s; std::reverse(b.vertical.vct_a.begin(), b.vertical.vct_a.end()); expect_refused(b, "vertical_grid.vct_a"); }
-  { GranuleSetup b = s; b.vertical.end_index_of_damping_layer = 99; expect_refused(b, "end_index_of_damping_layer"); }
-  { GranuleSetup b = s; b.metrics.theta_ref_mc.resize(5); expect_refused(b, "metric_state.theta_ref_mc"); }
-  { GranuleSetup b = s; b.metrics.wgtfac_c[3] = NAN; expect_refused(b, "metric_state.wgtfac_c"); }
-  { GranuleSetup b = s; b.interpolation.geofac_div.pop_back(); expect_refused(b, "interpolation_state.geofac_div"); }
-  { GranuleSetup b = s; b.edges.edge_areas.push_back(1); expect_refused(b, "edge_params.edge_areas"); }
-  { GranuleSetup b = s; b.cells.area.clear(); expect_refused(b, "cell_params.area"); }
-  { GranuleSetup b = s; b.grid.e2c[7] = b.grid.num_cells; expect_refused(b, "grid.e2c"); }
+  {
+    GranuleSetup b = s;
+    b.config.diffusion_type = 4;
+    expect_refused(b, "config.diffusion_type");
+  }
+  {
+    GranuleSetup b = s;
+    b.config.shear_type = 3;
+    expect_refused(b, "config.shear_type");
+  }
+  {
+    GranuleSetup b = s;
+    b.config.ndyn_substeps = 0;
+    expect_refused(b, "config.ndyn_substeps");
+  }
+  {
+    GranuleSetup b = s;
+    b.vertical.vct_a.pop_back();
+    expect_refused(b, "vertical_grid.vct_a");
+  }
+  {
+    GranuleSetup b = s;
+    std::reverse(b.vertical.vct_a.begin(), b.vertical.vct_a.end());
+    expect_refused(b, "vertical_grid.vct_a");
+  }
+  {
+    GranuleSetup b = s;
+    b.vertical.end_index_of_damping_layer = 99;
+    expect_refused(b, "end_index_of_damping_layer");
+  }
+  {
+    GranuleSetup b = s;
+    b.metrics.theta_ref_mc.resize(5);
+    expect_refused(b, "metric_state.theta_ref_mc");
+  }
+  {
+    GranuleSetup b = s;
+    b.metrics.wgtfac_c[3] = NAN;
+    expect_refused(b, "metric_state.wgtfac_c");
+  }
+  {
+    GranuleSetup b = s;
+    b.interpolation.geofac_div.pop_back();
+    expect_refused(b, "interpolation_state.geofac_div");
+  }
+  {
+    GranuleSetup b = s;
+    b.edges.edge_areas.push_back(1);
+    expect_refused(b, "edge_params.edge_areas");
+  }
+  {
+    GranuleSetup b = s;
+    b.cells.area.clear();
+    expect_refused(b, "cell_params.area");
+  }
+  {
+    GranuleSetup b = s;
+    b.grid.e2c[7] = b.grid.num_cells;
+    expect_refused(b, "grid.e2c");
+  }
   {
     GranuleSetup b = s;
     const int nlev = b.vertical.num_levels;
@@ -239,17 +294,19 @@ TEST_F(DiffusionGranule, BadInputIsRefusedNamingTheArgument) {
   {
     DiffusionOptions o;
     o.device = "quantum";
-    EXPECT_THROW(Diffusion(s.grid, s.config, s.vertical, s.metrics, s.interpolation, s.edges, s.cells, o),
-                 sciproxy::InvalidArgument);
+    EXPECT_THROW(
+        Diffusion(s.grid, s.config, s.vertical, s.metrics, s.interpolation, s.edges, s.cells, o),
+        sciproxy::InvalidArgument);
   }
 }
 
 TEST_F(DiffusionGranule, BadRunArgumentsAreRefused) {
-  Diffusion g(setup_->grid, setup_->config, setup_->vertical, setup_->metrics, setup_->interpolation,
-              setup_->edges, setup_->cells);
+  Diffusion g(setup_->grid, setup_->config, setup_->vertical, setup_->metrics,
+              setup_->interpolation, setup_->edges, setup_->cells);
   GranuleFields f = *fields_;
   DiffusionPrognosticFields<double> p{f.vn.data(), f.w.data(), f.theta_v.data(), f.exner.data()};
-  DiffusionDiagnosticFields<double> d{f.hdef_ic.data(), f.div_ic.data(), f.dwdx.data(), f.dwdy.data()};
+  DiffusionDiagnosticFields<double> d{f.hdef_ic.data(), f.div_ic.data(), f.dwdx.data(),
+                                      f.dwdy.data()};
   EXPECT_THROW(g.run(d, p, 0.0), sciproxy::InvalidArgument);
   EXPECT_THROW(g.run(d, p, -1.0), sciproxy::InvalidArgument);
   EXPECT_THROW(g.run(d, p, NAN), sciproxy::InvalidArgument);
@@ -305,7 +362,8 @@ TEST(DiffusionLimitedArea, CpuMatchesReferenceWithNudgingAndBoundaryZones) {
     const std::int32_t e_end = lam.end_index(Dimension::Edge, Zone::LateralBoundaryLevel4);
     for (std::int64_t i = 0; i < std::int64_t(e_end) * nlev; ++i) ASSERT_EQ(got.vn[i], in.vn[i]);
     const std::int32_t c_end = lam.end_index(Dimension::Cell, Zone::LateralBoundaryLevel4);
-    for (std::int64_t i = 0; i < std::int64_t(c_end) * nlev; ++i) ASSERT_EQ(got.theta_v[i], in.theta_v[i]);
+    for (std::int64_t i = 0; i < std::int64_t(c_end) * nlev; ++i)
+      ASSERT_EQ(got.theta_v[i], in.theta_v[i]);
     EXPECT_GT(rel_l2(got.vn, in.vn), 1e-8);
   }
 }
