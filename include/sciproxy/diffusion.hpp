@@ -621,6 +621,10 @@ class Diffusion {
   const Grid& grid() const;
   // Bytes one run moves at least (each field read or written once) for the roofline.
   double bytes_per_run() const;
+  // Floating-point operations of one run as the stencils are written (math.hpp), counted per
+  // point: RBF 24 per vertex and level (twice), Smagorinsky and nabla2 59 and the vn update 30
+  // per edge and level, turbulence 32, nabla2 w and its gradients 36, theta 26 per cell and level.
+  double flops_per_run() const;
   double init_seconds() const;
 
   struct Impl;

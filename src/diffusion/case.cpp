@@ -87,7 +87,9 @@ class DiffusionCase : public Case {
     WorkModel w;
     const double nc = inputs_.grid.num_cells, ne = inputs_.grid.num_edges;
     w.points = (nc + ne) * levels_;
-    w.bytes = granule_for(Device{Backend::reference, 0, false}).bytes_per_run();
+    const Diffusion& g = granule_for(Device{Backend::reference, 0, false});
+    w.bytes = g.bytes_per_run();
+    w.flops = g.flops_per_run();
     w.precision = single_ ? Precision::fp32 : Precision::fp64;
     return w;
   }

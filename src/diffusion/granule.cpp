@@ -160,6 +160,7 @@ struct Diffusion::Impl {
   Timers timers;
   double init_seconds = 0;
   double bytes_per_run = 0;
+  double flops_per_run = 0;
   std::variant<Storage<double>, Storage<float>> storage;
 
   // The cuda backend's device mirror of the Problem goes with it.
@@ -401,6 +402,7 @@ void Diffusion::Impl::build(const DiffusionMetricState& m, const DiffusionInterp
   const double coefficients = 6.0 * nv + 13.0 * ne + 15.0 * nc;
   const double tables = 4.0 * (6.0 * nv + 4.0 * ne + 2.0 * ne + 3.0 * nc + 3.0 * nc + 4.0 * nc);
   bytes_per_run = r * (fields + coefficients) + tables;
+  flops_per_run = double(nlev) * (48.0 * double(nv) + 89.0 * double(ne) + 94.0 * double(nc));
 }
 
 namespace {
@@ -454,7 +456,7 @@ void Diffusion::Impl::run(DiffusionDiagnosticFields<Real>& d, DiffusionPrognosti
   WorkModel work;
   work.points = static_cast<double>(ne * nlev + nc * nlev);
   work.bytes = bytes_per_run;
-  work.flops = 0;
+  work.flops = flops_per_run;
   work.precision = sizeof(Real) == 4 ? Precision::fp32 : Precision::fp64;
   call.set_work(work);
   if (!options.savepoint_dir.empty())
@@ -637,6 +639,9 @@ const Grid& Diffusion::grid() const {
 }
 double Diffusion::bytes_per_run() const {
   return impl_->bytes_per_run;
+}
+double Diffusion::flops_per_run() const {
+  return impl_->flops_per_run;
 }
 double Diffusion::init_seconds() const {
   return impl_->init_seconds;
