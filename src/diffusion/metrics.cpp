@@ -74,6 +74,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -325,9 +326,11 @@ std::vector<double> smooth_topography(const Grid& grid, const std::vector<double
   for (int step = 0; step < kTopographySmoothingSteps; ++step) {
     for (Index c = 0; c < nc; ++c) {
       double sum = 0.0;
-      for (int i = 0; i < kC2E2CO; ++i)
-        sum +=
-            smooth[static_cast<Index>(grid.c2e2co[kC2E2CO * c + i])] * geofac_n2s[kC2E2CO * c + i];
+      for (int i = 0; i < kC2E2CO; ++i) {
+        const std::int32_t n = grid.c2e2co[kC2E2CO * c + i];
+        if (n < 0) continue;  // outside a limited-area grid: no term
+        sum += smooth[static_cast<Index>(n)] * geofac_n2s[kC2E2CO * c + i];
+      }
       nabla2[c] = sum;
     }
     for (Index c = 0; c < nc; ++c) smooth[c] = smooth[c] + 0.125 * nabla2[c] * grid.cell_area[c];
@@ -458,6 +461,7 @@ std::vector<double> mass_conserving_cell_average_weight(const Grid& grid, double
   std::vector<int> inverse(nc * kC2E2CO, -1);
   for (Index c = 0; c < nc; ++c)
     for (int i = 0; i < kC2E2CO; ++i) {
+      if (grid.c2e2co[4 * c + i] < 0) continue;
       const auto n = static_cast<Index>(grid.c2e2co[4 * c + i]);
       for (int j = 0; j < kC2E2CO; ++j)
         if (static_cast<Index>(grid.c2e2co[4 * n + j]) == c) {
@@ -473,6 +477,7 @@ std::vector<double> mass_conserving_cell_average_weight(const Grid& grid, double
     for (Index c = start3; c < nc; ++c) {
       double sum = 0.0;
       for (int i = 0; i < kC2E2CO; ++i) {
+        if (inverse[4 * c + i] < 0) continue;  // a missing neighbour (limited area)
         const auto n = static_cast<Index>(grid.c2e2co[4 * c + i]);
         sum += w[4 * n + static_cast<Index>(inverse[4 * c + i])] * grid.cell_area[n];
       }
@@ -484,7 +489,8 @@ std::vector<double> mass_conserving_cell_average_weight(const Grid& grid, double
     }
     for (Index c = start3; c < nc; ++c)
       for (int i = 0; i < kC2E2CO; ++i)
-        w[4 * c + i] = w[4 * c + i] - relax * residual[static_cast<Index>(grid.c2e2co[4 * c + i])];
+        if (grid.c2e2co[4 * c + i] >= 0)
+          w[4 * c + i] = w[4 * c + i] - relax * residual[static_cast<Index>(grid.c2e2co[4 * c + i])];
     for (Index c = 0; c < nc; ++c)
       row_excess[c] = w[4 * c] + w[4 * c + 1] + w[4 * c + 2] + w[4 * c + 3] - 1.0;
     for (Index c = start3; c < nc; ++c) {
@@ -557,8 +563,10 @@ MetricState metric_state(const Grid& grid, const InterpolationCoefficients& coef
   // Slopes on edges, full levels: (num_edges, num_levels).
   std::vector<double> ddxn_z_full(ne * nl), ddxn_half(nh);
   for (Index e = 0; e < ne; ++e) {
-    const double* z0 = &m.z_ifc[static_cast<Index>(grid.e2c[2 * e]) * nh];
-    const double* z1 = &m.z_ifc[static_cast<Index>(grid.e2c[2 * e + 1]) * nh];
+    // A lateral boundary edge of a limited-area grid has one cell: no slope across it.
+    const std::int32_t c0 = grid.e2c[2 * e], c1 = grid.e2c[2 * e + 1];
+    const double* z0 = &m.z_ifc[static_cast<Index>(c0 >= 0 ? c0 : c1) * nh];
+    const double* z1 = &m.z_ifc[static_cast<Index>(c1 >= 0 ? c1 : c0) * nh];
     const double inv = coefficients.inverse_dual_edge_lengths[e];
     for (Index k = 0; k < nh; ++k) ddxn_half[k] = (z1[k] - z0[k]) * inv;
     for (Index k = 0; k < nl; ++k)
@@ -589,6 +597,7 @@ MetricState metric_state(const Grid& grid, const InterpolationCoefficients& coef
     for (Index k = 0; k < nl; ++k) {
       double slope = 0.0, height = 0.0;
       for (int i = 0; i < kC2E2CO; ++i) {
+        if (grid.c2e2co[4 * c + i] < 0) continue;
         const auto nb = static_cast<Index>(grid.c2e2co[4 * c + i]);
         slope += maxslp[nb * nl + k] * m.c_bln_avg[4 * c + i];
         height += maxhgtd[nb * nl + k] * m.c_bln_avg[4 * c + i];
@@ -599,9 +608,10 @@ MetricState metric_state(const Grid& grid, const InterpolationCoefficients& coef
 
   m.max_nbhgt.resize(nc);
   for (Index c = 0; c < nc; ++c) {
-    double highest = m.z_mc[static_cast<Index>(grid.c2e2c[3 * c]) * nl + nl - 1];
-    for (int i = 1; i < kC2E2C; ++i)
-      highest = std::max(highest, m.z_mc[static_cast<Index>(grid.c2e2c[3 * c + i]) * nl + nl - 1]);
+    double highest = -std::numeric_limits<double>::infinity();
+    for (int i = 0; i < kC2E2C; ++i)
+      if (grid.c2e2c[3 * c + i] >= 0)
+        highest = std::max(highest, m.z_mc[static_cast<Index>(grid.c2e2c[3 * c + i]) * nl + nl - 1]);
     m.max_nbhgt[c] = highest;
   }
 
