@@ -74,8 +74,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <limits>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -490,7 +490,8 @@ std::vector<double> mass_conserving_cell_average_weight(const Grid& grid, double
     for (Index c = start3; c < nc; ++c)
       for (int i = 0; i < kC2E2CO; ++i)
         if (grid.c2e2co[4 * c + i] >= 0)
-          w[4 * c + i] = w[4 * c + i] - relax * residual[static_cast<Index>(grid.c2e2co[4 * c + i])];
+          w[4 * c + i] =
+              w[4 * c + i] - relax * residual[static_cast<Index>(grid.c2e2co[4 * c + i])];
     for (Index c = 0; c < nc; ++c)
       row_excess[c] = w[4 * c] + w[4 * c + 1] + w[4 * c + 2] + w[4 * c + 3] - 1.0;
     for (Index c = start3; c < nc; ++c) {
@@ -611,7 +612,8 @@ MetricState metric_state(const Grid& grid, const InterpolationCoefficients& coef
     double highest = -std::numeric_limits<double>::infinity();
     for (int i = 0; i < kC2E2C; ++i)
       if (grid.c2e2c[3 * c + i] >= 0)
-        highest = std::max(highest, m.z_mc[static_cast<Index>(grid.c2e2c[3 * c + i]) * nl + nl - 1]);
+        highest =
+            std::max(highest, m.z_mc[static_cast<Index>(grid.c2e2c[3 * c + i]) * nl + nl - 1]);
     m.max_nbhgt[c] = highest;
   }
 

@@ -542,8 +542,8 @@ TEST(DiffusionMetricsReference, Icon4py) {
   // rounding, and differs between optimised and debug builds (measured 3e-18).
   for (const char* field : {"cell_lat", "cell_lon"})
     expect_close(now.at(field).get<std::vector<double>>(), in.at(field), field, 1e-13, 1e-15);
-  for (const char* field : {"cell_area", "dual_edge_length", "inverse_dual_edge_lengths",
-                            "geofac_n2s", "topography"})
+  for (const char* field :
+       {"cell_area", "dual_edge_length", "inverse_dual_edge_lengths", "geofac_n2s", "topography"})
     expect_close(now.at(field).get<std::vector<double>>(), in.at(field), field, 1e-13, 1e-300);
   EXPECT_EQ(now.at("vertical_config"), in.at("vertical_config"));
   EXPECT_EQ(now.at("options"), in.at("options"));
