@@ -60,11 +60,11 @@ void run_passes(const Context& ctx, const Problem<Real>& p, const RunFields<Real
   Real* const w = f.prognostic.w;
   Real* const theta_v = f.prognostic.theta_v;
   Real* const exner = f.prognostic.exner;
-  const Real* const diff_multfac_vn = f.initial_run ? p.diff_multfac_vn_initial : p.diff_multfac_vn;
-  const Real* const smag_limit = f.initial_run ? p.smag_limit_initial : p.smag_limit;
-  const Real smag_offset = f.initial_run ? Real(0) : p.smag_offset;
-  Real* const dms = p.diff_multfac_smag;
-  for (std::int32_t k = 0; k < nlev; ++k) dms[k] = p.enh_smag_fac[k] * f.dtime;
+  const RunFactors<Real> factors = run_factors(p, f);
+  const Real* const diff_multfac_vn = factors.diff_multfac_vn;
+  const Real* const smag_limit = factors.smag_limit;
+  const Real smag_offset = factors.smag_offset;
+  const Real* const dms = factors.diff_multfac_smag;
   const std::int32_t k_cold = std::max(0, nlev - 2);
   Real* const enh = p.enh_diffu_3d;  // (cells, 2): the cold-pool enhancement of the lowest levels
   const bool temperature = p.apply_to_temperature;
@@ -182,11 +182,11 @@ void run_rows(const Context& ctx, const Problem<Real>& p, const RunFields<Real>&
   Real* const w = f.prognostic.w;
   Real* const theta_v = f.prognostic.theta_v;
   Real* const exner = f.prognostic.exner;
-  const Real* const diff_multfac_vn = f.initial_run ? p.diff_multfac_vn_initial : p.diff_multfac_vn;
-  const Real* const smag_limit = f.initial_run ? p.smag_limit_initial : p.smag_limit;
-  const Real smag_offset = f.initial_run ? Real(0) : p.smag_offset;
-  Real* const dms = p.diff_multfac_smag;
-  for (std::int32_t k = 0; k < nlev; ++k) dms[k] = p.enh_smag_fac[k] * f.dtime;
+  const RunFactors<Real> factors = run_factors(p, f);
+  const Real* const diff_multfac_vn = factors.diff_multfac_vn;
+  const Real* const smag_limit = factors.smag_limit;
+  const Real smag_offset = factors.smag_offset;
+  const Real* const dms = factors.diff_multfac_smag;
   const std::int32_t k_cold = std::max(0, nlev - 2);
   Real* const enh = p.enh_diffu_3d;
   const bool temperature = p.apply_to_temperature;

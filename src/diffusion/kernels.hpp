@@ -121,6 +121,24 @@ struct RunFields {
   bool initial_run = false;
 };
 
+// The level factors of one run: ICON4Py's regular or initial-run diff_multfac_vn, smag_limit
+// and smag_offset, and diff_multfac_smag = enh_smag_fac dtime, written into p's scratch (host
+// backends).
+template <class Real>
+struct RunFactors {
+  const Real* diff_multfac_vn;
+  const Real* smag_limit;
+  Real smag_offset;
+  const Real* diff_multfac_smag;
+};
+template <class Real>
+RunFactors<Real> run_factors(const Problem<Real>& p, const RunFields<Real>& f) {
+  for (std::int32_t k = 0; k < p.nlev; ++k) p.diff_multfac_smag[k] = p.enh_smag_fac[k] * f.dtime;
+  if (f.initial_run)
+    return {p.diff_multfac_vn_initial, p.smag_limit_initial, Real(0), p.diff_multfac_smag};
+  return {p.diff_multfac_vn, p.smag_limit, p.smag_offset, p.diff_multfac_smag};
+}
+
 // Runs one diffusion step on the fields. Records the regions "rbf_vn", "smagorinsky",
 // "turbulence", "rbf_nabla2", "vn", "w", "cold_pools", "theta_exner" (fused backends record the
 // fused group names they run instead).

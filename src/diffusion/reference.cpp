@@ -21,10 +21,10 @@ void run_steps(const Context& ctx, const Problem<Real>& p, const RunFields<Real>
   Real* w = f.prognostic.w;
   Real* theta_v = f.prognostic.theta_v;
   Real* exner = f.prognostic.exner;
-  const Real* diff_multfac_vn = f.initial_run ? p.diff_multfac_vn_initial : p.diff_multfac_vn;
-  const Real* smag_limit = f.initial_run ? p.smag_limit_initial : p.smag_limit;
-  const Real smag_offset = f.initial_run ? Real(0) : p.smag_offset;
-  for (std::int32_t k = 0; k < nlev; ++k) p.diff_multfac_smag[k] = p.enh_smag_fac[k] * f.dtime;
+  const RunFactors<Real> factors = run_factors(p, f);
+  const Real* diff_multfac_vn = factors.diff_multfac_vn;
+  const Real* smag_limit = factors.smag_limit;
+  const Real smag_offset = factors.smag_offset;
 
   auto rbf = [&](const Real* x) {
     for (std::int64_t v = p.vertex_begin; v < p.vertex_end; ++v)
