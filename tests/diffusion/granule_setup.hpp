@@ -2,9 +2,13 @@
 // coefficients, a simple vertical grid and metric fields, and smooth-plus-random fields.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "sciproxy/diffusion.hpp"
@@ -54,6 +58,43 @@ inline GranuleFields make_fields(const GranuleSetup& s, unsigned seed, double no
   f.dwdx = f.hdef_ic;
   f.dwdy = f.hdef_ic;
   return f;
+}
+
+// The eight fields of a run in one precision and layout, as the granule takes them.
+template <class Real>
+struct TypedFields {
+  std::vector<Real> vn, w, theta_v, exner, hdef_ic, div_ic, dwdx, dwdy;
+  DiffusionPrognosticFields<Real> prognostic() {
+    return {vn.data(), w.data(), theta_v.data(), exner.data()};
+  }
+  DiffusionDiagnosticFields<Real> diagnostic() {
+    return {hdef_ic.data(), div_ic.data(), dwdx.data(), dwdy.data()};
+  }
+  std::vector<std::vector<Real>*> all() {
+    return {&vn, &w, &theta_v, &exner, &hdef_ic, &div_ic, &dwdx, &dwdy};
+  }
+};
+
+// ||a - b|| / ||b|| (||a - b|| where b is 0).
+inline double rel_l2(const std::vector<double>& a, const std::vector<double>& b) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    num += (a[i] - b[i]) * (a[i] - b[i]);
+    den += b[i] * b[i];
+  }
+  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+// Every field of got within tol (relative L2) of want.
+inline void expect_close(const GranuleFields& got, const GranuleFields& want, double tol,
+                         const std::string& what = "") {
+  const std::pair<const char*, const std::vector<double> GranuleFields::*> fields[] = {
+      {"vn", &GranuleFields::vn},           {"w", &GranuleFields::w},
+      {"theta_v", &GranuleFields::theta_v}, {"exner", &GranuleFields::exner},
+      {"hdef_ic", &GranuleFields::hdef_ic}, {"div_ic", &GranuleFields::div_ic},
+      {"dwdx", &GranuleFields::dwdx},       {"dwdy", &GranuleFields::dwdy}};
+  for (const auto& [name, field] : fields)
+    EXPECT_LE(rel_l2(got.*field, want.*field), tol) << what << (what.empty() ? "" : ": ") << name;
 }
 
 }  // namespace sciproxy::diffusion::testing

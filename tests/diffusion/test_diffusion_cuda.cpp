@@ -22,21 +22,15 @@
 #endif
 
 using namespace sciproxy::diffusion;
+using sciproxy::diffusion::testing::expect_close;
 using sciproxy::diffusion::testing::GranuleFields;
 using sciproxy::diffusion::testing::GranuleSetup;
 using sciproxy::diffusion::testing::make_fields;
 using sciproxy::diffusion::testing::make_setup;
+using sciproxy::diffusion::testing::rel_l2;
+using sciproxy::diffusion::testing::TypedFields;
 
 namespace {
-
-// The eight fields of a run, in the layout's order.
-template <class Real>
-struct TypedFields {
-  std::vector<Real> vn, w, theta_v, exner, hdef_ic, div_ic, dwdx, dwdy;
-  std::vector<std::vector<Real>*> all() {
-    return {&vn, &w, &theta_v, &exner, &hdef_ic, &div_ic, &dwdx, &dwdy};
-  }
-};
 
 template <class Real>
 TypedFields<Real> typed(const GranuleSetup& s, const GranuleFields& in, FieldLayout layout) {
@@ -122,27 +116,6 @@ GranuleFields run_granule(const GranuleSetup& s, const GranuleFields& in, Diffus
 #endif
   if (timers_out) *timers_out = granule.timers();
   return untyped(s, f, o.layout);
-}
-
-double rel_l2(const std::vector<double>& a, const std::vector<double>& b) {
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    num += (a[i] - b[i]) * (a[i] - b[i]);
-    den += b[i] * b[i];
-  }
-  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-}
-
-void expect_close(const GranuleFields& got, const GranuleFields& want, double tol,
-                  const std::string& what) {
-  EXPECT_LE(rel_l2(got.vn, want.vn), tol) << what << ": vn";
-  EXPECT_LE(rel_l2(got.w, want.w), tol) << what << ": w";
-  EXPECT_LE(rel_l2(got.theta_v, want.theta_v), tol) << what << ": theta_v";
-  EXPECT_LE(rel_l2(got.exner, want.exner), tol) << what << ": exner";
-  EXPECT_LE(rel_l2(got.hdef_ic, want.hdef_ic), tol) << what << ": hdef_ic";
-  EXPECT_LE(rel_l2(got.div_ic, want.div_ic), tol) << what << ": div_ic";
-  EXPECT_LE(rel_l2(got.dwdx, want.dwdx), tol) << what << ": dwdx";
-  EXPECT_LE(rel_l2(got.dwdy, want.dwdy), tol) << what << ": dwdy";
 }
 
 constexpr double kDtime = 900.0;  // Smagorinsky on at R2B3's spacing (as test_diffusion_granule)

@@ -12,23 +12,15 @@
 #include "sciproxy/diffusion.hpp"
 
 using namespace sciproxy::diffusion;
+using sciproxy::diffusion::testing::expect_close;
 using sciproxy::diffusion::testing::GranuleFields;
 using sciproxy::diffusion::testing::GranuleSetup;
 using sciproxy::diffusion::testing::make_fields;
 using sciproxy::diffusion::testing::make_setup;
+using sciproxy::diffusion::testing::rel_l2;
+using sciproxy::diffusion::testing::TypedFields;
 
 namespace {
-
-template <class Real>
-struct TypedFields {
-  std::vector<Real> vn, w, theta_v, exner, hdef_ic, div_ic, dwdx, dwdy;
-  DiffusionPrognosticFields<Real> prognostic() {
-    return {vn.data(), w.data(), theta_v.data(), exner.data()};
-  }
-  DiffusionDiagnosticFields<Real> diagnostic() {
-    return {hdef_ic.data(), div_ic.data(), dwdx.data(), dwdy.data()};
-  }
-};
 
 template <class Real>
 GranuleFields run_granule(const GranuleSetup& s, const GranuleFields& in, DiffusionOptions o,
@@ -61,28 +53,8 @@ GranuleFields run_granule(const GranuleSetup& s, const GranuleFields& in, Diffus
   return out;
 }
 
-double rel_l2(const std::vector<double>& a, const std::vector<double>& b) {
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    num += (a[i] - b[i]) * (a[i] - b[i]);
-    den += b[i] * b[i];
-  }
-  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-}
-
 double rel_change(const std::vector<double>& after, const std::vector<double>& before) {
   return rel_l2(after, before);
-}
-
-void expect_close(const GranuleFields& got, const GranuleFields& want, double tol) {
-  EXPECT_LE(rel_l2(got.vn, want.vn), tol) << "vn";
-  EXPECT_LE(rel_l2(got.w, want.w), tol) << "w";
-  EXPECT_LE(rel_l2(got.theta_v, want.theta_v), tol) << "theta_v";
-  EXPECT_LE(rel_l2(got.exner, want.exner), tol) << "exner";
-  EXPECT_LE(rel_l2(got.hdef_ic, want.hdef_ic), tol) << "hdef_ic";
-  EXPECT_LE(rel_l2(got.div_ic, want.div_ic), tol) << "div_ic";
-  EXPECT_LE(rel_l2(got.dwdx, want.dwdx), tol) << "dwdx";
-  EXPECT_LE(rel_l2(got.dwdy, want.dwdy), tol) << "dwdy";
 }
 
 // dtime with Smagorinsky on: a few seconds per km of R2B3's ~250 km spacing.
