@@ -513,6 +513,7 @@ struct DiffusionInputs {
   Grid grid;
   DiffusionConfig config;
   DiffusionVerticalGrid vertical;
+  VerticalGrid vertical_grid;  // the whole of it (vct_b, its configuration, nflatlev)
   DiffusionMetricState metrics;
   DiffusionInterpolationState interpolation;
   DiffusionEdgeParams edges;

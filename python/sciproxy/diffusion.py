@@ -168,8 +168,11 @@ def coefficients(grid: Grid):
 
 
 def vertical_grid(grid: Grid) -> dict:
-    """The vertical grid sciproxy computes for ``grid.num_levels``: vct_a (num_levels + 1 heights
-    from the top, metres), num_levels and end_index_of_damping_layer."""
+    """ICON4Py's vertical grid for ``grid.num_levels`` as sciproxy computes it (ICON4Py's
+    VerticalGridConfig defaults, the damping layer from 12.5 km): vct_a and vct_b (num_levels + 1
+    interface values from the top, metres), num_levels, end_index_of_damping_layer, nflatlev,
+    lowest_layer_thickness, model_top_height, stretch_factor, rayleigh_damping_height,
+    flat_height."""
     return _sciproxy.diffusion_inputs_dict(_as_grid(grid)._computed())["vertical_grid"]
 
 

@@ -164,6 +164,16 @@ nb::dict inputs_dict(const dif::DiffusionInputs& in) {
   vertical["num_levels"] = in.vertical.num_levels;
   vertical["vct_a"] = to_numpy(std::vector<double>(in.vertical.vct_a), {nlev + 1});
   vertical["end_index_of_damping_layer"] = in.vertical.end_index_of_damping_layer;
+  // The rest of ICON4Py's VerticalGrid: vct_b, nflatlev and its configuration's values.
+  const dif::VerticalGrid& vg = in.vertical_grid;
+  vertical["vct_b"] =
+      to_numpy(std::vector<double>(vg.vct_b), {static_cast<std::int64_t>(vg.vct_b.size())});
+  vertical["nflatlev"] = vg.nflatlev;
+  vertical["lowest_layer_thickness"] = vg.config.lowest_layer_thickness;
+  vertical["model_top_height"] = vg.config.model_top_height;
+  vertical["stretch_factor"] = vg.config.stretch_factor;
+  vertical["rayleigh_damping_height"] = vg.config.rayleigh_damping_height;
+  vertical["flat_height"] = vg.config.flat_height;
   nb::dict out;
   out["metric_state"] = metric;
   out["interpolation_state"] = interp;

@@ -125,6 +125,7 @@ DiffusionInputs computed_inputs(Grid grid, int num_levels, const ComputedInputsO
   s.vertical.num_levels = num_levels;
   s.vertical.vct_a = vg.vct_a;
   s.vertical.end_index_of_damping_layer = vg.end_index_of_damping_layer;
+  s.vertical_grid = vg;
   const MetricState m =
       metric_state(s.grid, c, vg, synthetic_orography(s.grid, options.mountain), options.metrics);
   s.metrics.theta_ref_mc = m.theta_ref_mc;

@@ -188,6 +188,12 @@ def test_granule_matches_independent_numpy(setup, options, initial_run, device):
 def test_every_branch_has_work_at_the_default_setup(setup):
     grid, vg, metric, interp, edge, cell = setup
     assert vg["end_index_of_damping_layer"] > 0
+    # ICON4Py's VerticalGrid's fields: heights from the 23.5 km top down to 0, nflatlev below
+    # the flat height.
+    assert vg["vct_a"][0] == vg["model_top_height"] == 23500.0 and vg["vct_a"][-1] == 0.0
+    assert vg["vct_b"].shape == vg["vct_a"].shape
+    assert 0 < vg["nflatlev"] < vg["num_levels"]
+    assert vg["vct_a"][vg["nflatlev"]] >= vg["flat_height"]
     # Cold pools: the synthetic state has 8 K colder cells on the two lowest levels.
     s = dif.synthetic_state(grid)
     nb = grid.connectivity("C2E2C")
