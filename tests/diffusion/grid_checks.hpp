@@ -1,5 +1,6 @@
 // Checks shared by the grid-file and limited-area tests: the same grid field by field, the
-// consistency of every table with missing neighbours (-1) allowed, and scratch directories.
+// consistency of every table with missing neighbours (-1) allowed, the divergence theorem,
+// and scratch directories.
 #pragma once
 
 #include <fmt/format.h>
@@ -8,8 +9,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -172,5 +175,28 @@ class ScratchDir {
  private:
   std::filesystem::path path_;
 };
+
+// Gauss on the discrete sphere: for random edge fields u, sum over cells and their edges of
+// edge_orientation x edge_length x u is 0 (each edge counted once with each sign). Returns the
+// largest |sum| / sum of |terms| over three fields (seed 16).
+inline double divergence_theorem_residual(const dif::Grid& g) {
+  std::mt19937_64 rng(16);
+  std::uniform_real_distribution<double> uniform(-1, 1);
+  double worst = 0;
+  for (int trial = 0; trial < 3; ++trial) {
+    std::vector<double> u(g.num_edges);
+    for (double& x : u) x = uniform(rng);
+    double total = 0, scale = 0;
+    for (std::int64_t c = 0; c < g.num_cells; ++c)
+      for (int i = 0; i < 3; ++i) {
+        const std::int32_t e = g.c2e[3 * c + i];
+        const double flux = g.edge_orientation[3 * c + i] * g.edge_length[e] * u[e];
+        total += flux;
+        scale += std::abs(flux);
+      }
+    worst = std::max(worst, std::abs(total) / scale);
+  }
+  return worst;
+}
 
 }  // namespace grid_checks

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "common/test_directory.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/specex.hpp"
 
@@ -24,26 +25,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A fresh directory per test, removed afterwards.
-class SpecexFiles : public ::testing::Test {
+class SpecexFiles : public sciproxy::testing::TestDirectory {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           (std::string("sciproxy_specex_files_") + info->name() + "_" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  // The files in the directory (a temporary left behind would show here).
-  std::vector<std::string> listing() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(dir_)) names.push_back(e.path().filename());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-  fs::path dir_;
+  SpecexFiles() : TestDirectory("sciproxy_specex_files_") {}
 };
 
 SimulatedImage small_image(std::int64_t ny = 3, std::int64_t nx = 4) {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/test_directory.hpp"
 #include "core/json.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/savepoint.hpp"
@@ -27,28 +28,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-class Savepoints : public ::testing::Test {
+class Savepoints : public sciproxy::testing::TestDirectory {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           (std::string("sciproxy_savepoint_") + info->name() + "_" + std::to_string(getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& name) const { return (dir_ / name).string(); }
-  // The files in the directory (a temporary left behind would show here).
-  std::vector<std::string> listing() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(dir_)) names.push_back(e.path().filename());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
+  Savepoints() : TestDirectory("sciproxy_savepoint_") {}
   void write_text(const std::string& name, const std::string& text) const {
     std::ofstream(path(name)) << text;
   }
-  fs::path dir_;
 };
 
 std::vector<double> iota_values(std::size_t n, double first = 1) {
