@@ -27,6 +27,8 @@ struct ParstackCliOptions {
   bool verify = true;  // --verify: the default, accepted for explicitness
   bool no_verify = false;
   bool clamp = false;
+  bool autotune = false;
+  std::int64_t chunk_samples = 0;
   double verify_macs = 2e9;
   std::string json_path;
 };
@@ -40,8 +42,10 @@ const OptionNames kNames{{{"ntraces", "--ntraces"},
                           {"shift_max", "--shift-max"},
                           {"seed", "--seed"},
                           {"clamp", "--clamp"},
+                          {"autotune", "--autotune"},
+                          {"chunk_samples", "--chunk-samples"},
                           {"verify_macs", "--verify-macs"}},
-                         {"clamp"}};
+                         {"clamp", "autotune"}};
 
 // The CUDA split (time with and without transfers) when the backend recorded one.
 void print_cuda_split(const CaseResult& result, const nlohmann::json& details) {
@@ -68,6 +72,8 @@ int run_parstack_command(const ParstackCliOptions& opt) {
                          {"dtype", parse_dtype(opt.dtype)},
                          {"seed", std::to_string(opt.seed)},
                          {"clamp", opt.clamp ? "1" : "0"},
+                         {"autotune", opt.autotune ? "1" : "0"},
+                         {"chunk_samples", std::to_string(opt.chunk_samples)},
                          {"verify_macs", fmt::format("{}", opt.verify_macs)}}};
   if (opt.shift_min_option->count()) settings.values["shift_min"] = std::to_string(opt.shift_min);
   if (opt.shift_max_option->count()) settings.values["shift_max"] = std::to_string(opt.shift_max);
@@ -178,6 +184,11 @@ Command add_parstack_command(CLI::App& root) {
       ->type_name("M")
       ->capture_default_str();
   sub->add_flag("--clamp", opt->clamp, "Method 1: pyrocko's max(0, max_t) quirk");
+  sub->add_flag("--autotune", opt->autotune,
+                "cpu: choose the chunk of output samples per job by timing candidates on this "
+                "problem (once; cached per machine, shape, dtype and threads)");
+  sub->add_option("--chunk-samples", opt->chunk_samples,
+                  "cpu: output samples per job, a multiple of 64 bytes of samples; 0: the default");
   sub->add_option("--json", opt->json_path,
                   "Write the report, bench statistics and environment to FILE")
       ->type_name("FILE")

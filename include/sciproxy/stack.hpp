@@ -46,7 +46,17 @@ struct ParstackOptions {
   // Off by default (the true maximum); on reproduces pyrocko's output exactly.
   bool clamp_max_at_zero = false;
   int nparallel = 0;  // OpenMP threads for the cpu backend; 0: all
+  // cpu backend: output samples per job (a multiple of 64 bytes of samples); 0: the static
+  // default (kDefaultChunkBytes). The result does not depend on it.
+  std::int64_t chunk_samples = 0;
+  // cpu backend: choose chunk_samples by timing candidates on this call's problem, once per
+  // machine, shape, dtype and thread count (sciproxy/core/autotune.hpp); later calls read the
+  // choice from the cache. Overrides chunk_samples.
+  bool autotune = false;
 };
+
+// The cpu backend's static chunk: 16 KiB of output samples per job.
+inline constexpr std::int64_t kDefaultChunkBytes = 16384;
 
 struct Extent {
   std::int32_t offsetout = 0;

@@ -107,6 +107,7 @@ def parstack(
     dtype=np.float64,
     impl="auto",
     clamp_max_at_zero=False,
+    autotune=False,
 ):
     """Weighted delay-and-sum of traces, like ``pyrocko.parstack.parstack``.
 
@@ -136,6 +137,10 @@ def parstack(
         'cuda', 'cuda:N'; pyrocko's 'openmp' means 'cpu' and 'numpy' means 'reference'.
     clamp_max_at_zero : method 1 only: return max(0, max_k R) as pyrocko's C code does.
         By default the true maximum (what pyrocko's numpy code returns).
+    autotune : cpu backend: choose the chunk of output samples per job by timing candidates on
+        this call's problem, the first time a shape is seen (that call takes several times
+        longer); the choice is cached per machine, shape, dtype and thread count, and later
+        calls read it. The result does not depend on it.
 
     Returns
     -------
@@ -155,6 +160,8 @@ def parstack(
     threads = _args.nparallel(nparallel)
     if not isinstance(clamp_max_at_zero, (bool, np.bool_)):
         raise TypeError(f"clamp_max_at_zero: expected True or False, got {_args.describe(clamp_max_at_zero)}")
+    if not isinstance(autotune, (bool, np.bool_)):
+        raise TypeError(f"autotune: expected True or False, got {_args.describe(autotune)}")
 
     traces = _traces(arrays, dt)
     ntraces = len(traces)
@@ -194,7 +201,7 @@ def parstack(
     kernel = _sciproxy.parstack_float32 if dt == np.float32 else _sciproxy.parstack_float64
     out, offset = kernel(
         traces, offsets, shifts, w, method, lengthout, offsetout, result, accumulate,
-        bool(clamp_max_at_zero), threads, device,
+        bool(clamp_max_at_zero), threads, device, bool(autotune),
     )
     if method == 0 and out.ndim == 1:
         out = out.reshape((nshifts, out.size // nshifts))

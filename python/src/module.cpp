@@ -99,13 +99,13 @@ nb::dict plan_counters(int device_index) {
 }
 
 // parstack(arrays, offsets, shifts, weights, method, lengthout, offsetout, result, accumulate,
-//          clamp_max_at_zero, nparallel, device) -> (result, offsetout)
+//          clamp_max_at_zero, nparallel, device, autotune) -> (result, offsetout)
 // `result` None: a new array, (nshifts, lengthout) for method 0, (nshifts,) for method 1.
 template <class T>
 nb::tuple parstack(nb::sequence arrays, Indices offsets, IndexMatrix shifts, Matrix<T> weights,
                    int method, std::int64_t lengthout, std::int32_t offsetout, nb::object result,
                    bool accumulate, bool clamp_max_at_zero, int nparallel,
-                   const std::string& device_spec) {
+                   const std::string& device_spec, bool autotune) {
   namespace st = sciproxy::stack;
 
   // Keep the trace arrays referenced (they hold their Python objects) until the call returns.
@@ -138,6 +138,7 @@ nb::tuple parstack(nb::sequence arrays, Indices offsets, IndexMatrix shifts, Mat
   opt.accumulate = accumulate;
   opt.clamp_max_at_zero = clamp_max_at_zero;
   opt.nparallel = nparallel;
+  opt.autotune = autotune;
 
   const sciproxy::Device device = sciproxy::select_device(device_spec);
 
@@ -274,10 +275,12 @@ NB_MODULE(_sciproxy, m) {
 
   m.def("parstack_float32", &parstack<float>, "arrays"_a, "offsets"_a.noconvert(),
         "shifts"_a.noconvert(), "weights"_a.noconvert(), "method"_a, "lengthout"_a, "offsetout"_a,
-        "result"_a.none(), "accumulate"_a, "clamp_max_at_zero"_a, "nparallel"_a, "device"_a);
+        "result"_a.none(), "accumulate"_a, "clamp_max_at_zero"_a, "nparallel"_a, "device"_a,
+        "autotune"_a);
   m.def("parstack_float64", &parstack<double>, "arrays"_a, "offsets"_a.noconvert(),
         "shifts"_a.noconvert(), "weights"_a.noconvert(), "method"_a, "lengthout"_a, "offsetout"_a,
-        "result"_a.none(), "accumulate"_a, "clamp_max_at_zero"_a, "nparallel"_a, "device"_a);
+        "result"_a.none(), "accumulate"_a, "clamp_max_at_zero"_a, "nparallel"_a, "device"_a,
+        "autotune"_a);
   m.def("argmax_float32", &argmax<float>, "a"_a.noconvert(), "nparallel"_a, "pyrocko_compat"_a);
   m.def("argmax_float64", &argmax<double>, "a"_a.noconvert(), "nparallel"_a, "pyrocko_compat"_a);
   m.def("info", &info, "What this build contains and what hardware is present.");

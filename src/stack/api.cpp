@@ -14,6 +14,7 @@
 #include "core/recorded_call.hpp"
 #include "kernels.hpp"
 #include "math.hpp"
+#include "sciproxy/core/autotune.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/resources.hpp"
 #include "sciproxy/stack.hpp"
@@ -71,6 +72,11 @@ void check_input(const ParstackInput<T>& in, const ParstackOptions& opt) {
           "0 (stack) or 1 (maximum of the stack)", std::to_string(static_cast<int>(opt.method)));
   require(opt.lengthout != 0, "lengthout", "a positive length, or -1 for the default window", "0");
   resolve_threads(opt.nparallel, "nparallel");
+  require(opt.chunk_samples == 0 ||
+              (opt.chunk_samples > 0 && opt.chunk_samples * std::int64_t(sizeof(T)) % 64 == 0),
+          "chunk_samples",
+          fmt::format("0 (the default) or a positive multiple of {}", 64 / sizeof(T)),
+          std::to_string(opt.chunk_samples));
 }
 
 template <class T>
@@ -97,7 +103,43 @@ kernels::Problem<T> make_problem(const ParstackInput<T>& in, const Extent& e,
   p.clamp_max_at_zero = opt.clamp_max_at_zero;
   p.accumulate = opt.accumulate && opt.method == Method::stack;
   p.nparallel = opt.nparallel;
+  p.chunk_samples =
+      opt.chunk_samples > 0 ? opt.chunk_samples : kDefaultChunkBytes / std::int64_t(sizeof(T));
   return p;
+}
+
+// The cpu backend's chunk, timed on this problem over 4 to 64 KiB of output samples (autotune.hpp);
+// candidates run into result, or into a copy when the call accumulates into it.
+template <class T>
+void autotune_chunk(const Context& ctx, kernels::Problem<T>& problem, std::span<T> result,
+                    ParstackPlan& plan) {
+  TuningKey key;
+  key.kernel = "parstack";
+  key.device = "cpu";
+  key.precision = sizeof(T) == 4 ? Precision::fp32 : Precision::fp64;
+  key.threads = resolve_threads(problem.nparallel, "nparallel");
+  std::int64_t longest = 0;
+  for (std::int64_t i = 0; i < problem.ntraces; ++i)
+    longest = std::max(longest, problem.lengths[i]);
+  key.shape = fmt::format("method={} ntraces={} nshifts={} lengthout={} longest={}",
+                          static_cast<int>(problem.method), problem.ntraces, problem.nshifts,
+                          problem.lengthout, longest);
+  std::vector<TuningParameters> candidates;
+  for (std::int64_t bytes = 4096; bytes <= 65536; bytes *= 2)
+    candidates.push_back({{"chunk_samples", bytes / std::int64_t(sizeof(T))}});
+  std::vector<T> scratch(problem.accumulate ? result.size() : 0);
+  const auto tuning = autotune(key, candidates, [&](const TuningParameters& candidate) {
+    kernels::Problem<T> trial = problem;
+    trial.chunk_samples = candidate.at("chunk_samples");
+    if (problem.accumulate) std::copy(result.begin(), result.end(), scratch.begin());
+    T* out = problem.accumulate ? scratch.data() : result.data();
+    const Context quiet{ctx.device, nullptr};  // the trials are not the call's timings
+    SCIPROXY_RUN_KERNEL(quiet, parstack, trial, out, plan);
+  });
+  const auto chunk = tuning.best.find("chunk_samples");
+  if (chunk != tuning.best.end() && chunk->second > 0 &&
+      chunk->second * std::int64_t(sizeof(T)) % 64 == 0)
+    problem.chunk_samples = chunk->second;  // a cache entry that is not a valid chunk is ignored
 }
 
 // Calls f(overlap) for every term with a non-zero weight: the part of `window` that trace i,
@@ -293,6 +335,10 @@ Extent parstack(const Device& device, const ParstackInput<T>& in, std::span<T> r
     if (problem.method == Method::max && empty) {
       std::fill(result.begin(), result.end(), T(0));  // every sample of every stack is 0
     } else {
+      if (opt.autotune && device.backend == Backend::cpu) {
+        auto tuning = Timers::region(call.timers(), "autotune");
+        autotune_chunk(Context{device, nullptr}, problem, result, *plan);
+      }
       SCIPROXY_RUN_KERNEL(ctx, parstack, problem, result.data(), *plan);
       if (narrowed)  // the samples left out stack to 0
         for (T& m : result) m = std::max(m, T(0));

@@ -4,7 +4,8 @@
 // Settings: ntraces, nshifts, nsamples, shift_min, shift_max, seed, method (0 or 1), clamp (1:
 // method 1 with pyrocko's max(0, ...) quirk), dtype, and verify_macs: above this many
 // multiply-adds the reference (a serial loop) would take long, so it runs an even spread of the
-// shift sets only and the outputs compared are those rows.
+// shift sets only and the outputs compared are those rows; autotune (1: the cpu backend's chunk
+// chosen by timing, sciproxy/core/autotune.hpp) and chunk_samples (the chunk given; 0: default).
 #include "case.hpp"
 
 #include <fmt/format.h>
@@ -45,12 +46,13 @@ struct Random {
 struct Sizes {
   std::int64_t ntraces, nshifts, nsamples, lo, hi, seed, rows;
   int method;
-  bool clamp;
+  bool clamp, autotune;
+  std::int64_t chunk_samples;
   double elem, inputs, result;  // bytes
 
   Sizes(const CaseSettings& s, std::size_t elem_size) {
     s.check_known({"ntraces", "nshifts", "nsamples", "shift_min", "shift_max", "seed", "method",
-                   "clamp", "dtype", "verify_macs"});
+                   "clamp", "dtype", "verify_macs", "autotune", "chunk_samples"});
     ntraces = s.get_int("ntraces", 30);
     nshifts = s.get_int("nshifts", 1000);
     nsamples = s.get_int("nsamples", 6000);
@@ -72,6 +74,10 @@ struct Sizes {
     const auto c = s.get_int("clamp", 0);
     require(c == 0 || c == 1, "clamp", "0 or 1", std::to_string(c));
     clamp = c == 1;
+    const auto a = s.get_int("autotune", 0);
+    require(a == 0 || a == 1, "autotune", "0 or 1", std::to_string(a));
+    autotune = a == 1;
+    chunk_samples = s.get_int("chunk_samples", 0);  // checked by parstack itself
     const double max_macs = s.get_real("verify_macs", 2e9);
     require(max_macs > 0, "verify_macs", "a positive count", fmt::format("{}", max_macs));
     const double macs = double(ntraces) * double(nshifts) * double(nsamples);
@@ -106,6 +112,8 @@ class ParstackCase final : public Case {
   explicit ParstackCase(const CaseSettings& s) : n_(s, sizeof(T)) {
     options_.method = n_.method == 0 ? Method::stack : Method::max;
     options_.clamp_max_at_zero = n_.clamp;
+    options_.autotune = n_.autotune;
+    options_.chunk_samples = n_.chunk_samples;
     Random rng{std::mt19937_64(static_cast<std::uint64_t>(n_.seed))};
     // Zero-mean noise in [-1, 1): seismograms are signed, so the stack is not trivially monotone.
     data_.resize(n_.ntraces);
@@ -145,6 +153,7 @@ class ParstackCase final : public Case {
     p.set("shift_max", static_cast<long long>(n_.hi));
     p.set("seed", static_cast<long long>(n_.seed));
     p.set("clamp_max_at_zero", n_.clamp);
+    p.set("autotune", n_.autotune);
     p.set("offsetout", static_cast<long long>(extent_.offsetout));
     p.set("lengthout", static_cast<long long>(extent_.lengthout));
     p.set("verified_shift_sets", static_cast<long long>(rows_.size()));

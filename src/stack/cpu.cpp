@@ -1,18 +1,23 @@
-// parstack, CPU backend: OpenMP over (output tile, shift set), SIMD over output samples.
+// parstack, CPU backend: OpenMP over (shift set, chunk of output samples), SIMD over samples.
 //   R[s, k] = sum_i w[s,i] * a_i[k - start(s,i)],  M[s] = max_k R[s, k]     (pyrocko parstack)
 // Why it is faster than pyrocko's loop, which makes one pass over the output row per trace:
-// - the output is cut into tiles that stay in L1/L2, and traces are added in groups of up to eight,
-//   so an output vector is loaded and stored once per eight traces instead of once per trace;
-// - the traces are copied once per call with a tile of zeros on either side, so a trace that
-//   covers only part of a tile is added like any other (its zeros add nothing) instead of alone;
-// - tiles are ordered time-major, so consecutive jobs of a thread read nearby trace samples,
-//   which stay in L2; method 1 reduces each tile to its maximum and never writes the stack.
-// Accumulation is in T, as in pyrocko; the order of the sum is fixed, so the result does not
-// depend on the thread count.
+// - each output vector is summed over every trace in registers and written once (method 0) or
+//   reduced into the running maximum and never written (method 1): one trace load per
+//   multiply-add and nothing else, where a pass per trace also loads and stores the output;
+// - the chunk of output samples is cut into segments at the (vector-rounded) points where a trace
+//   starts or stops, so the traces active in a segment are summed without a test per sample and
+//   without adding zeros: the work is the overlap, whatever the spread of the shifts (moveouts
+//   of hundreds to thousands of samples cost no more per multiply-add than aligned ones);
+// - the traces are copied once per call with one vector of zeros on either side, so the vector
+//   that holds a trace's first or last sample is read in full and its outside lanes add zero.
+// Accumulation is in T, as in pyrocko; each output sample sums its traces in trace order, on one
+// thread, so the result does not depend on the thread count or the chunking.
 #include <omp.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include "core/cancel_region.hpp"
@@ -23,94 +28,199 @@ namespace sciproxy::stack::kernels::cpu {
 
 namespace {
 
+// 64-byte vectors of T through GCC's vector extensions (AVX-512 registers where the CPU has them,
+// pairs of AVX2 registers otherwise); VecU is the same vector at any element alignment.
 template <class T>
-constexpr std::int64_t kTile = 16384 / sizeof(T);  // 16 KiB: long enough runs for the prefetchers
+struct Simd {
+  typedef T Vec __attribute__((vector_size(64)));
+  typedef T VecU __attribute__((vector_size(64), aligned(sizeof(T)), may_alias));
+  static constexpr std::int64_t W = 64 / sizeof(T);
+  static Vec load(const T* p) { return *reinterpret_cast<const VecU*>(p); }
+  static void store(T* p, Vec v) { *reinterpret_cast<VecU*>(p) = v; }
+  static Vec broadcast(T x) { return Vec{} + x; }
+};
 
-// Every trace with kTile zeros before and after it, in one buffer. Filled in parallel and without
-// a zeroing pass over the samples, since the copy costs about as much as a few shift sets.
+// Segments start and end on multiples of kGrain vectors of the chunk: a trace's range is rounded
+// out to them (reading its zero pads), which costs at most 2 * kGrain vectors of a trace and keeps
+// every segment long enough to amortise choosing its traces.
+constexpr std::int64_t kGrain = 4;
+
+// Every trace with kGrain vectors of zeros before and after it, in one buffer. Filled in parallel.
 template <class T>
 struct PaddedTraces {
+  static constexpr std::int64_t kPad = kGrain * Simd<T>::W;
   std::unique_ptr<T[]> data;
   std::vector<std::int64_t> first;  // index in data of each trace's sample 0
 
   explicit PaddedTraces(const Problem<T>& p) : first(p.ntraces) {
     std::int64_t size = 0;
     for (std::int64_t i = 0; i < p.ntraces; ++i) {
-      first[i] = size + kTile<T>;
-      size += p.lengths[i] + 2 * kTile<T>;
+      first[i] = size + kPad;
+      size += (p.lengths[i] + 2 * kPad + kPad - 1) / kPad * kPad;
     }
     data.reset(new T[size]);
 #pragma omp parallel for schedule(dynamic, 1)
     for (std::int64_t i = 0; i < p.ntraces; ++i) {
       T* sample0 = data.get() + first[i];
-      std::fill(sample0 - kTile<T>, sample0, T(0));
+      std::fill(sample0 - kPad, sample0, T(0));
       std::copy(p.traces[i], p.traces[i] + p.lengths[i], sample0);
-      std::fill(sample0 + p.lengths[i], sample0 + p.lengths[i] + kTile<T>, T(0));
+      std::fill(sample0 + p.lengths[i], sample0 + p.lengths[i] + kPad, T(0));
     }
   }
 };
 
+// One weighted trace over a chunk: src[j] is the (padded) trace sample of chunk sample j, read
+// for the chunk's vectors [begin, end) only.
 template <class T>
 struct Term {
-  const T* src;  // the padded trace sample that lands on the tile's first output sample
+  const T* src;
   T weight;
+  std::int64_t begin, end;  // in vectors of the chunk
 };
 
-// out[j] (+)= sum_g w[g] * src[g][j] for j < n; G traces per pass over out. The first pass of a
-// tile that is not accumulated writes out instead of adding to it, so no separate zeroing.
-template <int G, bool kAdd, class T>
-inline void add_traces(T* __restrict out, std::int64_t n, const Term<T>* terms) {
-  const T* src[G];
-  T w[G];
-  for (int g = 0; g < G; ++g) {
-    src[g] = terms[g].src;
-    w[g] = terms[g].weight;
-  }
-#pragma omp simd
-  for (std::int64_t j = 0; j < n; ++j) {
-    T acc = kAdd ? out[j] : T(0);
-#pragma GCC unroll 8
-    for (int g = 0; g < G; ++g) acc += w[g] * src[g][j];
-    out[j] = acc;
-  }
-}
-
-// A group of 1 to kMaxGroup traces, through its unrolled specialisation (GroupSizes).
-template <bool kAdd, class T>
-void add_group(T* out, std::int64_t n, const Term<T>* terms, std::size_t count) {
-  with_value<GroupSizes>(static_cast<int>(count), "trace group size", [&](auto group) {
-    add_traces<decltype(group)::value, kAdd>(out, n, terms);
-  });
-}
-
-// The stack of shift set s over output samples [k0, k1), written (or added, with accumulate)
-// into tile[0 .. k1-k0).
+// What a chunk's vectors become: written to out (method 0, added to out's values when
+// accumulating) or folded into a running maximum (method 1) over the chunk's first n samples.
 template <class T>
-void stack_tile(const Problem<T>& p, const PaddedTraces<T>& padded, std::int64_t s, std::int64_t k0,
-                std::int64_t k1, bool accumulate, T* tile, std::vector<Term<T>>& terms) {
+struct Sink {
+  T* out = nullptr;  // method 0: the chunk's output samples; null for method 1
+  bool accumulate = false;
+  std::int64_t n = 0;  // samples in the chunk (the last vector may be partial)
+  typename Simd<T>::Vec max;
+
+  // Vector v of out; the lanes past n (a partial last vector) are zero, never read.
+  typename Simd<T>::Vec load(std::int64_t v) const {
+    constexpr std::int64_t W = Simd<T>::W;
+    if ((v + 1) * W <= n) return Simd<T>::load(out + v * W);
+    typename Simd<T>::Vec x{};
+    for (std::int64_t l = 0; l < n - v * W; ++l) x[l] = out[v * W + l];
+    return x;
+  }
+};
+
+// The chunk's partial last vector x at sample k: only its first n - k lanes exist. Out of line
+// and by value, so the accumulators of the loops stay in registers.
+template <class T>
+[[gnu::noinline]] void finish_partial(const Sink<T>& sink, typename Simd<T>::Vec x, std::int64_t k,
+                                      typename Simd<T>::Vec& max) {
+  T lanes[Simd<T>::W], m = max[0];
+  Simd<T>::store(lanes, x);
+  for (std::int64_t l = 0; l < sink.n - k; ++l) {
+    if (sink.out)
+      sink.out[k + l] = lanes[l];
+    else
+      m = std::max(m, lanes[l]);
+  }
+  max[0] = m;
+}
+
+// Vectors [v0, v1) of the chunk: the sum of the terms, U vectors at a time in registers.
+template <int U, class T>
+inline void sum_vectors(const Term<T>* const* terms, std::size_t nterms, std::int64_t v0,
+                        std::int64_t v1, Sink<T>& sink) {
+  using S = Simd<T>;
+  using Vec = typename S::Vec;
+  constexpr std::int64_t W = S::W;
+  Vec max = sink.max;
+  for (std::int64_t v = v0; v + U <= v1; v += U) {
+    Vec acc[U];
+    for (int u = 0; u < U; ++u) acc[u] = sink.accumulate ? sink.load(v + u) : Vec{};
+    for (std::size_t t = 0; t < nterms; ++t) {
+      const T* src = terms[t]->src + v * W;
+      const Vec w = S::broadcast(terms[t]->weight);
+#pragma GCC unroll 8
+      for (int u = 0; u < U; ++u) acc[u] += w * S::load(src + u * W);
+    }
+#pragma GCC unroll 8
+    for (int u = 0; u < U; ++u) {
+      const std::int64_t k = (v + u) * W;
+      if (k + W > sink.n)
+        finish_partial(sink, acc[u], k, max);
+      else if (sink.out)
+        S::store(sink.out + k, acc[u]);
+      else
+        max = max > acc[u] ? max : acc[u];
+    }
+  }
+  sink.max = max;
+}
+
+template <class T>
+void sum_segment(const Term<T>* const* terms, std::size_t nterms, std::int64_t v0, std::int64_t v1,
+                 Sink<T>& sink) {
+  // 8 independent accumulators keep both FMA pipes busy; a segment's last vectors go by 4, 2, 1
+  // (segments between the starts and ends of traces are often only a few vectors long).
+  std::int64_t v = v0;
+  const auto run = [&](auto unroll) {
+    constexpr int U = decltype(unroll)::value;
+    const std::int64_t vu = v + (v1 - v) / U * U;
+    sum_vectors<U>(terms, nterms, v, vu, sink);
+    v = vu;
+  };
+  run(std::integral_constant<int, 8>{});
+  run(std::integral_constant<int, 4>{});
+  run(std::integral_constant<int, 2>{});
+  run(std::integral_constant<int, 1>{});
+}
+
+// Output samples [k0, k0 + n) of shift set s: written to out (method 0) or returned as their
+// maximum (method 1, out null).
+template <class T>
+T stack_chunk(const Problem<T>& p, const PaddedTraces<T>& padded, std::int64_t s, std::int64_t k0,
+              std::int64_t n, T* out, std::vector<Term<T>>& terms,
+              std::vector<const Term<T>*>& active, std::vector<std::int64_t>& cuts) {
+  using S = Simd<T>;
+  constexpr std::int64_t W = S::W;
+  const std::int64_t nvec = (n + W - 1) / W;
   terms.clear();
+  cuts.assign({0, nvec});
   for (std::int64_t i = 0; i < p.ntraces; ++i) {
     const T w = p.weights[s * p.ntraces + i];
     if (w == T(0)) continue;
     const std::int64_t start = trace_start(p.offsets[i], p.shifts[s * p.ntraces + i], p.offsetout);
     const Overlap o = trace_overlap(start, p.lengths[i], p.lengthout);
-    if (std::max(o.begin, k0) >= std::min(o.end, k1)) continue;
-    // The tile reads samples [k0 - start, k1 - start): inside the trace and its pads.
-    terms.push_back({padded.data.get() + padded.first[i] + (k0 - start), w});
+    const std::int64_t b = std::max(o.begin, k0) - k0, e = std::min(o.end, k0 + n) - k0;
+    if (b >= e) continue;
+    // The vectors that hold samples [b, e), rounded out to the grain: their samples outside the
+    // trace read its zero pads, those past the window's end fall in lanes that are dropped.
+    const std::int64_t vb = b / W / kGrain * kGrain;
+    const std::int64_t ve = std::min(nvec, ((e + W - 1) / W + kGrain - 1) / kGrain * kGrain);
+    terms.push_back({padded.data.get() + padded.first[i] + (k0 - start), w, vb, ve});
+    cuts.push_back(terms.back().begin);
+    cuts.push_back(terms.back().end);
   }
-  const std::int64_t n = k1 - k0;
-  if (terms.empty()) {
-    if (!accumulate) std::fill(tile, tile + n, T(0));
-    return;
+  std::sort(cuts.begin(), cuts.end());
+  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+
+  Sink<T> sink;
+  sink.out = out;
+  sink.accumulate = out && p.accumulate;
+  sink.n = n;
+  sink.max = S::broadcast(max_initial_value<T>(p.clamp_max_at_zero));
+  bool uncovered = false;  // some sample of the chunk has no trace: R is 0 there
+  for (std::size_t c = 0; c + 1 < cuts.size(); ++c) {
+    const std::int64_t v0 = cuts[c], v1 = cuts[c + 1];
+    // The traces that cover the segment, in trace order; branch-free, as which ones do is random.
+    std::size_t nactive = 0;
+    for (const Term<T>& t : terms) {
+      active[nactive] = &t;
+      nactive += (t.begin <= v0) & (t.end >= v1);
+    }
+    if (nactive == 0 && !sink.accumulate) {
+      if (out) {
+        std::fill(out + v0 * W, out + std::min(n, v1 * W), T(0));
+      } else {
+        uncovered = true;
+      }
+      continue;
+    }
+    sum_segment(active.data(), nactive, v0, v1, sink);
   }
-  const std::size_t first = std::min<std::size_t>(kMaxGroup, terms.size());
-  if (accumulate)
-    add_group<true>(tile, n, terms.data(), first);
-  else
-    add_group<false>(tile, n, terms.data(), first);
-  for (std::size_t g = first; g < terms.size(); g += kMaxGroup)
-    add_group<true>(tile, n, terms.data() + g, std::min<std::size_t>(kMaxGroup, terms.size() - g));
+  T m = uncovered ? std::max(T(0), sink.max[0]) : sink.max[0];
+  for (std::int64_t l = 1; l < W; ++l) m = std::max(m, sink.max[l]);
+  return m;
 }
+
+constexpr std::int64_t kBlock = 32;  // shift sets per block of jobs
 
 }  // namespace
 
@@ -120,42 +230,48 @@ SCIPROXY_STACK_PARSTACK(T) {
   auto compute = Timers::region(ctx.timers, "compute");
   ThreadCount threads(p.nparallel);
   const PaddedTraces<T> padded(p);
-  const std::int64_t ntiles = (p.lengthout + kTile<T> - 1) / kTile<T>;
-  const std::int64_t njobs = ntiles * p.nshifts;
-  std::vector<T> tile_max(p.method == Method::max ? njobs : 0);
+  // Chunks of a row: p.chunk_samples, whole vectors (api.cpp). Jobs go by blocks of kBlock shift
+  // sets, chunk-major within a block (every shift set of the block on one chunk, then the next
+  // chunk): consecutive jobs read the same stretch of every trace, which stays in L2, and a
+  // block's rows of output are written while their freshly mapped pages are still in cache.
+  const std::int64_t chunk_samples = p.chunk_samples;
+  const std::int64_t nchunks = (p.lengthout + chunk_samples - 1) / chunk_samples;
+  const std::int64_t njobs = nchunks * p.nshifts;
+  std::vector<T> chunk_max(p.method == Method::max ? njobs : 0);
   // Cancellation (core/cancel_region.hpp): thread 0 polls as it takes a job; once stopped, every
   // thread skips its remaining jobs, and the calling thread throws after the region.
   RegionStop stop;
 #pragma omp parallel
   {
     std::vector<Term<T>> terms;
+    std::vector<const Term<T>*> active;
+    std::vector<std::int64_t> cuts;
     terms.reserve(p.ntraces);
-    std::vector<T> scratch(p.method == Method::max ? kTile<T> : 0);
+    active.resize(p.ntraces);
+    cuts.reserve(2 * p.ntraces + 2);
 #pragma omp for schedule(dynamic, 4)
     for (std::int64_t job = 0; job < njobs; ++job) {
       if (stop.poll(job)) continue;
-      const std::int64_t s = job % p.nshifts, k0 = (job / p.nshifts) * kTile<T>;
-      const std::int64_t k1 = std::min(p.lengthout, k0 + kTile<T>);
-      if (p.method == Method::stack) {
-        stack_tile(p, padded, s, k0, k1, p.accumulate, result + s * p.lengthout + k0, terms);
-      } else {
-        stack_tile(p, padded, s, k0, k1, false, scratch.data(), terms);
-        T m = scratch[0];
-#pragma omp simd reduction(max : m)
-        for (std::int64_t j = 1; j < k1 - k0; ++j) m = std::max(m, scratch[j]);
-        tile_max[job] = m;
-      }
+      const std::int64_t block = job / (kBlock * nchunks), first = block * kBlock;
+      const std::int64_t size = std::min(kBlock, p.nshifts - first),
+                         in_block = job - first * nchunks;
+      const std::int64_t s = first + in_block % size, chunk = in_block / size;
+      const std::int64_t k0 = chunk * chunk_samples;
+      const std::int64_t n = std::min(p.lengthout - k0, chunk_samples);
+      T* out = p.method == Method::stack ? result + s * p.lengthout + k0 : nullptr;
+      const T m = stack_chunk(p, padded, s, k0, n, out, terms, active, cuts);
+      if (p.method == Method::max) chunk_max[s * nchunks + chunk] = m;
     }
     if (p.method == Method::max && !stop.stopped()) {  // the same value on every thread here
 #pragma omp for schedule(static)
       for (std::int64_t s = 0; s < p.nshifts; ++s) {
         T m = max_initial_value<T>(p.clamp_max_at_zero);
-        for (std::int64_t t = 0; t < ntiles; ++t) m = std::max(m, tile_max[t * p.nshifts + s]);
+        for (std::int64_t c = 0; c < nchunks; ++c) m = std::max(m, chunk_max[s * nchunks + c]);
         result[s] = m;
       }
     }
   }
-  stop.throw_if_stopped("parstack", njobs, "tiles of shifts");
+  stop.throw_if_stopped("parstack", njobs, "chunks of shift sets");
 }
 
 template <class T>

@@ -49,8 +49,9 @@ struct Problem {
   const T* weights = nullptr;             // (nshifts, ntraces)
   Method method = Method::stack;
   bool clamp_max_at_zero = false;
-  bool accumulate = false;  // method 0: result holds earlier values to add to (else zeros)
-  int nparallel = 0;        // OpenMP threads of the cpu backend; 0: all
+  bool accumulate = false;         // method 0: result holds earlier values to add to (else zeros)
+  int nparallel = 0;               // OpenMP threads of the cpu backend; 0: all
+  std::int64_t chunk_samples = 0;  // cpu backend: output samples per job, a whole number of vectors
 };
 
 // Method 0 writes the stack into result (nshifts x lengthout), or adds it to what result holds
@@ -84,11 +85,6 @@ SCIPROXY_STACK_HOST_KERNELS
 }  // namespace reference
 namespace cpu {
 SCIPROXY_STACK_HOST_KERNELS
-
-// The cpu backend adds traces to an output tile in groups of up to kMaxGroup, each group size an
-// unrolled specialisation (cpu.cpp: add_traces).
-inline constexpr int kMaxGroup = 8;
-using GroupSizes = ValueList<1, 2, 3, 4, 5, 6, 7, 8>;
 }  // namespace cpu
 
 }  // namespace kernels

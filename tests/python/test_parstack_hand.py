@@ -199,3 +199,29 @@ def test_argmax_nan_and_inf_like_numpy(dtype):
     b[rng.random(b.shape) < 0.05] = inf
     b[:, 10] = nan
     np.testing.assert_array_equal(sciproxy.argmax(b, nparallel=2), np.argmax(b, axis=0))
+
+
+@pytest.mark.parametrize("method", [0, 1])
+def test_autotune_changes_no_bit(method, tmp_path, monkeypatch):
+    # The autotuner times the cpu backend's chunk sizes on this problem and caches its choice
+    # (in SCIPROXY_CACHE_DIR); the sum's order does not depend on the chunk, so neither does
+    # the result. Shifts spread like moveouts: traces start and stop inside the window.
+    monkeypatch.setenv("SCIPROXY_CACHE_DIR", str(tmp_path))
+    rng = np.random.default_rng(5)
+    arrays = [rng.normal(size=int(n)).astype(np.float32) for n in rng.integers(500, 3000, size=12)]
+    offsets = np.zeros(12, dtype=np.int32)
+    shifts = rng.integers(-2000, 2000, size=(40, 12)).astype(np.int32)
+    weights = rng.uniform(0.5, 1.0, size=(40, 12))
+    plain, _ = sciproxy.parstack(arrays, offsets, shifts, weights, method, dtype=np.float32, impl="cpu")
+    tuned, _ = sciproxy.parstack(arrays, offsets, shifts, weights, method, dtype=np.float32, impl="cpu",
+                                 autotune=True)
+    np.testing.assert_array_equal(tuned, plain)
+    assert (tmp_path / "autotune.json").is_file()
+    again, _ = sciproxy.parstack(arrays, offsets, shifts, weights, method, dtype=np.float32, impl="cpu",
+                                 autotune=True)  # the cached choice
+    np.testing.assert_array_equal(again, plain)
+    reference, _ = sciproxy.parstack(arrays, offsets, shifts, weights, method, dtype=np.float32,
+                                     impl="reference")
+    np.testing.assert_allclose(tuned, reference, rtol=1e-5, atol=1e-5)
+    with pytest.raises(TypeError, match="^autotune: expected True or False, got"):
+        sciproxy.parstack(arrays, offsets, shifts, weights, method, autotune="yes")

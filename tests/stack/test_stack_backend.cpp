@@ -123,6 +123,18 @@ TEST_F(StackBackend, TracesLongerThanOneTileMatchReference) {
   compare_with_reference<double>(16, few, 20, 10);
 }
 
+TEST_F(StackBackend, WideMoveoutsMatchReference) {
+  // Shifts spread far beyond the trace lengths (real station networks: hundreds to thousands of
+  // samples), so traces start and stop inside the rows and in the middle of vectors: the cpu
+  // backend's segments, its rows longer than one chunk, its partial last vectors, 70 traces.
+  const test::ProblemShape wide{12, 300, 3000, 5000, 8};
+  compare_with_reference<float>(31, wide, 30, 10);
+  compare_with_reference<double>(32, wide, 30, 10, 2);
+  const test::ProblemShape many{70, 1, 700, 900, 5};
+  compare_with_reference<float>(33, many, 20, 10, 1);
+  compare_with_reference<double>(34, many, 20, 10);
+}
+
 TEST_F(StackBackend, LargeProblemMatches) {
   // pyrocko's CUDA benchmark shape, with 2000 shift sets: 30 traces x 2000 x ~6000 samples. The
   // cuda backend is compared with the cpu one (the reference would take long), cpu with the

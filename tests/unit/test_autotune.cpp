@@ -1,0 +1,153 @@
+// The autotuner (sciproxy/core/autotune.hpp): it keeps the fastest candidate, caches it per key
+// (a second search runs nothing), keeps keys apart, survives a damaged cache, refuses no
+// candidates; and parstack's use of it: the tuned call gives the same result, bit for bit, as the
+// default one, and a chunk that is not whole vectors is refused by name.
+#include "sciproxy/core/autotune.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+#include "common/test_directory.hpp"
+#include "sciproxy/core/device.hpp"
+#include "sciproxy/core/error.hpp"
+#include "sciproxy/stack.hpp"
+#include "stack/problems.hpp"
+
+using namespace sciproxy;
+
+namespace {
+
+class Autotune : public sciproxy::testing::TestDirectory {
+ protected:
+  Autotune() : TestDirectory("sciproxy_autotune_") {}
+  void SetUp() override {
+    TestDirectory::SetUp();
+    const char* old = std::getenv("SCIPROXY_CACHE_DIR");
+    saved_ = old ? old : "";
+    had_ = old != nullptr;
+    setenv("SCIPROXY_CACHE_DIR", dir_.c_str(), 1);
+  }
+  void TearDown() override {
+    if (had_)
+      setenv("SCIPROXY_CACHE_DIR", saved_.c_str(), 1);
+    else
+      unsetenv("SCIPROXY_CACHE_DIR");
+    TestDirectory::TearDown();
+  }
+  static TuningKey key(const std::string& shape) {
+    TuningKey k;
+    k.kernel = "test_kernel";
+    k.device = "cpu";
+    k.shape = shape;
+    k.precision = Precision::fp32;
+    k.threads = 1;
+    return k;
+  }
+
+ private:
+  std::string saved_;
+  bool had_ = false;
+};
+
+// Candidate {"ms": m} sleeps m milliseconds.
+void sleep_for(const TuningParameters& p) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(p.at("ms")));
+}
+
+}  // namespace
+
+TEST_F(Autotune, KeepsTheFastestAndCachesIt) {
+  const std::vector<TuningParameters> candidates{{{"ms", 30}}, {{"ms", 2}}, {{"ms", 15}}};
+  int runs = 0;
+  const auto run = [&](const TuningParameters& p) {
+    ++runs;
+    sleep_for(p);
+  };
+  const TuningResult first = autotune(key("8x8"), candidates, run, 2);
+  EXPECT_FALSE(first.from_cache);
+  EXPECT_EQ(first.best.at("ms"), 2);
+  EXPECT_EQ(runs, 1 + 3 * 2);  // one warm-up, then every candidate twice
+  ASSERT_EQ(first.trials.size(), 3u);
+  EXPECT_GE(first.trials[0].seconds, 0.030);
+  EXPECT_GE(first.seconds, 0.002);
+  EXPECT_LT(first.seconds, first.trials[0].seconds);
+  EXPECT_EQ(listing(), std::vector<std::string>{"autotune.json"});  // no temporary left behind
+
+  runs = 0;
+  const TuningResult second = autotune(key("8x8"), candidates, run, 2);
+  EXPECT_TRUE(second.from_cache);
+  EXPECT_EQ(second.best.at("ms"), 2);
+  EXPECT_EQ(runs, 0);
+  ASSERT_TRUE(cached_tuning(key("8x8")).has_value());
+  EXPECT_FALSE(cached_tuning(key("16x16")).has_value());  // another shape: not tuned yet
+}
+
+TEST_F(Autotune, KeysOfOtherThreadCountsAndPrecisionsAreApart) {
+  const std::vector<TuningParameters> candidates{{{"ms", 1}}};
+  autotune(key("4"), candidates, sleep_for, 1);
+  TuningKey other = key("4");
+  other.threads = 2;
+  EXPECT_FALSE(cached_tuning(other).has_value());
+  other = key("4");
+  other.precision = Precision::fp64;
+  EXPECT_FALSE(cached_tuning(other).has_value());
+  EXPECT_NE(key("4").text().find("threads=1"), std::string::npos);
+  EXPECT_NE(key("4").text().find("fp32"), std::string::npos);
+}
+
+TEST_F(Autotune, ADamagedCacheIsSearchedAgain) {
+  std::ofstream(path("autotune.json")) << "{ not json";
+  EXPECT_FALSE(cached_tuning(key("x")).has_value());
+  const TuningResult r = autotune(key("x"), {{{"ms", 1}}, {{"ms", 0}}}, sleep_for, 1);
+  EXPECT_FALSE(r.from_cache);
+  EXPECT_EQ(r.best.at("ms"), 0);
+  EXPECT_TRUE(cached_tuning(key("x")).has_value());  // the damaged file was replaced
+}
+
+TEST_F(Autotune, NoCandidatesIsAnError) {
+  EXPECT_THROW(autotune(key("x"), {}, sleep_for), InvalidArgument);
+  EXPECT_THROW(autotune(key("x"), {{{"ms", 0}}}, sleep_for, 0), InvalidArgument);
+}
+
+TEST_F(Autotune, TunedParstackEqualsTheDefaultBitForBit) {
+  std::mt19937_64 rng(7);
+  const test::ProblemShape wide{20, 500, 3000, 2000, 60};
+  const Device cpu{Backend::cpu, 0, false};
+  for (int trial = 0; trial < 4; ++trial) {
+    const test::RandomProblem<float> p(rng, wide);
+    stack::ParstackOptions opt;
+    opt.method = trial % 2 ? stack::Method::max : stack::Method::stack;
+    const auto n = static_cast<std::size_t>(stack::parstack_result_size(
+        p.nshifts, stack::parstack_extent(p.input(), opt), opt.method));
+    std::vector<float> plain(n), tuned(n), given(n);
+    stack::parstack<float>(cpu, p.input(), plain, opt);
+    opt.autotune = true;
+    stack::parstack<float>(cpu, p.input(), tuned, opt);
+    EXPECT_EQ(tuned, plain) << "trial " << trial;
+    opt.autotune = false;
+    opt.chunk_samples = 16;  // one vector per job: the smallest chunk there is
+    stack::parstack<float>(cpu, p.input(), given, opt);
+    EXPECT_EQ(given, plain) << "trial " << trial;
+  }
+  EXPECT_EQ(listing(), std::vector<std::string>{"autotune.json"});
+}
+
+TEST_F(Autotune, ParstackRefusesAChunkOfPartVectors) {
+  std::mt19937_64 rng(8);
+  const test::RandomProblem<double> p(rng, {});
+  stack::ParstackOptions opt;
+  std::vector<double> out(static_cast<std::size_t>(stack::parstack_result_size(
+      p.nshifts, stack::parstack_extent(p.input(), opt), opt.method)));
+  opt.chunk_samples = 12;  // 96 bytes: not whole 64-byte vectors
+  try {
+    stack::parstack<double>(Device{Backend::cpu, 0, false}, p.input(), out, opt);
+    FAIL() << "expected an error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("chunk_samples: expected", 0), 0u) << e.what();
+  }
+}
