@@ -8,14 +8,16 @@
 // Layout. The backend copies u, u- and the eight coefficient arrays once per run (before the
 // time loop, timed as the region "cpu layout") into its own arrays whose rows start on 64-byte
 // boundaries: u and u- with a halo of M points in x and y and of one SIMD vector (16 floats) on
-// each side along z, the coefficients without any halo (they are only read at the output point).
-// Every z loop then runs over whole aligned vectors (nz_vector points, DemoGrid), and only the z
-// stencils load across cache lines. demo_api.cpp's padded layout starts rows at arbitrary offsets,
-// so that every 64-byte load there straddled two lines (twice the load-port cost on Zen 4).
+// each side along z, the coefficients without any halo (they are only read at the output point)
+// and interleaved by row (a row's eight coefficient rows adjacent: one stream per thread instead
+// of eight). Constant materials (demo_api.cpp decides) keep one value of each. Every z loop then
+// runs over whole aligned vectors (nz_vector points, DemoGrid), and only the z stencils load across
+// cache lines. demo_api.cpp's padded layout starts rows at arbitrary offsets, so that every 64-byte
+// load there straddled two lines (twice the load-port cost on Zen 4).
 //
 // two-pass: the demo's form. The flux pass writes Fx, Fy, Fz over the grid, the divergence pass
-// reads them. Both sweep blocks of kRowsPerBlock y-rows through all x planes, so that the 2M
-// planes of a block the x-stencil spans stay in L2.
+// reads them. Both sweep blocks of TtiDemoCpuTuning::block_rows y-rows through all x planes, so
+// that the 2M planes of a block the x-stencil spans stay in L2.
 //
 // fused: one pass per step. A thread takes a tile of ty rows (full z rows) and streams along x.
 // At plane j it computes the gradient and flux on the tile's rows widened by the y-stencil (M rows
@@ -59,9 +61,8 @@ namespace {
 
 using std::int64_t;
 
-constexpr int64_t kRowsPerBlock = 16;  // two-pass: y-rows swept together through x
-constexpr int64_t kAlign = 64;         // bytes
-constexpr int64_t kZPad = 16;          // elements of z padding on each side of a u row (>= M)
+constexpr int64_t kAlign = 64;  // bytes
+constexpr int64_t kZPad = 16;   // elements of z padding on each side of a u row (>= M)
 
 // 64-byte aligned, zero-initialised array.
 template <class T>
@@ -108,12 +109,18 @@ struct Layout {
   int64_t u_index(int64_t i, int64_t j, int64_t k) const {
     return (i + halo) * plane + (j + halo) * row + kZPad + k;
   }
-  int64_t c_index(int64_t i, int64_t j, int64_t k) const { return (i * n[1] + j) * nzv + k; }
+  // The coefficients interleaved by row, [n0][n1][8][nzv]: a row's eight coefficient rows are
+  // adjacent, so that a thread streams one coefficient array instead of eight.
+  static constexpr int64_t kCoefficients = 8;
+  int64_t c_index(int64_t i, int64_t j, int64_t k) const {
+    return (i * n[1] + j) * kCoefficients * nzv + k;
+  }
+  int64_t c_points() const { return n[0] * n[1] * kCoefficients * nzv; }
 };
 
 template <class T>
 struct Coef {
-  const T *nx, *ny, *nz, *a, *bma, *s, *m, *d;  // compact [n0][n1][nzv]
+  const T *nx, *ny, *nz, *a, *bma, *s, *m, *d;  // row c of each at c_index, c at c_index + c nzv
 };
 
 // D+ along a line through u with stride s, and D- (staggered_forward / staggered_backward of
@@ -246,13 +253,13 @@ inline void flux_row(const T* __restrict u, int64_t sx, int64_t sy, T rhx, T rhy
 
 template <int A, class T>
 void flux_pass(const Layout& L, const DemoGrid& g, const Coef<T>& c, const T* u, T* fx, T* fy,
-               T* fz) {
+               T* fz, int64_t block_rows) {
   const int64_t sx = L.plane, sy = L.row;
   const T rhx = T(1 / g.spacing[0]), rhy = T(1 / g.spacing[1]), rhz = T(1 / g.spacing[2]);
-  const int64_t nblocks = (L.n[1] + kRowsPerBlock - 1) / kRowsPerBlock;
+  const int64_t nblocks = (L.n[1] + block_rows - 1) / block_rows;
 #pragma omp parallel for schedule(dynamic)
   for (int64_t block = 0; block < nblocks; ++block) {
-    const int64_t j0 = block * kRowsPerBlock, j1 = std::min(L.n[1], j0 + kRowsPerBlock);
+    const int64_t j0 = block * block_rows, j1 = std::min(L.n[1], j0 + block_rows);
     for (int64_t i = 0; i < L.n[0]; ++i)
       for (int64_t j = j0; j < j1; ++j) {
         const int64_t q = L.u_index(i, j, 0), p = L.c_index(i, j, 0);
@@ -274,13 +281,13 @@ inline void update_row(const T* __restrict u, T* __restrict un, const T* __restr
 
 template <int A, class T>
 void divergence_pass(const Layout& L, const DemoGrid& g, const Coef<T>& c, const T* fx, const T* fy,
-                     const T* fz, const T* u, T* u_next) {
+                     const T* fz, const T* u, T* u_next, int64_t block_rows) {
   const int64_t sx = L.plane, sy = L.row;
   const T rhx = T(1 / g.spacing[0]), rhy = T(1 / g.spacing[1]), rhz = T(1 / g.spacing[2]);
-  const int64_t nblocks = (L.n[1] + kRowsPerBlock - 1) / kRowsPerBlock;
+  const int64_t nblocks = (L.n[1] + block_rows - 1) / block_rows;
 #pragma omp parallel for schedule(dynamic)
   for (int64_t block = 0; block < nblocks; ++block) {
-    const int64_t j0 = block * kRowsPerBlock, j1 = std::min(L.n[1], j0 + kRowsPerBlock);
+    const int64_t j0 = block * block_rows, j1 = std::min(L.n[1], j0 + block_rows);
     for (int64_t i = 0; i < L.n[0]; ++i)
       for (int64_t j = j0; j < j1; ++j) {
         const int64_t q = L.u_index(i, j, 0), p = L.c_index(i, j, 0);
@@ -427,20 +434,23 @@ void fused_tile(const Layout& L, const DemoGrid& g, const Coef<T>& c, const T* u
   }
 }
 
-// Rows per fused tile: n[1] / (k threads) for the smallest k >= 1 whose working set per thread
-// (u planes of the x-stencil over the widened rows, the Fx ring, the y/z buffers) stays within
-// kTileBytes, so that every thread has a tile per step and the widened rows (2M - 1 per tile,
-// whose gradient both neighbours compute) are few. The working set then lives in L3, not L2:
-// measured on 2 Zen 4 cores at 256^3 (bench/tti_cpu_notes.md), 128 rows (3.3 MB) ran 20% faster
-// than 16 rows (0.5 MB, within L2), the saving being the redundant gradients.
-constexpr double kTileBytes = 4.0 * 1024 * 1024;
-int64_t fused_tile_rows(int M, int64_t nzv, int64_t ny, std::size_t elem, int threads) {
+// Rows per fused tile (TtiDemoCpuTuning::tile_rows when set): n[1] / (k threads) for the
+// smallest k >= 1 whose working set per thread (u planes of the x-stencil over the widened rows,
+// the Fx ring, the y/z buffers) stays within tile_kib, so that every thread has a tile per step
+// and the widened rows (2M - 1 per tile, whose gradient both neighbours compute) are few. The
+// working set then lives in L3, not L2: measured on 2 Zen 4 cores at 256^3
+// (bench/tti_cpu_notes.md), 128 rows (3.3 MB) ran 20% faster than 16 rows (0.5 MB, within L2),
+// the saving being the redundant gradients.
+int64_t fused_tile_rows(int M, int64_t nzv, int64_t ny, std::size_t elem, int threads,
+                        const TtiDemoCpuTuning& tuning) {
+  if (tuning.tile_rows > 0) return std::min(tuning.tile_rows, ny);
+  const double budget = 1024.0 * static_cast<double>(tuning.tile_kib);
   const double row_bytes = static_cast<double>(nzv + 2 * kZPad) * static_cast<double>(elem);
   for (int64_t k = 1;; ++k) {
     const int64_t ty = (ny + k * threads - 1) / (k * threads);
     const double rows = 2.0 * M * static_cast<double>(ty + 2 * M)       // u planes of the stencil
                         + 2.0 * M * ty + (ty + 2.0 * M) + ty + M * ty;  // Fx ring, Fy, Fz, pyz
-    if (rows * row_bytes <= kTileBytes || ty <= 8) return std::max<int64_t>(ty, 1);
+    if (rows * row_bytes <= budget || ty <= 8) return std::max<int64_t>(ty, 1);
   }
 }
 
@@ -495,12 +505,25 @@ class FlushDenormals {
 // Copies between demo_api.cpp's padded layout (DemoGrid) and the backend's (Layout): the nz_vector
 // points of every grid row; halos stay zero.
 template <class T>
-void to_layout(const DemoGrid& g, const Layout& L, const T* src, T* dst, bool field) {
+void to_layout(const DemoGrid& g, const Layout& L, const T* src, T* dst) {
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t i = 0; i < L.n[0]; ++i)
     for (int64_t j = 0; j < L.n[1]; ++j)
-      std::memcpy(dst + (field ? L.u_index(i, j, 0) : L.c_index(i, j, 0)), src + g.index(i, j, 0),
+      std::memcpy(dst + L.u_index(i, j, 0), src + g.index(i, j, 0),
                   sizeof(T) * static_cast<std::size_t>(L.nzv));
+}
+// The eight coefficient arrays into one interleaved array (Layout::c_index).
+template <class T>
+void coefficients_to_layout(const DemoGrid& g, const Layout& L, const DemoCoefficients<T>& cin,
+                            T* dst) {
+  const T* in[Layout::kCoefficients] = {cin.nx,  cin.ny, cin.nz, cin.a,
+                                        cin.bma, cin.s,  cin.m,  cin.d};
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t i = 0; i < L.n[0]; ++i)
+    for (int64_t j = 0; j < L.n[1]; ++j)
+      for (int64_t a = 0; a < Layout::kCoefficients; ++a)
+        std::memcpy(dst + L.c_index(i, j, 0) + a * L.nzv, in[a] + g.index(i, j, 0),
+                    sizeof(T) * static_cast<std::size_t>(L.nzv));
 }
 template <class T>
 void from_layout(const DemoGrid& g, const Layout& L, const T* src, T* dst) {
@@ -512,42 +535,49 @@ void from_layout(const DemoGrid& g, const Layout& L, const T* src, T* dst) {
 }
 
 template <int A, class T>
-void run_order(const DemoGrid& g, const DemoCoefficients<T>& cin, const DemoSource<T>& src,
-               int64_t nt, DemoFields<T> fields, TtiDemoForm form, Timers* timers) {
+void run_order(const DemoProblem<T>& p, DemoFields<T> fields, Timers* timers) {
   const FlushDenormals flush;  // on the OpenMP threads; the injection runs on this one
+  const DemoGrid& g = p.grid;
+  const DemoSource<T>& src = p.source;
+  const int64_t nt = p.nt;
+  const TtiDemoForm form = p.form;
   const Layout L(g);
-  AlignedArray<T> ua, ub;
-  std::vector<AlignedArray<T>> carr;
+  AlignedArray<T> ua, ub, carr;
   Coef<T> c{};
   std::array<int64_t, 8> cells{};
   std::vector<std::unique_ptr<FusedBuffers<T>>> buffers;
   AlignedArray<T> fx, fy, fz;
   int64_t tile_y = 0;
-  bool constant = form == TtiDemoForm::fused;
+  // Constant materials (every coefficient one value over the grid, as in the demo; demo_api.cpp
+  // decides, fused form only): the kernel reads one value of each instead of eight arrays (32 of
+  // its 44 bytes per point).
+  const bool constant = p.constant && form == TtiDemoForm::fused;
   {
     auto r = Timers::region(timers, "cpu layout");
     ua = AlignedArray<T>(L.points);
     ub = AlignedArray<T>(L.points);
-    to_layout(g, L, fields.u, ua.data(), true);
-    to_layout(g, L, fields.u_prev, ub.data(), true);
-    const T* in[8] = {cin.nx, cin.ny, cin.nz, cin.a, cin.bma, cin.s, cin.m, cin.d};
-    for (int a = 0; a < 8; ++a) {
-      carr.emplace_back(L.n[0] * L.n[1] * L.nzv);
-      to_layout(g, L, in[a], carr.back().data(), false);
+    to_layout(g, L, fields.u, ua.data());
+    to_layout(g, L, fields.u_prev, ub.data());
+    const int64_t first = g.index(0, 0, 0), stride = constant ? 1 : L.nzv;
+    const DemoCoefficients<T>& cin = p.coef;
+    if (constant) {
+      carr = AlignedArray<T>(Layout::kCoefficients);
+      const T* in[Layout::kCoefficients] = {cin.nx,  cin.ny, cin.nz, cin.a,
+                                            cin.bma, cin.s,  cin.m,  cin.d};
+      for (int a = 0; a < Layout::kCoefficients; ++a) carr.data()[a] = in[a][first];
+    } else {
+      carr = AlignedArray<T>(L.c_points());
+      coefficients_to_layout(g, L, cin, carr.data());
     }
-    c = {carr[0].data(), carr[1].data(), carr[2].data(), carr[3].data(),
-         carr[4].data(), carr[5].data(), carr[6].data(), carr[7].data()};
-    // Constant materials (every coefficient one value over the grid, as in the demo): the fused
-    // kernel reads one value of each instead of eight arrays (32 of its 44 bytes per point).
-    for (int a = 0; a < 8 && constant; ++a) {
-      const T* v = carr[static_cast<std::size_t>(a)].data();
-      bool same = true;
-#pragma omp parallel for collapse(2) reduction(&& : same)
-      for (int64_t i = 0; i < L.n[0]; ++i)
-        for (int64_t j = 0; j < L.n[1]; ++j)
-          for (int64_t k = 0; k < L.n[2]; ++k) same = same && v[L.c_index(i, j, k)] == v[0];
-      constant = same;
-    }
+    T* c0 = carr.data();
+    c = {c0,
+         c0 + stride,
+         c0 + 2 * stride,
+         c0 + 3 * stride,
+         c0 + 4 * stride,
+         c0 + 5 * stride,
+         c0 + 6 * stride,
+         c0 + 7 * stride};
     for (int k = 0; k < 8; ++k)
       cells[k] = L.u_index(src.points[k][0], src.points[k][1], src.points[k][2]);
     if (form == TtiDemoForm::two_pass) {
@@ -555,7 +585,7 @@ void run_order(const DemoGrid& g, const DemoCoefficients<T>& cin, const DemoSour
       fy = AlignedArray<T>(L.points);
       fz = AlignedArray<T>(L.points);
     } else {
-      tile_y = fused_tile_rows(A / 2, L.nzv, L.n[1], sizeof(T), omp_get_max_threads());
+      tile_y = fused_tile_rows(A / 2, L.nzv, L.n[1], sizeof(T), omp_get_max_threads(), p.tuning);
       buffers.resize(static_cast<std::size_t>(omp_get_max_threads()));
 #pragma omp parallel
       {
@@ -572,10 +602,10 @@ void run_order(const DemoGrid& g, const DemoCoefficients<T>& cin, const DemoSour
     if (form == TtiDemoForm::two_pass) {
       {
         auto r = Timers::region(timers, "flux pass");
-        flux_pass<A>(L, g, c, u, fx.data(), fy.data(), fz.data());
+        flux_pass<A>(L, g, c, u, fx.data(), fy.data(), fz.data(), p.tuning.block_rows);
       }
       auto r = Timers::region(timers, "divergence pass");
-      divergence_pass<A>(L, g, c, fx.data(), fy.data(), fz.data(), u, u_prev);
+      divergence_pass<A>(L, g, c, fx.data(), fy.data(), fz.data(), u, u_prev, p.tuning.block_rows);
     } else {
       auto r = Timers::region(timers, "fused flux + divergence");
       if (constant)
@@ -600,9 +630,8 @@ void run_order(const DemoGrid& g, const DemoCoefficients<T>& cin, const DemoSour
 
 template <class T>
 SCIPROXY_TTI_DEMO_FORWARD(T) {
-  with_value<SpaceOrders>(p.grid.order, "space_order", [&](auto a) {
-    run_order<a.value>(p.grid, p.coef, p.source, p.nt, fields, p.form, ctx.timers);
-  });
+  with_value<SpaceOrders>(p.grid.order, "space_order",
+                          [&](auto a) { run_order<a.value>(p, fields, ctx.timers); });
 }
 
 template SCIPROXY_TTI_DEMO_FORWARD(float);
