@@ -84,6 +84,11 @@ struct TtiDemoCpuTuning {
   std::int64_t tile_rows = 0;
   std::int64_t tile_kib = 4096;  // fused, tile_rows 0: working-set budget per thread (KiB)
   std::int64_t block_rows = 16;  // two-pass: y rows swept together through all x planes
+  // fused: time steps per sweep through memory, 1 or 2 (the second stage follows the first
+  // along x, so that u and the coefficients are read once for two steps, at the cost of
+  // recomputing 2M - 1 rows on each side of a tile). 0: 2 with materials that vary, 1 with
+  // constant ones (which read little memory).
+  int sweep_steps = 0;
 };
 
 struct TtiDemoOptions {
