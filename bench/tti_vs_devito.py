@@ -4,23 +4,31 @@ side in one process, the same thread count (OMP_NUM_THREADS, DEVITO_LANGUAGE=ope
 
 The operator: docs/kernels/tti.md "The workshop operator" (include/sciproxy/tti_demo.hpp);
 Devito's version is tests/data/make_devito_tti_reference.py's build_operator (staggered
-derivatives through x0 offsets, fluxes in Functions, trilinear injection), compiled once per size
-and not timed. Both run from rest with the CLI's constant dummy materials (vp 1500 m/s, b 1,
-epsilon 0.2, eta 0.4, f 0.85, theta 0.5, phi 0.3, damping 0.001), a 15 Hz Ricker source near the
-centre, dt 0.9 of the stability limit, space order 8.
+derivatives through x0 offsets, fluxes in Functions, trilinear injection), compiled once and not
+timed. Both run from rest with the CLI's dummy materials (vp 1500 m/s, b 1, epsilon 0.2, eta 0.4,
+f 0.85, theta 0.5, phi 0.3, damping 0.001), constant, or varied by up to 5% per cell ("varying":
+no constant-material fast path), a 15 Hz Ricker source near the centre, dt 0.9 of the stability
+limit, space order 8.
 
-Per size: one warm-up run of each (Devito's first call compiles; both touch their memory), the
-final wavefields compared (relative L2), then --reps repetitions alternating the two (ABAB...,
-so that load drifts hit both). Times are each side's own time-stepping time, without setup: Devito's
+The sweep: every size x materials, Devito once with its default block sizes and once with those
+its autotuner picks (--autotune level, preemptive mode, run once per size and not timed; the
+chosen sizes are then passed to every timed run). Per size and materials: one warm-up run of
+each (Devito's first call compiles; both touch their memory), the final wavefields compared
+(relative L2), then --reps rounds alternating Devito default, Devito autotuned and sciproxy, so
+that load drifts hit all. Times are each side's own time-stepping time, without setup: Devito's
 PerformanceSummary sections of the time loop and the injection (its hoisted time-invariant
 section, sin/cos/sqrt of the materials, is setup, as sciproxy's coefficients are), sciproxy's
-timers of its sections; wall times around the calls and Devito's "ran in" are recorded too. GPts/s = grid points x steps / time for both (the same
-count). GFlops/s and OI are each side's own: Devito counts the flops of its generated code
-(after its optimisations); sciproxy the flops of its implemented expressions (97 per point at
-order 8). Roofline fraction: achieved GFlops/s / min(FMA peak, OI x triad bandwidth), with the
-ceilings `sciproxy roofline` cached for this thread count.
+timers of its sections. GPts/s = grid points x steps / time for both (the same count); the ratio
+is sciproxy's over Devito's, and the row with the smallest ratio is marked "slowest". GFlops/s
+and OI are each side's own: Devito counts the flops of its generated code (after its
+optimisations); sciproxy the flops of its implemented expressions (97 per point at order 8) and
+the bytes its loops move (the work model, demo_api.cpp). Roofline fraction: achieved GFlops/s /
+min(FMA peak, OI x triad bandwidth), with the ceilings `sciproxy roofline` cached for this
+thread count (SCIPROXY_CACHE_DIR).
 
-    OMP_NUM_THREADS=2 python bench/tti_vs_devito.py --sizes 256 128 --nt 50 --reps 5 --json out.json
+    DEVITO_ARCH=gcc OMP_NUM_THREADS=2 python bench/tti_vs_devito.py --nt 20 --reps 3 --json out.json
+    python bench/tti_vs_devito.py --sizes 256 --json b.json ...   # one size per run, then
+    python bench/tti_vs_devito.py --table a.json b.json           # one table from both
 
 Needs devito (pip install devito) in the same environment as sciproxy.
 """
@@ -109,7 +117,19 @@ def main(argv=None):
     parser.add_argument("--autotune", default="aggressive", choices=("basic", "aggressive", "max"),
                         help="Devito's autotuning level for the autotuned rows (aggressive)")
     parser.add_argument("--json", metavar="FILE", help="write the results and the environment")
+    parser.add_argument("--table", nargs="+", metavar="FILE",
+                        help="run nothing: print one table from the --json files of earlier runs "
+                             "(e.g. one per size, each short enough to run alone)")
     args = parser.parse_args(argv)
+    if args.table:
+        results, first = [], None
+        for path in args.table:
+            with open(path, encoding="utf-8") as fh:
+                doc = json.load(fh)
+            first = first or doc["environment"]
+            results.extend(doc["results"])
+        print_table(results, first["threads"], results[0]["nt"] if results else 0)
+        return
 
     # Before devito and the OpenMP runtime start.
     os.environ["OMP_NUM_THREADS"] = str(args.threads)

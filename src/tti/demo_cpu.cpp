@@ -396,13 +396,14 @@ class FusedStage {
       }
     }
     T* pyz_slot = B_.pyz.data() + (j % M) * tile_rows_;
+    const T rhy = rhy_;  // a local: a store through out might otherwise alias the member
     for (int64_t y = j0_; y < j1_; ++y) {
       const T* __restrict fyr = B_.fy.data() + (y - ey0_) * row + kZPad;
       const T* __restrict fzr = B_.fz.data() + (y - j0_) * row + kZPad;
       T* __restrict out = pyz_slot + (y - j0_) * row + kZPad;
       dz_row<A, false>(fzr, out, nzv, rhz_);  // D-z Fz rhz, then D-y Fy rhy added before it
 #pragma omp simd aligned(fyr, out : 64)
-      for (int64_t k = 0; k < nzv; ++k) out[k] = dminus<A>(fyr + k, row) * rhy_ + out[k];
+      for (int64_t k = 0; k < nzv; ++k) out[k] = dminus<A>(fyr + k, row) * rhy + out[k];
     }
   }
 
@@ -422,53 +423,63 @@ class FusedStage {
     for (int64_t y = j0_; y < j1_; ++y) {
       const int64_t r = (y - j0_) * row + kZPad;
       const int64_t p = kC ? 0 : L_.c_index(i, y, 0);
-      const T* __restrict uq = u.at(i, y);
       const T* up = um.at(i, y);
       T* un = out(y);
-      const T* __restrict m = c_.m + p;
-      const T* __restrict d = c_.d + p;
-      const T* __restrict pyz = pyz_slot + r;
-      const T* __restrict a0 = above[0] + r;
-      const T* __restrict b0 = below[0] + r;
-      const T* __restrict a1 = above[M > 1 ? 1 : 0] + r;
-      const T* __restrict b1 = below[M > 1 ? 1 : 0] + r;
-      const T* __restrict a2 = above[M > 2 ? 2 : 0] + r;
-      const T* __restrict b2 = below[M > 2 ? 2 : 0] + r;
-      const T* __restrict a3 = above[M > 3 ? 3 : 0] + r;
-      const T* __restrict b3 = below[M > 3 ? 3 : 0] + r;
-      if constexpr (M <= 4) {
-#pragma omp simd aligned(uq, up, un, pyz, a0, b0, a1, b1, a2, b2, a3, b3 : 64)
-        for (int64_t k = 0; k < nzv; ++k) {
-          // D-x as dminus sums it, across ring planes instead of a stride.
-          T dx = T(staggered_coefficient<A>(1)) * (a0[k] - b0[k]);
-          if constexpr (M > 1) dx += T(staggered_coefficient<A>(2)) * (a1[k] - b1[k]);
-          if constexpr (M > 2) dx += T(staggered_coefficient<A>(3)) * (a2[k] - b2[k]);
-          if constexpr (M > 3) dx += T(staggered_coefficient<A>(4)) * (a3[k] - b3[k]);
-          const int64_t kc = kC ? 0 : k;
-          un[k] = leapfrog_update(uq[k], up[k], m[kc], d[kc], dx * rhx + pyz[k]);
-        }
-      } else {
-        const T* ab[2 * M];
-        for (int k = 0; k < M; ++k) {
-          ab[2 * k] = above[k] + r;
-          ab[2 * k + 1] = below[k] + r;
-        }
-#pragma omp simd aligned(uq, up, un, pyz : 64)
-        for (int64_t k = 0; k < nzv; ++k) {
-          T dx = 0;
-#pragma GCC unroll 8
-          for (int kk = 0; kk < M; ++kk)
-            dx += T(staggered_coefficient<A>(kk + 1)) * (ab[2 * kk][k] - ab[2 * kk + 1][k]);
-          const int64_t kc = kC ? 0 : k;
-          un[k] = leapfrog_update(uq[k], up[k], m[kc], d[kc], dx * rhx + pyz[k]);
-        }
-      }
+      if (up == un)  // in place: every pointer of the loop restrict
+        update_row<true>(u.at(i, y), nullptr, un, c_.m + p, c_.d + p, pyz_slot + r, above, below, r,
+                         nzv, rhx);
+      else
+        update_row<false>(u.at(i, y), up, un, c_.m + p, c_.d + p, pyz_slot + r, above, below, r,
+                          nzv, rhx);
       if constexpr (kC)  // padding points stay zero (zero coefficients in the general layout)
         for (int64_t k = L_.n[2]; k < nzv; ++k) un[k] = 0;
     }
   }
 
  private:
+  // One row of the update; kInPlace: u- is read from un itself (up null).
+  template <bool kInPlace>
+  static void update_row(const T* __restrict uq, const T* __restrict up, T* __restrict un,
+                         const T* __restrict m, const T* __restrict d, const T* __restrict pyz,
+                         const T* const* above, const T* const* below, int64_t r, int64_t nzv,
+                         T rhx) {
+    const T* __restrict a0 = above[0] + r;
+    const T* __restrict b0 = below[0] + r;
+    const T* __restrict a1 = above[M > 1 ? 1 : 0] + r;
+    const T* __restrict b1 = below[M > 1 ? 1 : 0] + r;
+    const T* __restrict a2 = above[M > 2 ? 2 : 0] + r;
+    const T* __restrict b2 = below[M > 2 ? 2 : 0] + r;
+    const T* __restrict a3 = above[M > 3 ? 3 : 0] + r;
+    const T* __restrict b3 = below[M > 3 ? 3 : 0] + r;
+    if constexpr (M <= 4) {
+#pragma omp simd aligned(uq, un, pyz, a0, b0, a1, b1, a2, b2, a3, b3 : 64)
+      for (int64_t k = 0; k < nzv; ++k) {
+        // D-x as dminus sums it, across ring planes instead of a stride.
+        T dx = T(staggered_coefficient<A>(1)) * (a0[k] - b0[k]);
+        if constexpr (M > 1) dx += T(staggered_coefficient<A>(2)) * (a1[k] - b1[k]);
+        if constexpr (M > 2) dx += T(staggered_coefficient<A>(3)) * (a2[k] - b2[k]);
+        if constexpr (M > 3) dx += T(staggered_coefficient<A>(4)) * (a3[k] - b3[k]);
+        const int64_t kc = kC ? 0 : k;
+        un[k] = leapfrog_update(uq[k], kInPlace ? un[k] : up[k], m[kc], d[kc], dx * rhx + pyz[k]);
+      }
+    } else {
+      const T* ab[2 * M];
+      for (int k = 0; k < M; ++k) {
+        ab[2 * k] = above[k] + r;
+        ab[2 * k + 1] = below[k] + r;
+      }
+#pragma omp simd aligned(uq, un, pyz : 64)
+      for (int64_t k = 0; k < nzv; ++k) {
+        T dx = 0;
+#pragma GCC unroll 8
+        for (int kk = 0; kk < M; ++kk)
+          dx += T(staggered_coefficient<A>(kk + 1)) * (ab[2 * kk][k] - ab[2 * kk + 1][k]);
+        const int64_t kc = kC ? 0 : k;
+        un[k] = leapfrog_update(uq[k], kInPlace ? un[k] : up[k], m[kc], d[kc], dx * rhx + pyz[k]);
+      }
+    }
+  }
+
   const Layout& L_;
   const Coef<T>& c_;
   FusedBuffers<T>& B_;
