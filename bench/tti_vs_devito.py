@@ -4,23 +4,31 @@ side in one process, the same thread count (OMP_NUM_THREADS, DEVITO_LANGUAGE=ope
 
 The operator: docs/kernels/tti.md "The workshop operator" (include/sciproxy/tti_demo.hpp);
 Devito's version is tests/data/make_devito_tti_reference.py's build_operator (staggered
-derivatives through x0 offsets, fluxes in Functions, trilinear injection), compiled once per size
-and not timed. Both run from rest with the CLI's constant dummy materials (vp 1500 m/s, b 1,
-epsilon 0.2, eta 0.4, f 0.85, theta 0.5, phi 0.3, damping 0.001), a 15 Hz Ricker source near the
-centre, dt 0.9 of the stability limit, space order 8.
+derivatives through x0 offsets, fluxes in Functions, trilinear injection), compiled once and not
+timed. Both run from rest with the CLI's dummy materials (vp 1500 m/s, b 1, epsilon 0.2, eta 0.4,
+f 0.85, theta 0.5, phi 0.3, damping 0.001), constant, or varied by up to 5% per cell ("varying":
+no constant-material fast path), a 15 Hz Ricker source near the centre, dt 0.9 of the stability
+limit, space order 8.
 
-Per size: one warm-up run of each (Devito's first call compiles; both touch their memory), the
-final wavefields compared (relative L2), then --reps repetitions alternating the two (ABAB...,
-so that load drifts hit both). Times are each side's own time-stepping time, without setup: Devito's
+The sweep: every size x materials, Devito once with its default block sizes and once with those
+its autotuner picks (--autotune level, preemptive mode, run once per size and not timed; the
+chosen sizes are then passed to every timed run). Per size and materials: one warm-up run of
+each (Devito's first call compiles; both touch their memory), the final wavefields compared
+(relative L2), then --reps rounds alternating Devito default, Devito autotuned and sciproxy, so
+that load drifts hit all. Times are each side's own time-stepping time, without setup: Devito's
 PerformanceSummary sections of the time loop and the injection (its hoisted time-invariant
 section, sin/cos/sqrt of the materials, is setup, as sciproxy's coefficients are), sciproxy's
-timers of its sections; wall times around the calls and Devito's "ran in" are recorded too. GPts/s = grid points x steps / time for both (the same
-count). GFlops/s and OI are each side's own: Devito counts the flops of its generated code
-(after its optimisations); sciproxy the flops of its implemented expressions (97 per point at
-order 8). Roofline fraction: achieved GFlops/s / min(FMA peak, OI x triad bandwidth), with the
-ceilings `sciproxy roofline` cached for this thread count.
+timers of its sections. GPts/s = grid points x steps / time for both (the same count); the ratio
+is sciproxy's over Devito's, and the row with the smallest ratio is marked "slowest". GFlops/s
+and OI are each side's own: Devito counts the flops of its generated code (after its
+optimisations); sciproxy the flops of its implemented expressions (97 per point at order 8) and
+the bytes its loops move (the work model, demo_api.cpp). Roofline fraction: achieved GFlops/s /
+min(FMA peak, OI x triad bandwidth), with the ceilings `sciproxy roofline` cached for this
+thread count (SCIPROXY_CACHE_DIR).
 
-    OMP_NUM_THREADS=2 python bench/tti_vs_devito.py --sizes 256 128 --nt 50 --reps 5 --json out.json
+    DEVITO_ARCH=gcc OMP_NUM_THREADS=2 python bench/tti_vs_devito.py --nt 20 --reps 3 --json out.json
+    python bench/tti_vs_devito.py --sizes 256 --json b.json ...   # one size per run, then
+    python bench/tti_vs_devito.py --table a.json b.json           # one table from both
 
 Needs devito (pip install devito) in the same environment as sciproxy.
 """
@@ -66,33 +74,76 @@ def roofline_fraction(gflops: float, intensity: float, roof) -> float:
     return gflops / attainable
 
 
+def devito_block_args(tuned: dict) -> dict:
+    """The loop-blocking sizes among Devito's autotuned values (its thread count is ours)."""
+    return {k: int(v) for k, v in tuned.items() if k.endswith("_size")}
+
+
+def print_table(results, threads, nt):
+    """One line per (size, materials, Devito mode); the row with the smallest speed-up is marked."""
+    print(f"\nTTI demo, float32, space order 8, {threads} threads, nt {nt}; medians of alternating runs; "
+          f"roofline: achieved GFlops/s over min(peak, OI x triad bandwidth)")
+    head = (f"{'size':>11} {'materials':>9} {'Devito':>9} {'Devito GPts/s':>13} {'roof':>5} "
+            f"{'sciproxy GPts/s':>15} {'roof':>5} {'ratio':>6} {'rel L2':>8}")
+    print(head)
+    print("-" * len(head))
+    slowest = min(range(len(results)), key=lambda i: results[i]["speedup_gpts"]) if results else -1
+    for i, r in enumerate(results):
+        d, s = r["devito"], r["sciproxy"]
+        size = "x".join(str(n) for n in r["shape"]) if len(set(r["shape"])) > 1 else f"{r['shape'][0]}^3"
+        print(f"{size:>11} {r['materials']:>9} {r['devito_mode']:>9} {d['gpts']:13.3f} "
+              f"{100 * d['roofline_fraction']:4.0f}% {s['gpts']:15.3f} {100 * s['roofline_fraction']:4.0f}% "
+              f"{r['speedup_gpts']:5.2f}x {r['rel_l2_sciproxy_vs_devito']:8.1e}"
+              + ("  <- slowest" if i == slowest else ""))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sizes", nargs="+", type=parse_size, default=[(256, 256, 256), (128, 128, 128)],
-                        help="grid sizes: N (a cube) or NXxNYxNZ (default 256 128)")
-    parser.add_argument("--nt", type=int, default=50, help="time steps (50)")
-    parser.add_argument("--reps", type=int, default=5, help="timed repetitions of each (5)")
+    parser.add_argument("--sizes", nargs="+", type=parse_size,
+                        default=[(128, 128, 128), (200, 200, 200), (256, 256, 256)],
+                        help="grid sizes: N (a cube) or NXxNYxNZ (default 128 200 256)")
+    parser.add_argument("--nt", type=int, default=40, help="time steps (40)")
+    parser.add_argument("--reps", type=int, default=3, help="timed repetitions of each (3)")
     parser.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", 0)) or (os.cpu_count() or 1),
                         help="OpenMP threads for both (default OMP_NUM_THREADS or all cores)")
     parser.add_argument("--space-order", type=int, default=8, choices=[4, 8, 12, 16])
     parser.add_argument("--form", default="fused", choices=["fused", "two-pass"], help="sciproxy's form")
-    parser.add_argument("--materials", choices=("constant", "varying"), default="constant",
+    parser.add_argument("--materials", nargs="+", choices=("varying", "constant"), default=["varying", "constant"],
                         help="the demo's constant dummy materials, or the same varied by up to 5%% "
-                             "per cell (no constant-material fast path on either side)")
+                             "per cell (no constant-material fast path on either side); default both")
+    parser.add_argument("--devito", nargs="+", choices=("default", "autotuned"), default=["default", "autotuned"],
+                        help="Devito's default block sizes, and/or those its autotuner picks (once per size, "
+                             "at --autotune level; then passed to every timed run); default both")
+    parser.add_argument("--autotune", default="aggressive", choices=("basic", "aggressive", "max"),
+                        help="Devito's autotuning level for the autotuned rows (aggressive)")
     parser.add_argument("--json", metavar="FILE", help="write the results and the environment")
+    parser.add_argument("--table", nargs="+", metavar="FILE",
+                        help="run nothing: print one table from the --json files of earlier runs "
+                             "(e.g. one per size, each short enough to run alone)")
     args = parser.parse_args(argv)
+    if args.table:
+        results, first = [], None
+        for path in args.table:
+            with open(path, encoding="utf-8") as fh:
+                doc = json.load(fh)
+            first = first or doc["environment"]
+            results.extend(doc["results"])
+        print_table(results, first["threads"], results[0]["nt"] if results else 0)
+        return
 
     # Before devito and the OpenMP runtime start.
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
     os.environ["DEVITO_LANGUAGE"] = "openmp"
+    os.environ.setdefault("DEVITO_ARCH", "gcc")
     os.environ["DEVITO_LOGGING"] = "PERF"  # Devito measures its sections only at this level
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, here)
     sys.path.insert(0, os.path.join(here, "..", "tests", "data"))
     import numpy as np
     import devito
-    import logging
-    logging.getLogger("Devito").handlers = [logging.NullHandler()]  # measure, do not print
+    import devito.logger
+    # Measure, do not print (Devito re-attaches its stream handler when it sets the log level).
+    devito.logger.stream_handler.addFilter(lambda record: False)
     import sciproxy.tti_demo as td
     from benchlib import cpu_model, git_commit, rel_l2, timed, write_json_atomically
     import make_devito_tti_reference as devito_demo
@@ -104,77 +155,90 @@ def main(argv=None):
     for shape in args.sizes:
         spacing = (10.0, 10.0, 10.0)
         position = tuple((n // 2 + 0.37 + 0.11 * d) * 10.0 for d, n in enumerate(shape))
-        constants = dummy
-        if args.materials == "varying":
-            # The demo's values, each varied by up to 5% from cell to cell, so that neither code
-            # may treat a material as one number (sciproxy has a fast path for constant ones).
-            rng = np.random.default_rng(7)
-            constants = {name: (value * (1 + 0.05 * rng.random(shape))).astype(np.float32)
-                         for name, value in dummy.items()}
-        dt = 0.9 * td.tti_demo_dt_limit(shape, spacing, constants["vp"], constants["b"],
-                                        constants["epsilon"], constants["eta"], constants["f"],
-                                        constants["damping"], args.space_order)
-        amps = td.ricker(15.0, dt, args.nt)
         op, u, mat, src = devito_demo.build_operator(shape, spacing, args.space_order, args.nt, position)
-        for name, fn in mat.items():
-            fn.data[:] = constants[name]
-        src.data[:, 0] = amps
+        tuned = None  # Devito's autotuned block sizes, found once per size
+        for materials in args.materials:
+            constants = dummy
+            if materials == "varying":
+                # The demo's values, each varied by up to 5% from cell to cell, so that neither code
+                # may treat a material as one number (sciproxy has a fast path for constant ones).
+                rng = np.random.default_rng(7)
+                constants = {name: (value * (1 + 0.05 * rng.random(shape))).astype(np.float32)
+                             for name, value in dummy.items()}
+            dt = 0.9 * td.tti_demo_dt_limit(shape, spacing, constants["vp"], constants["b"],
+                                            constants["epsilon"], constants["eta"], constants["f"],
+                                            constants["damping"], args.space_order)
+            amps = td.ricker(15.0, dt, args.nt)
+            for name, fn in mat.items():
+                fn.data[:] = constants[name]
+            src.data[:, 0] = amps
 
-        def run_devito():
-            u.data[:] = 0
-            wall, summary = timed(lambda: op.apply(time_m=0, time_M=args.nt - 1, dt=np.float32(dt)))
-            # Devito's sections: the time-invariant terms it hoisted (sin, cos, sqrt of the
-            # materials: its setup, like sciproxy's coefficients), then the time loop (fluxes and
-            # update) and the injection, whose iteration shapes start with nt. The stepping time
-            # is the sum of the latter; its flops are Devito's own count (gflopss x time).
-            stepping = [e for e in summary.values() if e.itershapes and e.itershapes[0][0] == args.nt]
-            seconds = sum(e.time for e in stepping)
-            flops = sum(e.gflopss * e.time for e in stepping) * 1e9
-            main = max(stepping, key=lambda e: e.time)
-            total = summary.globals["fdlike"].time
-            return dict(seconds=seconds, wall=wall, with_setup_s=float(total), gflops=flops / seconds * 1e-9,
-                        gpts=shape[0] * shape[1] * shape[2] * args.nt / seconds * 1e-9,
-                        oi=float(main.oi)), np.array(u.data[args.nt % 3])
+            def run_devito(**extra):
+                u.data[:] = 0
+                wall, summary = timed(lambda: op.apply(time_m=0, time_M=args.nt - 1, dt=np.float32(dt), **extra))
+                # Devito's sections: the time-invariant terms it hoisted (sin, cos, sqrt of the
+                # materials: its setup, like sciproxy's coefficients), then the time loop (fluxes and
+                # update) and the injection, whose iteration shapes start with nt. The stepping time
+                # is the sum of the latter; its flops are Devito's own count (gflopss x time).
+                stepping = [e for e in summary.values() if e.itershapes and e.itershapes[0][0] == args.nt]
+                seconds = sum(e.time for e in stepping)
+                flops = sum(e.gflopss * e.time for e in stepping) * 1e9
+                main = max(stepping, key=lambda e: e.time)
+                total = summary.globals["fdlike"].time
+                return dict(seconds=seconds, wall=wall, with_setup_s=float(total), gflops=flops / seconds * 1e-9,
+                            gpts=shape[0] * shape[1] * shape[2] * args.nt / seconds * 1e-9,
+                            oi=float(main.oi)), np.array(u.data[args.nt % 3])
 
-        def run_sciproxy():
-            wall, run = timed(lambda: td.tti_demo(shape, spacing, dt, **constants, source_position=position,
-                                                  source_amplitudes=amps, space_order=args.space_order,
-                                                  form=args.form, device="cpu", nparallel=args.threads))
-            return dict(seconds=run.seconds, wall=wall, with_setup_s=wall, gflops=run.gflops,
-                        gpts=run.gpts, oi=run.intensity), run.u
+            def run_sciproxy():
+                wall, run = timed(lambda: td.tti_demo(shape, spacing, dt, **constants, source_position=position,
+                                                      source_amplitudes=amps, space_order=args.space_order,
+                                                      form=args.form, device="cpu", nparallel=args.threads))
+                return dict(seconds=run.seconds, wall=wall, with_setup_s=wall, gflops=run.gflops,
+                            gpts=run.gpts, oi=run.intensity), run.u
 
-        first_d, u_devito = run_devito()   # compiles (not timed)
-        first_s, u_sciproxy = run_sciproxy()
-        error = rel_l2(u_sciproxy, u_devito)
-        samples = {"devito": [], "sciproxy": []}
-        for _ in range(args.reps):
-            samples["devito"].append(run_devito()[0])
-            samples["sciproxy"].append(run_sciproxy()[0])
-        row = dict(shape=list(shape), nt=args.nt, space_order=args.space_order, form=args.form,
-                   materials=args.materials,
-                   threads=args.threads, rel_l2_sciproxy_vs_devito=error)
-        for side, runs in samples.items():
-            med = statistics.median(r["seconds"] for r in runs)
-            points = shape[0] * shape[1] * shape[2] * args.nt
-            gflops = statistics.median(r["gflops"] for r in runs)
-            oi = runs[0]["oi"]
-            row[side] = dict(median_s=med, min_s=min(r["seconds"] for r in runs),
-                             max_s=max(r["seconds"] for r in runs),
-                             median_wall_s=statistics.median(r["wall"] for r in runs),
-                             gpts=points / med * 1e-9, gflops=gflops, oi=oi,
-                             roofline_fraction=roofline_fraction(gflops, oi, roof), runs=runs)
-        row["speedup_gpts"] = row["sciproxy"]["gpts"] / row["devito"]["gpts"]
-        results.append(row)
-        print(f"\n{shape[0]} x {shape[1]} x {shape[2]}, nt {args.nt}, space order {args.space_order}, "
-              f"{args.threads} threads, float32, {args.materials} materials; sciproxy {args.form}; rel L2 sciproxy vs Devito {error:.2e}")
-        print(f"{'':10} {'median s':>9} {'min s':>8} {'max s':>8} {'GPts/s':>8} {'GFlops/s':>9} {'OI':>6} {'roofline':>9}")
-        for side in ("devito", "sciproxy"):
-            r = row[side]
-            print(f"{side:10} {r['median_s']:9.4f} {r['min_s']:8.4f} {r['max_s']:8.4f} {r['gpts']:8.3f} "
-                  f"{r['gflops']:9.2f} {r['oi']:6.2f} {100 * r['roofline_fraction']:8.0f}%")
-        print(f"speed-up (GPts/s, medians): {row['speedup_gpts']:.2f}x")
+            modes = {"default": {}}
+            if "autotuned" in args.devito:
+                if tuned is None:
+                    # Autotuning runs on shadow copies (preemptive mode); not timed.
+                    run_devito(autotune=(args.autotune, "preemptive"))
+                    tuned = devito_block_args(op._state["autotuning"][-1].get("tuned", {}))
+                modes["autotuned"] = tuned
+            if "default" not in args.devito:
+                del modes["default"]
+            first_d, u_devito = run_devito()   # compiles (not timed)
+            first_s, u_sciproxy = run_sciproxy()
+            error = rel_l2(u_sciproxy, u_devito)
+            samples = {mode: [] for mode in modes}
+            samples["sciproxy"] = []
+            for _ in range(args.reps):  # alternating: Devito (each mode), sciproxy, ...
+                for mode, extra in modes.items():
+                    samples[mode].append(run_devito(**extra)[0])
+                samples["sciproxy"].append(run_sciproxy()[0])
+
+            def summarise(runs):
+                med = statistics.median(r["seconds"] for r in runs)
+                points = shape[0] * shape[1] * shape[2] * args.nt
+                gflops = statistics.median(r["gflops"] for r in runs)
+                oi = runs[0]["oi"]
+                return dict(median_s=med, min_s=min(r["seconds"] for r in runs),
+                            max_s=max(r["seconds"] for r in runs),
+                            median_wall_s=statistics.median(r["wall"] for r in runs),
+                            gpts=points / med * 1e-9, gflops=gflops, oi=oi,
+                            roofline_fraction=roofline_fraction(gflops, oi, roof), runs=runs)
+
+            sciproxy = summarise(samples["sciproxy"])
+            for mode, extra in modes.items():
+                row = dict(shape=list(shape), nt=args.nt, space_order=args.space_order, form=args.form,
+                           materials=materials, devito_mode=mode, devito_args=extra,
+                           threads=args.threads, rel_l2_sciproxy_vs_devito=error,
+                           devito=summarise(samples[mode]), sciproxy=sciproxy)
+                row["speedup_gpts"] = row["sciproxy"]["gpts"] / row["devito"]["gpts"]
+                results.append(row)
+                print(f"{shape} {materials} Devito {mode} {extra}: {row['devito']['gpts']:.3f} GPts/s, "
+                      f"sciproxy {sciproxy['gpts']:.3f} GPts/s, {row['speedup_gpts']:.2f}x", flush=True)
 
     load_after = os.getloadavg()[0]
+    print_table(results, args.threads, args.nt)
     print(f"\nload average (1 min): {load_before:.2f} before, {load_after:.2f} after, on {os.cpu_count()} CPUs"
           + ("" if roof else "; no cached roofline for this thread count (run `sciproxy roofline`)"))
     if args.json:

@@ -75,14 +75,32 @@ struct TtiDemoInput {
   std::span<const T> initial_u, initial_u_prev;
 };
 
+// Block sizes of the cpu backend, gathered here so that a tuner can search them. None changes
+// the results (each point's arithmetic is fixed); the defaults are the measured good choice on
+// the development machine (bench/tti_cpu_notes.md).
+struct TtiDemoCpuTuning {
+  // fused: y rows of one thread's tile (full z rows, streamed along x). 0: n_y / threads, split
+  // further only while a tile's working set exceeds tile_kib.
+  std::int64_t tile_rows = 0;
+  std::int64_t tile_kib = 4096;  // fused, tile_rows 0: working-set budget per thread (KiB)
+  std::int64_t block_rows = 16;  // two-pass: y rows swept together through all x planes
+  // fused: time steps per sweep through memory, 1 or 2 (the second stage follows the first
+  // along x, so that u and the coefficients are read once for two steps, at the cost of
+  // recomputing 2M - 1 rows on each side of a tile). 0: 2 with materials that vary, 1 with
+  // constant ones (which read little memory).
+  int sweep_steps = 0;
+};
+
 struct TtiDemoOptions {
   int space_order = 8;                    // 4, 8, 12 or 16
   TtiDemoForm form = TtiDemoForm::fused;  // cpu and cuda; the reference runs two passes
   int nparallel = 0;                      // OpenMP threads of the cpu backend; 0: all
+  TtiDemoCpuTuning cpu;                   // cpu backend only
 };
 
 // Work of one section over the whole run: flops are those its expressions do per point (see
-// tti_demo_flops), bytes the compulsory traffic of its arrays.
+// tti_demo_flops), bytes the traffic of the arrays the backend's loops read and write, each
+// once per step (tti_demo_bytes).
 struct TtiDemoSection {
   std::string
       name;  // "flux pass", "divergence pass", "fused flux + divergence", "source injection"

@@ -141,15 +141,26 @@ def tti_demo_flops(space_order: int = 8) -> dict:
     return dict(_sciproxy.tti_demo_flops(_space_order(space_order)))
 
 
+def _tuning(cpu_tuning) -> dict:
+    if cpu_tuning is None:
+        return {}
+    if not isinstance(cpu_tuning, dict):
+        raise TypeError(f"cpu_tuning: expected a dict of block sizes, got {_describe(cpu_tuning)}")
+    return {str(k): _args.integer(f"cpu_tuning[{k!r}]", v, 0) for k, v in cpu_tuning.items()}
+
+
 def tti_demo(shape, spacing, dt, *, vp, b, epsilon, eta, f, theta, phi, damping=0.0,
              source_position, source_amplitudes, space_order=8, form="fused", initial_u=None,
-             initial_u_prev=None, device="auto", nparallel=None, dtype=np.float32) -> TtiDemoRun:
+             initial_u_prev=None, device="auto", nparallel=None, dtype=np.float32,
+             cpu_tuning=None) -> TtiDemoRun:
     """Runs len(source_amplitudes) steps of the demo operator; returns a TtiDemoRun.
 
     shape: (NX, NY, NZ) grid points; spacing: metres (one number or three); dt: seconds.
     Materials: numbers or arrays of `shape`. source_position: metres, (x, y, z), inside the
     grid's box. form: 'two-pass' or 'fused' (cpu and cuda; the reference runs two passes).
     device: 'auto', 'reference', 'cpu', 'cuda', 'cuda:N'. nparallel: cpu threads (None: all).
+    cpu_tuning: the cpu backend's block sizes (TtiDemoCpuTuning in include/sciproxy/tti_demo.hpp),
+    a dict of some of tile_rows, tile_kib, block_rows, sweep_steps; never changes the results.
     """
     dt_type = _args.dtype(dtype)
     shape = _shape(shape)
@@ -186,7 +197,7 @@ def tti_demo(shape, spacing, dt, *, vp, b, epsilon, eta, f, theta, phi, damping=
     um = _field("initial_u_prev", initial_u_prev, shape, dt_type, allow_none=True)
     kernel = getattr(_sciproxy, f"tti_demo_{dt_type.name}")
     u, u_prev, info = kernel(shape, spacing, dt, int(amps.size), *fields, position,
-                             amps, u0, um, order, form, threads, device)
+                             amps, u0, um, order, form, threads, device, _tuning(cpu_tuning))
     work = info["work"]
     return TtiDemoRun(u=u, u_prev=u_prev, seconds=info["seconds"], points=work["points"],
                       flops=work["flops"], bytes=work["bytes"], dt_limit=info["dt_limit"],

@@ -5,10 +5,12 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/array.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/string.h>
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <vector>
@@ -47,7 +49,8 @@ nb::tuple tti_demo(std::array<std::int64_t, 3> shape, std::array<double, 3> spac
                    Flat<T> theta, Flat<T> phi, Flat<T> damping,
                    std::array<double, 3> source_position, Flat<T> source_amplitudes,
                    Flat<T> initial_u, Flat<T> initial_u_prev, int space_order,
-                   const std::string& form, int nparallel, const std::string& device_spec) {
+                   const std::string& form, int nparallel, const std::string& device_spec,
+                   const std::map<std::string, std::int64_t>& cpu_tuning) {
   namespace wv = sciproxy::tti;
   wv::TtiDemoInput<T> in;
   in.shape = shape;
@@ -64,6 +67,22 @@ nb::tuple tti_demo(std::array<std::int64_t, 3> shape, std::array<double, 3> spac
   opt.space_order = space_order;
   opt.form = wv::parse_tti_demo_form(form);
   opt.nparallel = nparallel;
+  // TtiDemoCpuTuning by field name; the library checks the values.
+  for (const auto& [name, value] : cpu_tuning) {
+    if (name == "tile_rows") {
+      opt.cpu.tile_rows = value;
+    } else if (name == "tile_kib") {
+      opt.cpu.tile_kib = value;
+    } else if (name == "block_rows") {
+      opt.cpu.block_rows = value;
+    } else if (name == "sweep_steps") {
+      opt.cpu.sweep_steps = static_cast<int>(value);
+    } else {
+      sciproxy::throw_invalid_argument("cpu_tuning",
+                                       "keys among tile_rows, tile_kib, block_rows, sweep_steps",
+                                       "\"" + name + "\"");
+    }
+  }
   const sciproxy::Device device = sciproxy::select_device(device_spec);
 
   wv::TtiDemoOutput<T> out;
@@ -128,7 +147,8 @@ void register_tti_demo(nb::module_& m) {
         "vp"_a.noconvert(), "b"_a.noconvert(), "epsilon"_a.noconvert(), "eta"_a.noconvert(),    \
         "f"_a.noconvert(), "theta"_a.noconvert(), "phi"_a.noconvert(), "damping"_a.noconvert(), \
         "source_position"_a, "source_amplitudes"_a.noconvert(), "initial_u"_a.noconvert(),      \
-        "initial_u_prev"_a.noconvert(), "space_order"_a, "form"_a, "nparallel"_a, "device"_a);  \
+        "initial_u_prev"_a.noconvert(), "space_order"_a, "form"_a, "nparallel"_a, "device"_a,   \
+        "cpu_tuning"_a);                                                                        \
   m.def("tti_demo_dt_limit_" suffix, &dt_limit<T>, "shape"_a, "spacing"_a, "vp"_a.noconvert(),  \
         "b"_a.noconvert(), "epsilon"_a.noconvert(), "eta"_a.noconvert(), "f"_a.noconvert(),     \
         "damping"_a.noconvert(), "space_order"_a);

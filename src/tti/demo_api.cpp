@@ -108,6 +108,17 @@ void check_input(const TtiDemoInput<T>& in, const TtiDemoOptions& opt, Backend b
     throw_invalid_argument("dt", "a positive time step in seconds", fmt::format("{}", in.dt));
   if (in.nt < 1) throw_invalid_argument("nt", "at least 1 time step", std::to_string(in.nt));
   resolve_threads(opt.nparallel, "nparallel");
+  const TtiDemoCpuTuning& tune = opt.cpu;
+  if (tune.tile_rows < 0 || tune.tile_rows > 100000)
+    throw_invalid_argument("cpu.tile_rows", "0 (automatic) or 1 to 100000 y rows",
+                           std::to_string(tune.tile_rows));
+  if (tune.tile_kib < 1 || tune.tile_kib > (1 << 20))
+    throw_invalid_argument("cpu.tile_kib", "1 to 1048576 KiB", std::to_string(tune.tile_kib));
+  if (tune.block_rows < 1 || tune.block_rows > 100000)
+    throw_invalid_argument("cpu.block_rows", "1 to 100000 y rows", std::to_string(tune.block_rows));
+  if (tune.sweep_steps < 0 || tune.sweep_steps > 2)
+    throw_invalid_argument("cpu.sweep_steps", "0 (automatic), 1 or 2",
+                           std::to_string(tune.sweep_steps));
 
   const int64_t points = in.shape[0] * in.shape[1] * in.shape[2];
   const auto& m = in.material;
@@ -163,9 +174,9 @@ void check_input(const TtiDemoInput<T>& in, const TtiDemoOptions& opt, Backend b
 
   // Memory, before anything is allocated: two padded fields, eight coefficient arrays, three
   // fluxes (two-pass), the returned fields; the cpu backend adds its own aligned copies of the
-  // fields and coefficients (ten more arrays).
+  // fields and coefficients (ten more arrays) and two fields for two steps per sweep.
   const DemoGrid g = make_grid(in.shape, in.spacing, opt.space_order);
-  const double arrays = backend == Backend::cpu ? 23.0 : 13.0;
+  const double arrays = backend == Backend::cpu ? 25.0 : 13.0;
   const double bytes = sizeof(T) * (arrays * static_cast<double>(g.padded_points()) + 2.0 * points);
   require_memory(bytes, "shape",
                  fmt::format("the TTI demo on {} x {} x {} points ({})", in.shape[0], in.shape[1],
@@ -247,6 +258,30 @@ CoefficientArrays<T> make_coefficients(const DemoGrid& g, const TtiDemoInput<T>&
   return c;
 }
 
+// Whether each coefficient holds one value over the grid (the demo's dummy materials): the cpu
+// backend then reads one number of each instead of eight arrays. One material given per point
+// may still give constant coefficients, so the grid is scanned unless all are single values.
+template <class T>
+bool constant_coefficients(const DemoGrid& g, const TtiDemoInput<T>& in,
+                           const CoefficientArrays<T>& c) {
+  const auto& m = in.material;
+  bool single = true;
+  for (const auto* v : {&m.vp, &m.b, &m.epsilon, &m.eta, &m.f, &m.theta, &m.phi, &m.damping})
+    single = single && v->size() == 1;
+  if (single) return true;
+  const int64_t first = g.index(0, 0, 0);
+  for (const auto* v : {&c.nx, &c.ny, &c.nz, &c.a, &c.bma, &c.s, &c.m, &c.d}) {
+    const T* a = v->data();
+    bool same = true;
+#pragma omp parallel for collapse(2) reduction(&& : same)
+    for (int64_t i = 0; i < g.n[0]; ++i)
+      for (int64_t j = 0; j < g.n[1]; ++j)
+        for (int64_t k = 0; k < g.n[2]; ++k) same = same && a[g.index(i, j, k)] == a[first];
+    if (!same) return false;
+  }
+  return true;
+}
+
 template <class T>
 std::vector<T> padded_copy(const DemoGrid& g, std::span<const T> interior) {
   std::vector<T> out(static_cast<std::size_t>(g.padded_points()), T(0));
@@ -280,6 +315,31 @@ double region_total(const Timers* timers, const std::string& name) {
         s.path.compare(s.path.size() - suffix.size(), suffix.size(), suffix) == 0)
       total += s.total;
   return total;
+}
+
+// Arrays moved per grid point and step (multiply by the element size), as the backends' loops
+// move them; each array counted once per step, also where neighbouring tiles both read its
+// rows along their borders (those reads meet in the shared cache).
+//   two-pass flux: reads u, nx, ny, nz, a, bma, s; writes Fx, Fy, Fz, which the cpu's stores
+//     first read into cache (write-allocate: 3 more; a GPU writes whole sectors without).
+//   two-pass divergence: reads Fx, Fy, Fz, u, u-, m, d; writes u+ over u- (no allocate).
+//   fused: reads u, u-, the eight coefficients; writes u+ over u- (the fluxes stay on chip);
+//     constant materials (cpu): u, u- and u+ only, the coefficients are eight numbers.
+//   fused, two steps per sweep (cpu): per pair of steps reads u, u-, the coefficients once and
+//     writes u^{t+1}, u^{t+2} into two other arrays (with write-allocate: 4), 7 per step; 3 with
+//     constant materials. An odd last step is a one-step sweep.
+struct DemoTraffic {
+  double flux = 0, divergence = 0, fused = 0;
+};
+DemoTraffic demo_traffic(Backend backend, TtiDemoForm form, bool constant, int sweep_steps,
+                         int64_t nt) {
+  if (form == TtiDemoForm::fused) {
+    const double one = constant ? 3.0 : 11.0, pair = constant ? 6.0 : 14.0;
+    if (sweep_steps != 2) return {0, 0, one};
+    const double pairs = static_cast<double>(nt / 2), singles = static_cast<double>(nt % 2);
+    return {0, 0, (pairs * pair + singles * one) / static_cast<double>(nt)};
+  }
+  return {backend == Backend::cpu ? 13.0 : 10.0, 8, 0};
 }
 
 WorkModel section_work(double points, double flops_per_point, double bytes_per_point,
@@ -358,6 +418,8 @@ TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& in,
     std::vector<T> u, u_prev;
     kernels::DemoSource<T> src;
     CoefficientArrays<T> coefficients;
+    bool constant = false;  // the cpu fused kernel's constant-material path
+    int sweep_steps = 1;    // the cpu fused kernel's steps per sweep
     {
       auto r = Timers::region(call.timers(), "setup");
       u = padded_copy<T>(g, in.initial_u);
@@ -365,6 +427,10 @@ TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& in,
       src = make_source(g, in);
       if (device.backend != Backend::reference) {
         coefficients = make_coefficients(g, in);
+        constant = device.backend == Backend::cpu && form == TtiDemoForm::fused &&
+                   constant_coefficients(g, in, coefficients);
+        if (device.backend == Backend::cpu && form == TtiDemoForm::fused)
+          sweep_steps = options.cpu.sweep_steps ? options.cpu.sweep_steps : constant ? 1 : 2;
         for (int c = 0; c < 8; ++c)
           src.scaled[c] =
               static_cast<T>(src.weights[c] * static_cast<double>(coefficients.m[src.cells[c]]));
@@ -388,6 +454,9 @@ TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& in,
                      field_of(mat.phi), field_of(mat.damping)};
     } else {
       problem.coef = coefficients.view();
+      problem.constant = constant;
+      problem.tuning = options.cpu;
+      problem.tuning.sweep_steps = sweep_steps;
     }
     const Context ctx{device, call.timers()};
     SCIPROXY_RUN_KERNEL(ctx, demo_forward, problem, fields);
@@ -397,22 +466,23 @@ TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& in,
       out.u_prev = interior_copy(g, u_prev);
     }
 
-    // Work model: points = grid points x steps; bytes: each array a pass touches, once.
+    // Work model: points = grid points x steps; bytes: each array a pass's loops read or write,
+    // once per step (demo_traffic).
     const double points = static_cast<double>(g.interior_points()) * static_cast<double>(in.nt);
     const double es = sizeof(T);
     const Precision precision = sizeof(T) == 4 ? Precision::fp32 : Precision::fp64;
     const TtiDemoFlops flops = tti_demo_flops(options.space_order);
+    const DemoTraffic traffic = demo_traffic(device.backend, form, constant, sweep_steps, in.nt);
     if (form == TtiDemoForm::two_pass) {
-      // flux: reads u, nx, ny, nz, a, bma, s; writes Fx, Fy, Fz.
-      // divergence: reads Fx, Fy, Fz, u, u-, m, d; writes u+.
       out.sections.push_back(
-          {"flux pass", section_work(points, flops.flux, 10 * es, precision), 0});
+          {"flux pass", section_work(points, flops.flux, traffic.flux * es, precision), 0});
       out.sections.push_back(
-          {"divergence pass", section_work(points, flops.divergence, 8 * es, precision), 0});
+          {"divergence pass",
+           section_work(points, flops.divergence, traffic.divergence * es, precision), 0});
     } else {
-      // reads u, u-, nx, ny, nz, a, bma, s, m, d; writes u+ (fluxes stay on chip).
-      out.sections.push_back(
-          {"fused flux + divergence", section_work(points, flops.total(), 11 * es, precision), 0});
+      out.sections.push_back({"fused flux + divergence",
+                              section_work(points, flops.total(), traffic.fused * es, precision),
+                              0});
     }
     // 8 corners per step: u += scaled * s (2 flops), u read and written, one amplitude.
     const double injections = 8.0 * static_cast<double>(in.nt);

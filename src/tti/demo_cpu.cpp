@@ -8,14 +8,15 @@
 // Layout. The backend copies u, u- and the eight coefficient arrays once per run (before the
 // time loop, timed as the region "cpu layout") into its own arrays whose rows start on 64-byte
 // boundaries: u and u- with a halo of M points in x and y and of one SIMD vector (16 floats) on
-// each side along z, the coefficients without any halo (they are only read at the output point).
-// Every z loop then runs over whole aligned vectors (nz_vector points, DemoGrid), and only the z
-// stencils load across cache lines. demo_api.cpp's padded layout starts rows at arbitrary offsets,
-// so that every 64-byte load there straddled two lines (twice the load-port cost on Zen 4).
+// each side along z, the coefficients without any halo (they are only read at the output point);
+// constant materials (demo_api.cpp decides) keep one value of each. Every z loop then
+// runs over whole aligned vectors (nz_vector points, DemoGrid), and only the z stencils load across
+// cache lines. demo_api.cpp's padded layout starts rows at arbitrary offsets, so that every 64-byte
+// load there straddled two lines (twice the load-port cost on Zen 4).
 //
 // two-pass: the demo's form. The flux pass writes Fx, Fy, Fz over the grid, the divergence pass
-// reads them. Both sweep blocks of kRowsPerBlock y-rows through all x planes, so that the 2M
-// planes of a block the x-stencil spans stay in L2.
+// reads them. Both sweep blocks of TtiDemoCpuTuning::block_rows y-rows through all x planes, so
+// that the 2M planes of a block the x-stencil spans stay in L2.
 //
 // fused: one pass per step. A thread takes a tile of ty rows (full z rows) and streams along x.
 // At plane j it computes the gradient and flux on the tile's rows widened by the y-stencil (M rows
@@ -59,9 +60,8 @@ namespace {
 
 using std::int64_t;
 
-constexpr int64_t kRowsPerBlock = 16;  // two-pass: y-rows swept together through x
-constexpr int64_t kAlign = 64;         // bytes
-constexpr int64_t kZPad = 16;          // elements of z padding on each side of a u row (>= M)
+constexpr int64_t kAlign = 64;  // bytes
+constexpr int64_t kZPad = 16;   // elements of z padding on each side of a u row (>= M)
 
 // 64-byte aligned, zero-initialised array.
 template <class T>
@@ -108,12 +108,16 @@ struct Layout {
   int64_t u_index(int64_t i, int64_t j, int64_t k) const {
     return (i + halo) * plane + (j + halo) * row + kZPad + k;
   }
+  // The eight coefficients, each [n0][n1][nzv], one after the other in one array. (Interleaving
+  // them by row, one stream per thread instead of eight, ran 10% slower.)
+  static constexpr int64_t kCoefficients = 8;
   int64_t c_index(int64_t i, int64_t j, int64_t k) const { return (i * n[1] + j) * nzv + k; }
+  int64_t c_size() const { return n[0] * n[1] * nzv; }  // of one coefficient
 };
 
 template <class T>
 struct Coef {
-  const T *nx, *ny, *nz, *a, *bma, *s, *m, *d;  // compact [n0][n1][nzv]
+  const T *nx, *ny, *nz, *a, *bma, *s, *m, *d;  // each [n0][n1][nzv] (Layout::c_index)
 };
 
 // D+ along a line through u with stride s, and D- (staggered_forward / staggered_backward of
@@ -246,13 +250,13 @@ inline void flux_row(const T* __restrict u, int64_t sx, int64_t sy, T rhx, T rhy
 
 template <int A, class T>
 void flux_pass(const Layout& L, const DemoGrid& g, const Coef<T>& c, const T* u, T* fx, T* fy,
-               T* fz) {
+               T* fz, int64_t block_rows) {
   const int64_t sx = L.plane, sy = L.row;
   const T rhx = T(1 / g.spacing[0]), rhy = T(1 / g.spacing[1]), rhz = T(1 / g.spacing[2]);
-  const int64_t nblocks = (L.n[1] + kRowsPerBlock - 1) / kRowsPerBlock;
+  const int64_t nblocks = (L.n[1] + block_rows - 1) / block_rows;
 #pragma omp parallel for schedule(dynamic)
   for (int64_t block = 0; block < nblocks; ++block) {
-    const int64_t j0 = block * kRowsPerBlock, j1 = std::min(L.n[1], j0 + kRowsPerBlock);
+    const int64_t j0 = block * block_rows, j1 = std::min(L.n[1], j0 + block_rows);
     for (int64_t i = 0; i < L.n[0]; ++i)
       for (int64_t j = j0; j < j1; ++j) {
         const int64_t q = L.u_index(i, j, 0), p = L.c_index(i, j, 0);
@@ -274,13 +278,13 @@ inline void update_row(const T* __restrict u, T* __restrict un, const T* __restr
 
 template <int A, class T>
 void divergence_pass(const Layout& L, const DemoGrid& g, const Coef<T>& c, const T* fx, const T* fy,
-                     const T* fz, const T* u, T* u_next) {
+                     const T* fz, const T* u, T* u_next, int64_t block_rows) {
   const int64_t sx = L.plane, sy = L.row;
   const T rhx = T(1 / g.spacing[0]), rhy = T(1 / g.spacing[1]), rhz = T(1 / g.spacing[2]);
-  const int64_t nblocks = (L.n[1] + kRowsPerBlock - 1) / kRowsPerBlock;
+  const int64_t nblocks = (L.n[1] + block_rows - 1) / block_rows;
 #pragma omp parallel for schedule(dynamic)
   for (int64_t block = 0; block < nblocks; ++block) {
-    const int64_t j0 = block * kRowsPerBlock, j1 = std::min(L.n[1], j0 + kRowsPerBlock);
+    const int64_t j0 = block * block_rows, j1 = std::min(L.n[1], j0 + block_rows);
     for (int64_t i = 0; i < L.n[0]; ++i)
       for (int64_t j = j0; j < j1; ++j) {
         const int64_t q = L.u_index(i, j, 0), p = L.c_index(i, j, 0);
@@ -310,137 +314,266 @@ void divergence_pass(const Layout& L, const DemoGrid& g, const Coef<T>& c, const
 // (aligned, kZPad zeros on each side of the nzv computed points).
 template <class T>
 struct FusedBuffers {
-  int64_t ty = 0, ext = 0, row = 0;
+  int64_t ty = 0, ext = 0, row = 0, ext_u = 0;
   AlignedArray<T> ring_x;  // [2M][ty][row]: Fx
   AlignedArray<T> fy;      // [ext][row]: Fy of the widened rows, this plane
   AlignedArray<T> fz;      // [ty][row]: Fz, this plane
   AlignedArray<T> pyz;     // [M][ty][row]: D-y Fy rhy + D-z Fz rhz
-  FusedBuffers(int M, int64_t ty_, int64_t nzv)
+  AlignedArray<T> u;       // two steps, first stage: [2][2M][ext_u][row], u^{t+1} (fused_tile2)
+  // ty rows out; with_u: the first stage of fused_tile2, whose output rows ty are the second
+  // stage's rows widened by 2M - 1 on each side (ext_u = ty).
+  FusedBuffers(int M, int64_t ty_, int64_t nzv, bool with_u = false)
       : ty(ty_),
         ext(ty_ + 2 * M - 1),
         row(kZPad + nzv + kZPad),
+        ext_u(with_u ? ty_ : 0),
         ring_x(2 * M * ty_ * row),
         fy(ext * row),
         fz(ty_ * row),
-        pyz(M * ty_ * row) {}
+        pyz(M * ty_ * row),
+        u(2 * 2 * M * ext_u * row) {}
 };
 
+// Where the rows of a field lie for a fused stage: at(p, y) is element 0 of row y of plane p,
+// and the planes p - M + 1 .. p + M (the x-stencil's reach) lie sx apart from it. Either a
+// global array (plane p at base + p sx), or a ring of R >= 2M planes held twice (plane p in
+// slots p mod R and p mod R + R), so that every reach is one strided run of slots.
+template <class T>
+struct PlaneView {
+  T* base = nullptr;  // global: plane 0, row 0; ring: slot 0, row y0
+  int64_t sx = 0, sy = 0, y0 = 0;
+  int64_t ring = 0;  // R, 0 for a global array
+  int M = 4;
+  T* at(int64_t p, int64_t y) const {
+    const int64_t slot = ring ? ((p - M + 1) % ring + ring) % ring + M - 1 : p;
+    return base + slot * sx + (y - y0) * sy;
+  }
+};
+
+// One fused step over the output rows [j0, j1) of a tile, as a stage that streams along x:
+// flux(j) computes the gradient and flux of plane j on the rows widened by the y-stencil (M
+// before, M - 1 after, clipped to the grid) and keeps Fx of the output rows in a ring of 2M
+// planes (D-x spans them) and D-y Fy + D-z Fz in a ring of M planes; update(i) then finishes
+// plane i = j - M + 1 (D-x Fx from the ring plus the stored part, and the leapfrog update).
+template <int A, class T, bool kC>
+class FusedStage {
+ public:
+  static constexpr int M = A / 2;
+  FusedStage(const Layout& L, const DemoGrid& g, const Coef<T>& c, FusedBuffers<T>& B, int64_t j0,
+             int64_t j1)
+      : L_(L), c_(c), B_(B), j0_(j0), j1_(j1), ey0_(j0 - M) {
+    rhx_ = T(1 / g.spacing[0]);
+    rhy_ = T(1 / g.spacing[1]);
+    rhz_ = T(1 / g.spacing[2]);
+    cy0_ = std::max<int64_t>(ey0_, 0);
+    cy1_ = std::min<int64_t>(j1 + M - 1, L.n[1]);
+    tile_rows_ = (j1 - j0) * B.row;
+    // Fx of planes before the grid, Fy of rows outside the grid: zero.
+    std::memset(B.ring_x.data(), 0, sizeof(T) * static_cast<std::size_t>(2 * M * B.ty * B.row));
+    std::memset(B.fy.data(), 0, sizeof(T) * static_cast<std::size_t>(B.ext * B.row));
+  }
+
+  void flux(int64_t j, const PlaneView<const T>& u) {
+    const int64_t row = B_.row, nzv = L_.nzv, sx = u.sx, sy = u.sy;
+    T* slot_x = B_.ring_x.data() + (j % (2 * M)) * tile_rows_;
+    if (j >= L_.n[0]) {  // beyond the grid
+      std::memset(slot_x, 0, sizeof(T) * static_cast<std::size_t>(tile_rows_));
+      return;
+    }
+    const Coef<T>& c = c_;
+    for (int64_t y = cy0_; y < cy1_; ++y) {
+      const T* uq = u.at(j, y);
+      const int64_t p = kC ? 0 : L_.c_index(j, y, 0);
+      T* fyr = B_.fy.data() + (y - ey0_) * row + kZPad;
+      if (y >= j0_ && y < j1_) {
+        T* fxr = slot_x + (y - j0_) * row + kZPad;
+        T* fzr = B_.fz.data() + (y - j0_) * row + kZPad;
+        flux_row<A, T, true, true, kC>(uq, sx, sy, rhx_, rhy_, rhz_, c.nx + p, c.ny + p, c.nz + p,
+                                       c.a + p, c.bma + p, c.s + p, fxr, fyr, fzr, nzv, L_.n[2]);
+      } else {  // only Fy is wanted
+        flux_row<A, T, false, false, kC>(uq, sx, sy, rhx_, rhy_, rhz_, c.nx + p, c.ny + p, c.nz + p,
+                                         c.a + p, c.bma + p, c.s + p, fyr, fyr, fyr, nzv, L_.n[2]);
+      }
+    }
+    T* pyz_slot = B_.pyz.data() + (j % M) * tile_rows_;
+    const T rhy = rhy_;  // a local: a store through out might otherwise alias the member
+    for (int64_t y = j0_; y < j1_; ++y) {
+      const T* __restrict fyr = B_.fy.data() + (y - ey0_) * row + kZPad;
+      const T* __restrict fzr = B_.fz.data() + (y - j0_) * row + kZPad;
+      T* __restrict out = pyz_slot + (y - j0_) * row + kZPad;
+      dz_row<A, false>(fzr, out, nzv, rhz_);  // D-z Fz rhz, then D-y Fy rhy added before it
+#pragma omp simd aligned(fyr, out : 64)
+      for (int64_t k = 0; k < nzv; ++k) out[k] = dminus<A>(fyr + k, row) * rhy + out[k];
+    }
+  }
+
+  // u+ at plane i over the output rows: u from `u`, u- from `um`, written to out(y) (which may be
+  // u-'s own row: each point is read before it is written).
+  template <class Out>
+  void update(int64_t i, const PlaneView<const T>& u, const PlaneView<const T>& um, Out out) {
+    const int64_t row = B_.row, nzv = L_.nzv;
+    const T rhx = rhx_;
+    const T* pyz_slot = B_.pyz.data() + (i % M) * tile_rows_;
+    const T* above[M];  // Fx of plane i + k - 1
+    const T* below[M];  // Fx of plane i - k
+    for (int k = 1; k <= M; ++k) {
+      above[k - 1] = B_.ring_x.data() + ((i + k - 1) % (2 * M)) * tile_rows_;
+      below[k - 1] = B_.ring_x.data() + ((i - k + 2 * M) % (2 * M)) * tile_rows_;
+    }
+    for (int64_t y = j0_; y < j1_; ++y) {
+      const int64_t r = (y - j0_) * row + kZPad;
+      const int64_t p = kC ? 0 : L_.c_index(i, y, 0);
+      const T* up = um.at(i, y);
+      T* un = out(y);
+      if (up == un)  // in place: every pointer of the loop restrict
+        update_row<true>(u.at(i, y), nullptr, un, c_.m + p, c_.d + p, pyz_slot + r, above, below, r,
+                         nzv, rhx);
+      else
+        update_row<false>(u.at(i, y), up, un, c_.m + p, c_.d + p, pyz_slot + r, above, below, r,
+                          nzv, rhx);
+      if constexpr (kC)  // padding points stay zero (zero coefficients in the general layout)
+        for (int64_t k = L_.n[2]; k < nzv; ++k) un[k] = 0;
+    }
+  }
+
+ private:
+  // One row of the update; kInPlace: u- is read from un itself (up null).
+  template <bool kInPlace>
+  static void update_row(const T* __restrict uq, const T* __restrict up, T* __restrict un,
+                         const T* __restrict m, const T* __restrict d, const T* __restrict pyz,
+                         const T* const* above, const T* const* below, int64_t r, int64_t nzv,
+                         T rhx) {
+    const T* __restrict a0 = above[0] + r;
+    const T* __restrict b0 = below[0] + r;
+    const T* __restrict a1 = above[M > 1 ? 1 : 0] + r;
+    const T* __restrict b1 = below[M > 1 ? 1 : 0] + r;
+    const T* __restrict a2 = above[M > 2 ? 2 : 0] + r;
+    const T* __restrict b2 = below[M > 2 ? 2 : 0] + r;
+    const T* __restrict a3 = above[M > 3 ? 3 : 0] + r;
+    const T* __restrict b3 = below[M > 3 ? 3 : 0] + r;
+    if constexpr (M <= 4) {
+#pragma omp simd aligned(uq, un, pyz, a0, b0, a1, b1, a2, b2, a3, b3 : 64)
+      for (int64_t k = 0; k < nzv; ++k) {
+        // D-x as dminus sums it, across ring planes instead of a stride.
+        T dx = T(staggered_coefficient<A>(1)) * (a0[k] - b0[k]);
+        if constexpr (M > 1) dx += T(staggered_coefficient<A>(2)) * (a1[k] - b1[k]);
+        if constexpr (M > 2) dx += T(staggered_coefficient<A>(3)) * (a2[k] - b2[k]);
+        if constexpr (M > 3) dx += T(staggered_coefficient<A>(4)) * (a3[k] - b3[k]);
+        const int64_t kc = kC ? 0 : k;
+        un[k] = leapfrog_update(uq[k], kInPlace ? un[k] : up[k], m[kc], d[kc], dx * rhx + pyz[k]);
+      }
+    } else {
+      const T* ab[2 * M];
+      for (int k = 0; k < M; ++k) {
+        ab[2 * k] = above[k] + r;
+        ab[2 * k + 1] = below[k] + r;
+      }
+#pragma omp simd aligned(uq, un, pyz : 64)
+      for (int64_t k = 0; k < nzv; ++k) {
+        T dx = 0;
+#pragma GCC unroll 8
+        for (int kk = 0; kk < M; ++kk)
+          dx += T(staggered_coefficient<A>(kk + 1)) * (ab[2 * kk][k] - ab[2 * kk + 1][k]);
+        const int64_t kc = kC ? 0 : k;
+        un[k] = leapfrog_update(uq[k], kInPlace ? un[k] : up[k], m[kc], d[kc], dx * rhx + pyz[k]);
+      }
+    }
+  }
+
+  const Layout& L_;
+  const Coef<T>& c_;
+  FusedBuffers<T>& B_;
+  int64_t j0_, j1_, ey0_, cy0_ = 0, cy1_ = 0, tile_rows_ = 0;
+  T rhx_, rhy_, rhz_;
+};
+
+template <class T>
+PlaneView<const T> global_view(const Layout& L, const T* u) {
+  return {u + L.u_index(0, 0, 0), L.plane, L.row, 0, 0, L.halo};
+}
+
+// One step over the tile rows [j0, j1): u+ written over u- (each point read before written).
 template <int A, class T, bool kC>
 void fused_tile(const Layout& L, const DemoGrid& g, const Coef<T>& c, const T* u, T* u_next,
                 int64_t j0, int64_t j1, FusedBuffers<T>& B) {
   constexpr int M = A / 2;
-  const int64_t sx = L.plane, sy = L.row, row = B.row, nzv = L.nzv;
-  const T rhx = T(1 / g.spacing[0]), rhy = T(1 / g.spacing[1]), rhz = T(1 / g.spacing[2]);
-  const int64_t ty = j1 - j0;
-  const int64_t ey0 = j0 - M;  // first widened row (row 0 of B.fy)
-  const int64_t cy0 = std::max<int64_t>(ey0, 0), cy1 = std::min<int64_t>(j1 + M - 1, L.n[1]);
-  const int64_t tile_rows = ty * row;
-  // Fx of planes before the grid, Fy of rows outside the grid: zero.
-  std::memset(B.ring_x.data(), 0, sizeof(T) * static_cast<std::size_t>(2 * M * B.ty * row));
-  std::memset(B.fy.data(), 0, sizeof(T) * static_cast<std::size_t>(B.ext * row));
-
+  FusedStage<A, T, kC> stage(L, g, c, B, j0, j1);
+  const PlaneView<const T> uv = global_view(L, u), umv = global_view(L, u_next);
   for (int64_t j = 0; j < L.n[0] + M - 1; ++j) {
-    T* slot_x = B.ring_x.data() + (j % (2 * M)) * tile_rows;
-    if (j < L.n[0]) {
-      for (int64_t y = cy0; y < cy1; ++y) {
-        const int64_t q = L.u_index(j, y, 0), p = kC ? 0 : L.c_index(j, y, 0);
-        T* fyr = B.fy.data() + (y - ey0) * row + kZPad;
-        if (y >= j0 && y < j1) {
-          T* fxr = slot_x + (y - j0) * row + kZPad;
-          T* fzr = B.fz.data() + (y - j0) * row + kZPad;
-          flux_row<A, T, true, true, kC>(u + q, sx, sy, rhx, rhy, rhz, c.nx + p, c.ny + p, c.nz + p,
-                                         c.a + p, c.bma + p, c.s + p, fxr, fyr, fzr, nzv, L.n[2]);
-        } else {
-          flux_row<A, T, false, false, kC>(u + q, sx, sy, rhx, rhy, rhz, c.nx + p, c.ny + p,
-                                           c.nz + p, c.a + p, c.bma + p, c.s + p, fyr, fyr, fyr,
-                                           nzv,
-                                           L.n[2]);  // only fy written
-        }
-      }
-      T* pyz_slot = B.pyz.data() + (j % M) * tile_rows;
-      for (int64_t y = j0; y < j1; ++y) {
-        const T* __restrict fyr = B.fy.data() + (y - ey0) * row + kZPad;
-        const T* __restrict fzr = B.fz.data() + (y - j0) * row + kZPad;
-        T* __restrict out = pyz_slot + (y - j0) * row + kZPad;
-        dz_row<A, false>(fzr, out, nzv, rhz);  // D-z Fz rhz, then D-y Fy rhy added before it
-#pragma omp simd aligned(fyr, out : 64)
-        for (int64_t k = 0; k < nzv; ++k) out[k] = dminus<A>(fyr + k, row) * rhy + out[k];
-      }
-    } else {
-      std::memset(slot_x, 0, sizeof(T) * static_cast<std::size_t>(tile_rows));  // beyond the grid
-    }
+    stage.flux(j, uv);
     const int64_t i = j - (M - 1);
-    if (i < 0) continue;
-    const T* pyz_slot = B.pyz.data() + (i % M) * tile_rows;
-    const T* above[M];  // Fx of plane i + k - 1
-    const T* below[M];  // Fx of plane i - k
-    for (int k = 1; k <= M; ++k) {
-      above[k - 1] = B.ring_x.data() + ((i + k - 1) % (2 * M)) * tile_rows;
-      below[k - 1] = B.ring_x.data() + ((i - k + 2 * M) % (2 * M)) * tile_rows;
-    }
-    for (int64_t y = j0; y < j1; ++y) {
-      const int64_t r = (y - j0) * row + kZPad;
-      const int64_t q = L.u_index(i, y, 0), p = kC ? 0 : L.c_index(i, y, 0);
-      const T* __restrict uq = u + q;
-      T* __restrict un = u_next + q;
-      const T* __restrict m = c.m + p;
-      const T* __restrict d = c.d + p;
-      const T* __restrict pyz = pyz_slot + r;
-      const T* __restrict a0 = above[0] + r;
-      const T* __restrict b0 = below[0] + r;
-      const T* __restrict a1 = above[M > 1 ? 1 : 0] + r;
-      const T* __restrict b1 = below[M > 1 ? 1 : 0] + r;
-      const T* __restrict a2 = above[M > 2 ? 2 : 0] + r;
-      const T* __restrict b2 = below[M > 2 ? 2 : 0] + r;
-      const T* __restrict a3 = above[M > 3 ? 3 : 0] + r;
-      const T* __restrict b3 = below[M > 3 ? 3 : 0] + r;
-      if constexpr (M <= 4) {
-#pragma omp simd aligned(uq, un, pyz, a0, b0, a1, b1, a2, b2, a3, b3 : 64)
-        for (int64_t k = 0; k < nzv; ++k) {
-          // D-x as dminus sums it, across ring planes instead of a stride.
-          T dx = T(staggered_coefficient<A>(1)) * (a0[k] - b0[k]);
-          if constexpr (M > 1) dx += T(staggered_coefficient<A>(2)) * (a1[k] - b1[k]);
-          if constexpr (M > 2) dx += T(staggered_coefficient<A>(3)) * (a2[k] - b2[k]);
-          if constexpr (M > 3) dx += T(staggered_coefficient<A>(4)) * (a3[k] - b3[k]);
-          const int64_t kc = kC ? 0 : k;
-          un[k] = leapfrog_update(uq[k], un[k], m[kc], d[kc], dx * rhx + pyz[k]);
-        }
-      } else {
-        const T* ab[2 * M];
-        for (int k = 0; k < M; ++k) {
-          ab[2 * k] = above[k] + r;
-          ab[2 * k + 1] = below[k] + r;
-        }
-#pragma omp simd aligned(uq, un, pyz : 64)
-        for (int64_t k = 0; k < nzv; ++k) {
-          T dx = 0;
-#pragma GCC unroll 8
-          for (int kk = 0; kk < M; ++kk)
-            dx += T(staggered_coefficient<A>(kk + 1)) * (ab[2 * kk][k] - ab[2 * kk + 1][k]);
-          const int64_t kc = kC ? 0 : k;
-          un[k] = leapfrog_update(uq[k], un[k], m[kc], d[kc], dx * rhx + pyz[k]);
-        }
-      }
-      if constexpr (kC)  // padding points stay zero (zero coefficients in the general layout)
-        for (int64_t k = L.n[2]; k < nzv; ++k) un[k] = 0;
-    }
+    if (i >= 0) stage.update(i, uv, umv, [&](int64_t y) { return u_next + L.u_index(i, y, 0); });
   }
 }
 
-// Rows per fused tile: n[1] / (k threads) for the smallest k >= 1 whose working set per thread
-// (u planes of the x-stencil over the widened rows, the Fx ring, the y/z buffers) stays within
-// kTileBytes, so that every thread has a tile per step and the widened rows (2M - 1 per tile,
-// whose gradient both neighbours compute) are few. The working set then lives in L3, not L2:
-// measured on 2 Zen 4 cores at 256^3 (bench/tti_cpu_notes.md), 128 rows (3.3 MB) ran 20% faster
-// than 16 rows (0.5 MB, within L2), the saving being the redundant gradients.
-constexpr double kTileBytes = 4.0 * 1024 * 1024;
-int64_t fused_tile_rows(int M, int64_t nzv, int64_t ny, std::size_t elem, int threads) {
+// Two steps over the tile rows [j0, j1) in one sweep along x: u^{t+1} = step(u^t, u^{t-1}) and
+// u^{t+2} = step(u^{t+1}, u^t), the second stage 2M - 1 planes behind the first. Stage 1 computes
+// u^{t+1} on the rows the second stage's stencils reach (2M - 1 more on each side, clipped to the
+// grid; its neighbours compute those too) into a ring of 2M planes (B1.u), adds the source of step
+// t at its corners, and writes the tile's rows to u1; stage 2 writes u^{t+2} to u2. The arrays
+// u1, u2 are not u, um: neighbouring tiles still read u and um along the tile's borders. The
+// coefficients and u^t are read from memory once for two steps (28 bytes per point and step
+// instead of 44 in float32).
+template <int A, class T, bool kC>
+void fused_tile2(const Layout& L, const DemoGrid& g, const Coef<T>& c, const T* u, const T* um,
+                 T* u1, T* u2, int64_t j0, int64_t j1, FusedBuffers<T>& B1, FusedBuffers<T>& B2,
+                 const DemoSource<T>& src, T amplitude) {
+  constexpr int M = A / 2;
+  constexpr int64_t W = 2 * M - 1;
+  const int64_t e0 = std::max<int64_t>(j0 - W, 0), e1 = std::min<int64_t>(j1 + W, L.n[1]);
+  FusedStage<A, T, kC> first(L, g, c, B1, e0, e1);
+  FusedStage<A, T, kC> second(L, g, c, B2, j0, j1);
+  const int64_t R = 2 * M, row = L.row, ring_plane = B1.ext_u * row;
+  T* ring = B1.u.data();
+  std::memset(ring, 0, sizeof(T) * static_cast<std::size_t>(2 * R * ring_plane));
+  // Ring rows hold the grid rows [j0 - W, j1 + W); those outside the grid stay zero.
+  const PlaneView<const T> rv{ring + kZPad, ring_plane, row, j0 - W, R, M};
+  auto ring_row = [&](int64_t p, int64_t y, int copy) {
+    return ring + ((p % R) + copy * R) * ring_plane + (y - (j0 - W)) * row + kZPad;
+  };
+  const PlaneView<const T> uv = global_view(L, u), umv = global_view(L, um);
+  const std::size_t row_bytes = sizeof(T) * static_cast<std::size_t>(L.nzv);
+  for (int64_t j = 0; j < L.n[0] + 3 * M - 2; ++j) {
+    if (j < L.n[0] + M - 1) first.flux(j, uv);
+    const int64_t i1 = j - (M - 1);  // stage 1 finishes plane i1
+    if (i1 >= 0 && i1 < L.n[0]) {
+      first.update(i1, uv, umv, [&](int64_t y) { return ring_row(i1, y, 0); });
+      for (int k = 0; k < 8; ++k)  // the source of step t, as run_order adds it after a step
+        if (src.points[k][0] == i1 && src.points[k][1] >= e0 && src.points[k][1] < e1)
+          ring_row(i1, src.points[k][1], 0)[src.points[k][2]] += src.scaled[k] * amplitude;
+      for (int64_t y = e0; y < e1; ++y) {
+        std::memcpy(ring_row(i1, y, 1), ring_row(i1, y, 0), row_bytes);
+        if (y >= j0 && y < j1) std::memcpy(u1 + L.u_index(i1, y, 0), ring_row(i1, y, 0), row_bytes);
+      }
+    } else if (i1 >= L.n[0]) {  // planes beyond the grid: zero
+      for (int copy = 0; copy < 2; ++copy)
+        std::memset(ring + ((i1 % R) + copy * R) * ring_plane, 0,
+                    sizeof(T) * static_cast<std::size_t>(ring_plane));
+    }
+    const int64_t j2 = i1 - M;  // stage 2's flux plane: its reach ends at plane i1
+    if (j2 >= 0) second.flux(j2, rv);
+    const int64_t i2 = j2 - (M - 1);
+    if (i2 >= 0) second.update(i2, rv, uv, [&](int64_t y) { return u2 + L.u_index(i2, y, 0); });
+  }
+}
+
+// Rows per fused tile (TtiDemoCpuTuning::tile_rows when set): n[1] / (k threads) for the
+// smallest k >= 1 whose working set per thread (u planes of the x-stencil over the widened rows,
+// the Fx ring, the y/z buffers) stays within tile_kib, so that every thread has a tile per step
+// and the widened rows (2M - 1 per tile, whose gradient both neighbours compute) are few. The
+// working set then lives in L3, not L2: measured on 2 Zen 4 cores at 256^3
+// (bench/tti_cpu_notes.md), 128 rows (3.3 MB) ran 20% faster than 16 rows (0.5 MB, within L2),
+// the saving being the redundant gradients.
+int64_t fused_tile_rows(int M, int64_t nzv, int64_t ny, std::size_t elem, int threads,
+                        const TtiDemoCpuTuning& tuning) {
+  if (tuning.tile_rows > 0) return std::min(tuning.tile_rows, ny);
+  const double budget = 1024.0 * static_cast<double>(tuning.tile_kib);
   const double row_bytes = static_cast<double>(nzv + 2 * kZPad) * static_cast<double>(elem);
   for (int64_t k = 1;; ++k) {
     const int64_t ty = (ny + k * threads - 1) / (k * threads);
     const double rows = 2.0 * M * static_cast<double>(ty + 2 * M)       // u planes of the stencil
                         + 2.0 * M * ty + (ty + 2.0 * M) + ty + M * ty;  // Fx ring, Fy, Fz, pyz
-    if (rows * row_bytes <= kTileBytes || ty <= 8) return std::max<int64_t>(ty, 1);
+    if (rows * row_bytes <= budget || ty <= 8) return std::max<int64_t>(ty, 1);
   }
 }
 
@@ -454,6 +587,24 @@ void fused_pass(const Layout& L, const DemoGrid& g, const Coef<T>& c, const T* u
 #pragma omp for schedule(dynamic)
     for (int64_t ty = 0; ty < nty; ++ty)
       fused_tile<A, T, kC>(L, g, c, u, u_next, ty * tile_y, std::min(L.n[1], (ty + 1) * tile_y), B);
+  }
+}
+
+// Two steps (fused_tile2): u1 = u^{t+1} with the source of step t, u2 = u^{t+2} without its own.
+template <int A, class T, bool kC>
+void fused_pass2(const Layout& L, const DemoGrid& g, const Coef<T>& c, const T* u, const T* um,
+                 T* u1, T* u2, std::vector<std::unique_ptr<FusedBuffers<T>>>& buffers,
+                 std::vector<std::unique_ptr<FusedBuffers<T>>>& first, int64_t tile_y,
+                 const DemoSource<T>& src, T amplitude) {
+  const int64_t nty = (L.n[1] + tile_y - 1) / tile_y;
+#pragma omp parallel
+  {
+    const auto t = static_cast<std::size_t>(omp_get_thread_num());
+#pragma omp for schedule(dynamic)
+    for (int64_t ty = 0; ty < nty; ++ty)
+      fused_tile2<A, T, kC>(L, g, c, u, um, u1, u2, ty * tile_y,
+                            std::min(L.n[1], (ty + 1) * tile_y), *first[t], *buffers[t], src,
+                            amplitude);
   }
 }
 
@@ -495,12 +646,25 @@ class FlushDenormals {
 // Copies between demo_api.cpp's padded layout (DemoGrid) and the backend's (Layout): the nz_vector
 // points of every grid row; halos stay zero.
 template <class T>
-void to_layout(const DemoGrid& g, const Layout& L, const T* src, T* dst, bool field) {
+void to_layout(const DemoGrid& g, const Layout& L, const T* src, T* dst) {
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t i = 0; i < L.n[0]; ++i)
     for (int64_t j = 0; j < L.n[1]; ++j)
-      std::memcpy(dst + (field ? L.u_index(i, j, 0) : L.c_index(i, j, 0)), src + g.index(i, j, 0),
+      std::memcpy(dst + L.u_index(i, j, 0), src + g.index(i, j, 0),
                   sizeof(T) * static_cast<std::size_t>(L.nzv));
+}
+// The eight coefficient arrays into one array (Layout::c_index, c_size).
+template <class T>
+void coefficients_to_layout(const DemoGrid& g, const Layout& L, const DemoCoefficients<T>& cin,
+                            T* dst) {
+  const T* in[Layout::kCoefficients] = {cin.nx,  cin.ny, cin.nz, cin.a,
+                                        cin.bma, cin.s,  cin.m,  cin.d};
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int64_t i = 0; i < L.n[0]; ++i)
+    for (int64_t j = 0; j < L.n[1]; ++j)
+      for (int64_t a = 0; a < Layout::kCoefficients; ++a)
+        std::memcpy(dst + a * L.c_size() + L.c_index(i, j, 0), in[a] + g.index(i, j, 0),
+                    sizeof(T) * static_cast<std::size_t>(L.nzv));
 }
 template <class T>
 void from_layout(const DemoGrid& g, const Layout& L, const T* src, T* dst) {
@@ -512,42 +676,51 @@ void from_layout(const DemoGrid& g, const Layout& L, const T* src, T* dst) {
 }
 
 template <int A, class T>
-void run_order(const DemoGrid& g, const DemoCoefficients<T>& cin, const DemoSource<T>& src,
-               int64_t nt, DemoFields<T> fields, TtiDemoForm form, Timers* timers) {
+void run_order(const DemoProblem<T>& p, DemoFields<T> fields, Timers* timers) {
   const FlushDenormals flush;  // on the OpenMP threads; the injection runs on this one
+  const DemoGrid& g = p.grid;
+  const DemoSource<T>& src = p.source;
+  const int64_t nt = p.nt;
+  const TtiDemoForm form = p.form;
   const Layout L(g);
-  AlignedArray<T> ua, ub;
-  std::vector<AlignedArray<T>> carr;
+  AlignedArray<T> ua, ub, carr;
   Coef<T> c{};
   std::array<int64_t, 8> cells{};
-  std::vector<std::unique_ptr<FusedBuffers<T>>> buffers;
+  std::vector<std::unique_ptr<FusedBuffers<T>>> buffers, stage1;  // per thread
+  AlignedArray<T> w1, w2;  // two steps per sweep: u^{t+1}, u^{t+2}
+  const bool two = form == TtiDemoForm::fused && p.tuning.sweep_steps == 2 && nt >= 2;
   AlignedArray<T> fx, fy, fz;
   int64_t tile_y = 0;
-  bool constant = form == TtiDemoForm::fused;
+  // Constant materials (every coefficient one value over the grid, as in the demo; demo_api.cpp
+  // decides, fused form only): the kernel reads one value of each instead of eight arrays (32 of
+  // its 44 bytes per point).
+  const bool constant = p.constant && form == TtiDemoForm::fused;
   {
     auto r = Timers::region(timers, "cpu layout");
     ua = AlignedArray<T>(L.points);
     ub = AlignedArray<T>(L.points);
-    to_layout(g, L, fields.u, ua.data(), true);
-    to_layout(g, L, fields.u_prev, ub.data(), true);
-    const T* in[8] = {cin.nx, cin.ny, cin.nz, cin.a, cin.bma, cin.s, cin.m, cin.d};
-    for (int a = 0; a < 8; ++a) {
-      carr.emplace_back(L.n[0] * L.n[1] * L.nzv);
-      to_layout(g, L, in[a], carr.back().data(), false);
+    to_layout(g, L, fields.u, ua.data());
+    to_layout(g, L, fields.u_prev, ub.data());
+    const int64_t first = g.index(0, 0, 0), stride = constant ? 1 : L.c_size();
+    const DemoCoefficients<T>& cin = p.coef;
+    if (constant) {
+      carr = AlignedArray<T>(Layout::kCoefficients);
+      const T* in[Layout::kCoefficients] = {cin.nx,  cin.ny, cin.nz, cin.a,
+                                            cin.bma, cin.s,  cin.m,  cin.d};
+      for (int a = 0; a < Layout::kCoefficients; ++a) carr.data()[a] = in[a][first];
+    } else {
+      carr = AlignedArray<T>(Layout::kCoefficients * L.c_size());
+      coefficients_to_layout(g, L, cin, carr.data());
     }
-    c = {carr[0].data(), carr[1].data(), carr[2].data(), carr[3].data(),
-         carr[4].data(), carr[5].data(), carr[6].data(), carr[7].data()};
-    // Constant materials (every coefficient one value over the grid, as in the demo): the fused
-    // kernel reads one value of each instead of eight arrays (32 of its 44 bytes per point).
-    for (int a = 0; a < 8 && constant; ++a) {
-      const T* v = carr[static_cast<std::size_t>(a)].data();
-      bool same = true;
-#pragma omp parallel for collapse(2) reduction(&& : same)
-      for (int64_t i = 0; i < L.n[0]; ++i)
-        for (int64_t j = 0; j < L.n[1]; ++j)
-          for (int64_t k = 0; k < L.n[2]; ++k) same = same && v[L.c_index(i, j, k)] == v[0];
-      constant = same;
-    }
+    T* c0 = carr.data();
+    c = {c0,
+         c0 + stride,
+         c0 + 2 * stride,
+         c0 + 3 * stride,
+         c0 + 4 * stride,
+         c0 + 5 * stride,
+         c0 + 6 * stride,
+         c0 + 7 * stride};
     for (int k = 0; k < 8; ++k)
       cells[k] = L.u_index(src.points[k][0], src.points[k][1], src.points[k][2]);
     if (form == TtiDemoForm::two_pass) {
@@ -555,27 +728,58 @@ void run_order(const DemoGrid& g, const DemoCoefficients<T>& cin, const DemoSour
       fy = AlignedArray<T>(L.points);
       fz = AlignedArray<T>(L.points);
     } else {
-      tile_y = fused_tile_rows(A / 2, L.nzv, L.n[1], sizeof(T), omp_get_max_threads());
+      tile_y = fused_tile_rows(A / 2, L.nzv, L.n[1], sizeof(T), omp_get_max_threads(), p.tuning);
       buffers.resize(static_cast<std::size_t>(omp_get_max_threads()));
+      stage1.resize(buffers.size());
 #pragma omp parallel
       {
         // Each thread allocates (and first touches) its own buffers.
         buffers[static_cast<std::size_t>(omp_get_thread_num())] =
             std::make_unique<FusedBuffers<T>>(A / 2, tile_y, L.nzv);
+        if (two)
+          stage1[static_cast<std::size_t>(omp_get_thread_num())] =
+              std::make_unique<FusedBuffers<T>>(A / 2, tile_y + 2 * (A - 1), L.nzv, true);
+      }
+      if (two) {
+        w1 = AlignedArray<T>(L.points);
+        w2 = AlignedArray<T>(L.points);
       }
     }
   }
   T* u = ua.data();
   T* u_prev = ub.data();  // u^{t-1} on entry of a step, u^{t+1} after it
-  for (int64_t t = 0; t < nt; ++t) {
+  T* u1 = w1.data();
+  T* u2 = w2.data();
+  auto inject = [&](T* field, int64_t t) {
+    auto r = Timers::region(timers, "source injection");
+    for (int k = 0; k < 8; ++k) field[cells[k]] += src.scaled[k] * src.amplitudes[t];
+  };
+  for (int64_t t = 0; t < nt;) {
     throw_if_cancelled("tti_demo", t, nt);  // the arrays above are freed on the way out
+    if (two && t + 1 < nt) {
+      {
+        auto r = Timers::region(timers, "fused flux + divergence");
+        if (constant)
+          fused_pass2<A, T, true>(L, g, c, u, u_prev, u1, u2, buffers, stage1, tile_y, src,
+                                  src.amplitudes[t]);
+        else
+          fused_pass2<A, T, false>(L, g, c, u, u_prev, u1, u2, buffers, stage1, tile_y, src,
+                                   src.amplitudes[t]);
+      }
+      inject(u2, t + 1);
+      // u^{t+2}, u^{t+1} are the new pair; the old pair's arrays take the next sweep's output.
+      std::swap(u1, u_prev);
+      std::swap(u2, u);
+      t += 2;
+      continue;
+    }
     if (form == TtiDemoForm::two_pass) {
       {
         auto r = Timers::region(timers, "flux pass");
-        flux_pass<A>(L, g, c, u, fx.data(), fy.data(), fz.data());
+        flux_pass<A>(L, g, c, u, fx.data(), fy.data(), fz.data(), p.tuning.block_rows);
       }
       auto r = Timers::region(timers, "divergence pass");
-      divergence_pass<A>(L, g, c, fx.data(), fy.data(), fz.data(), u, u_prev);
+      divergence_pass<A>(L, g, c, fx.data(), fy.data(), fz.data(), u, u_prev, p.tuning.block_rows);
     } else {
       auto r = Timers::region(timers, "fused flux + divergence");
       if (constant)
@@ -583,11 +787,9 @@ void run_order(const DemoGrid& g, const DemoCoefficients<T>& cin, const DemoSour
       else
         fused_pass<A, T, false>(L, g, c, u, u_prev, buffers, tile_y);
     }
-    {
-      auto r = Timers::region(timers, "source injection");
-      for (int k = 0; k < 8; ++k) u_prev[cells[k]] += src.scaled[k] * src.amplitudes[t];
-    }
+    inject(u_prev, t);
     std::swap(u, u_prev);
+    t += 1;
   }
   {
     auto r = Timers::region(timers, "cpu layout");
@@ -600,9 +802,8 @@ void run_order(const DemoGrid& g, const DemoCoefficients<T>& cin, const DemoSour
 
 template <class T>
 SCIPROXY_TTI_DEMO_FORWARD(T) {
-  with_value<SpaceOrders>(p.grid.order, "space_order", [&](auto a) {
-    run_order<a.value>(p.grid, p.coef, p.source, p.nt, fields, p.form, ctx.timers);
-  });
+  with_value<SpaceOrders>(p.grid.order, "space_order",
+                          [&](auto a) { run_order<a.value>(p, fields, ctx.timers); });
 }
 
 template SCIPROXY_TTI_DEMO_FORWARD(float);

@@ -148,16 +148,19 @@ struct DemoSource {
 };
 
 // Everything a backend needs besides the fields: the reference reads `raw` and `dt`, cpu and
-// cuda read `coef` (set for them only) and `form` (the reference always runs two passes).
+// cuda read `coef` (set for them only) and `form` (the reference always runs two passes), cpu
+// also `constant` and `tuning`.
 template <class T>
 struct DemoProblem {
   DemoGrid grid;
   DemoRawMaterial<T> raw;
   double dt = 0;
   DemoCoefficients<T> coef;
+  bool constant = false;  // every coefficient holds one value over the grid (the demo's case)
   DemoSource<T> source;
   std::int64_t nt = 0;
   TtiDemoForm form = TtiDemoForm::two_pass;
+  TtiDemoCpuTuning tuning;
 };
 
 // u: in u^0, out u^nt; u_prev: in u^{-1}, out u^{nt-1}; both padded.

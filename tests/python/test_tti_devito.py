@@ -75,6 +75,27 @@ def test_matches_live_devito(space_order):
         assert rel_l2(run.u_prev, u_prev) < TOLERANCE, (form, rel_l2(run.u_prev, u_prev))
 
 
+def test_cpu_tuning_changes_no_result():
+    """The cpu backend's block sizes (TtiDemoCpuTuning) and steps per sweep: the same bits."""
+    with open(os.path.join(DATA, "devito_tti_demo_reference.json"), encoding="utf-8") as fh:
+        doc = json.load(fh)
+    materials = devito_demo.demo_materials(tuple(doc["shape"]))
+    amplitudes = devito_demo.ricker(doc["f0"], doc["dt"], doc["nt"]).astype(np.float32)
+
+    def run(tuning):
+        return td.tti_demo(doc["shape"], doc["spacing"], doc["dt"], **materials,
+                           source_position=doc["source_position"], source_amplitudes=amplitudes,
+                           device="cpu", cpu_tuning=tuning).u
+
+    want = run({"sweep_steps": 1})
+    for tuning in ({}, {"sweep_steps": 2, "tile_rows": 3}, {"tile_kib": 1}, {"tile_rows": 1000}):
+        np.testing.assert_array_equal(run(tuning), want, err_msg=str(tuning))
+    with pytest.raises(ValueError, match="cpu_tuning"):
+        run({"tile_cols": 4})
+    with pytest.raises(ValueError, match="sweep_steps"):
+        run({"sweep_steps": 3})
+
+
 def test_bad_input_is_refused_by_name():
     shape = (12, 12, 12)
     args = dict(vp=1500, b=1, epsilon=0.2, eta=0.4, f=0.85, theta=0.5, phi=0.3, damping=0.0,

@@ -133,6 +133,69 @@ TEST_F(TtiDemoBackend, ThreadCountDoesNotChangeTheResult) {
             tti_demo<double>(kBackend, p.input(), two).u);
 }
 
+// The cpu backend's block sizes (TtiDemoCpuTuning) change how the grid is swept, never a result:
+// the same bits for tiny and whole-grid fused tiles and two-pass blocks (cuda ignores them).
+TEST_F(TtiDemoBackend, TuningDoesNotChangeTheResult) {
+  const auto p = test::random_tti_problem<float>({12, 37, 40}, 5, 8, 21);
+  for (TtiDemoForm form : {TtiDemoForm::fused, TtiDemoForm::two_pass}) {
+    TtiDemoOptions base;
+    base.form = form;
+    base.nparallel = 2;
+    base.cpu.sweep_steps = 1;
+    const auto want = tti_demo<float>(kBackend, p.input(), base).u;
+    for (int steps : {1, 2})
+      for (std::int64_t rows : {1, 5, 37, 200}) {
+        TtiDemoOptions opt = base;
+        opt.cpu.tile_rows = rows;
+        opt.cpu.block_rows = rows;
+        opt.cpu.sweep_steps = steps;
+        EXPECT_EQ(tti_demo<float>(kBackend, p.input(), opt).u, want)
+            << tti_demo_form_name(form) << " rows " << rows << " steps per sweep " << steps;
+      }
+    TtiDemoOptions small = base;
+    small.cpu.tile_kib = 1;  // the automatic rule down to its smallest tiles
+    EXPECT_EQ(tti_demo<float>(kBackend, p.input(), small).u, want) << tti_demo_form_name(form);
+  }
+}
+
+// The work model counts the arrays each section's loops move per point and step (demo_api.cpp,
+// demo_traffic): fused 11 (u, u-, eight coefficients, u+), 3 with constant materials on cpu
+// (one value per coefficient); on cpu with two steps per sweep 14 per pair of steps (u, u-, the
+// coefficients, two outputs and their write-allocate), an odd last step 11; two-pass flux 10
+// plus 3 on cpu (its flux stores allocate lines), divergence 8. Injection: 8 corners per step.
+TEST_F(TtiDemoBackend, WorkModelCountsTheBytesMoved) {
+  const std::array<std::int64_t, 3> shape = {10, 11, 12};
+  const std::int64_t nt = 3;
+  const double points = 10.0 * 11 * 12 * nt, es = sizeof(float);
+  const bool cpu = kBackend.backend == Backend::cpu;
+  const auto varying = test::random_tti_problem<float>(shape, nt, 8, 31);
+  const auto constant = test::constant_tti_problem<float>(shape, nt);
+  auto bytes_of = [&](const auto& problem, TtiDemoForm form, int sweep_steps = 1) {
+    TtiDemoOptions opt;
+    opt.form = form;
+    opt.cpu.sweep_steps = sweep_steps;
+    const auto out = tti_demo<float>(kBackend, problem.input(), opt);
+    std::vector<double> bytes;
+    for (const auto& s : out.sections) bytes.push_back(s.work.bytes);
+    double total = 0;
+    for (double b : bytes) total += b;
+    EXPECT_DOUBLE_EQ(out.work.bytes, total);
+    return bytes;
+  };
+  const double injection = 8.0 * nt * (2 * es + es / 8);
+  EXPECT_EQ(bytes_of(varying, TtiDemoForm::fused),
+            (std::vector<double>{11 * es * points, injection}));
+  EXPECT_EQ(bytes_of(constant, TtiDemoForm::fused),
+            (std::vector<double>{(cpu ? 3 : 11) * es * points, injection}));
+  const std::vector<double> two = bytes_of(varying, TtiDemoForm::fused, 2);  // nt 3: 1 pair + 1
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_DOUBLE_EQ(two[0], cpu ? (14.0 + 11.0) / 3 * es * points : 11 * es * points);
+  EXPECT_EQ(bytes_of(constant, TtiDemoForm::fused, 2)[0], (cpu ? 3 : 11) * es * points);
+  for (const auto* problem : {&varying, &constant})
+    EXPECT_EQ(bytes_of(*problem, TtiDemoForm::two_pass),
+              (std::vector<double>{(cpu ? 13 : 10) * es * points, 8 * es * points, injection}));
+}
+
 // Under a Recording with verification, the call reports its work and sections' timers and
 // compares u and u_prev with the reference's rerun (case.hpp's tolerance).
 TEST_F(TtiDemoBackend, RecordingVerifiesAgainstReference) {

@@ -323,6 +323,10 @@ TEST(TtiDemoReference, BadInputIsRefusedByName) {
   using P = TtiDemoProblem<float>;
   expect_refused([](P& p, TtiDemoOptions&) { p.shape[1] = 5; }, "shape[1] (y)");
   expect_refused([](P&, TtiDemoOptions& o) { o.space_order = 6; }, "space_order");
+  expect_refused([](P&, TtiDemoOptions& o) { o.cpu.tile_rows = -1; }, "cpu.tile_rows");
+  expect_refused([](P&, TtiDemoOptions& o) { o.cpu.tile_kib = 0; }, "cpu.tile_kib");
+  expect_refused([](P&, TtiDemoOptions& o) { o.cpu.block_rows = 0; }, "cpu.block_rows");
+  expect_refused([](P&, TtiDemoOptions& o) { o.cpu.sweep_steps = 3; }, "cpu.sweep_steps");
   expect_refused([](P& p, TtiDemoOptions&) { p.spacing[2] = 0; }, "spacing[2]");
   expect_refused([](P& p, TtiDemoOptions&) { p.spacing[0] = -10; }, "spacing[0]");
   expect_refused([](P& p, TtiDemoOptions&) { p.dt *= 1.5; }, "stability limit");
