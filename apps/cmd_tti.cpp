@@ -37,6 +37,7 @@ struct TtiCliOptions {
   int reps = 1;
   int warmup = 0;
   bool verify = false;
+  bool autotune = false;
   std::int64_t verify_nt = 10;
   std::string json_path;
 };
@@ -51,8 +52,9 @@ const OptionNames kNames{{{"nx", "-d/--shape"},
                           {"space_order", "--space-order"},
                           {"dtype", "--dtype"},
                           {"form", "--form"},
-                          {"verify_nt", "--verify-nt"}},
-                         {}};
+                          {"verify_nt", "--verify-nt"},
+                          {"autotune", "--autotune"}},
+                         {"autotune"}};
 
 std::string performance_text(const nlohmann::json& perf) {
   std::string text =
@@ -85,7 +87,8 @@ int run_tti_command(const TtiCliOptions& opt) {
                          {"space_order", std::to_string(opt.space_order)},
                          {"dtype", parse_dtype(opt.dtype)},
                          {"form", opt.form},
-                         {"verify_nt", std::to_string(opt.verify_nt)}}};
+                         {"verify_nt", std::to_string(opt.verify_nt)},
+                         {"autotune", opt.autotune ? "1" : "0"}}};
   if (!opt.json_path.empty()) check_output_path(opt.json_path, "--json");
   const CaseEntry& entry = find_case("tti_demo");
   const nlohmann::json p = nlohmann::json::parse(entry.make(settings)->parameters().json());
@@ -218,6 +221,10 @@ Command add_tti_command(CLI::App& root) {
       "--verify", opt->verify,
       "Also run the first --verify-nt steps on the device and on the reference backend and "
       "compare the wavefields (rel L2 1e-4 float32, 1e-11 float64)");
+  sub->add_flag("--autotune", opt->autotune,
+                "cpu, fused form: choose the tile budget and the steps per sweep by timing "
+                "candidates on a few steps of this problem (once; cached per machine, shape, "
+                "materials, dtype and threads)");
   sub->add_option("--verify-nt", opt->verify_nt, "Steps of the verification run")
       ->type_name("NT")
       ->capture_default_str();

@@ -96,6 +96,11 @@ struct TtiDemoOptions {
   TtiDemoForm form = TtiDemoForm::fused;  // cpu and cuda; the reference runs two passes
   int nparallel = 0;                      // OpenMP threads of the cpu backend; 0: all
   TtiDemoCpuTuning cpu;                   // cpu backend only
+  // cpu backend, fused form: choose tile_kib and sweep_steps by timing candidates on a few steps
+  // of this problem, once per machine, shape, space order, materials (constant or varying),
+  // dtype and thread count (sciproxy/core/autotune.hpp); later calls read the cached choice.
+  // Overrides cpu.tile_kib and cpu.sweep_steps; changes no result.
+  bool autotune = false;
 };
 
 // Work of one section over the whole run: flops are those its expressions do per point (see

@@ -141,6 +141,12 @@ def tti_demo_flops(space_order: int = 8) -> dict:
     return dict(_sciproxy.tti_demo_flops(_space_order(space_order)))
 
 
+def _flag(name: str, value) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}: expected True or False, got {_describe(value)}")
+    return bool(value)
+
+
 def _tuning(cpu_tuning) -> dict:
     if cpu_tuning is None:
         return {}
@@ -152,7 +158,7 @@ def _tuning(cpu_tuning) -> dict:
 def tti_demo(shape, spacing, dt, *, vp, b, epsilon, eta, f, theta, phi, damping=0.0,
              source_position, source_amplitudes, space_order=8, form="fused", initial_u=None,
              initial_u_prev=None, device="auto", nparallel=None, dtype=np.float32,
-             cpu_tuning=None) -> TtiDemoRun:
+             cpu_tuning=None, autotune=False) -> TtiDemoRun:
     """Runs len(source_amplitudes) steps of the demo operator; returns a TtiDemoRun.
 
     shape: (NX, NY, NZ) grid points; spacing: metres (one number or three); dt: seconds.
@@ -161,6 +167,9 @@ def tti_demo(shape, spacing, dt, *, vp, b, epsilon, eta, f, theta, phi, damping=
     device: 'auto', 'reference', 'cpu', 'cuda', 'cuda:N'. nparallel: cpu threads (None: all).
     cpu_tuning: the cpu backend's block sizes (TtiDemoCpuTuning in include/sciproxy/tti_demo.hpp),
     a dict of some of tile_rows, tile_kib, block_rows, sweep_steps; never changes the results.
+    autotune: cpu, fused form: choose tile_kib and sweep_steps by timing candidates on a few
+    steps of this problem, the first time its shape is seen (cached per machine, shape,
+    materials, dtype and thread count); never changes the results.
     """
     dt_type = _args.dtype(dtype)
     shape = _shape(shape)
@@ -197,7 +206,8 @@ def tti_demo(shape, spacing, dt, *, vp, b, epsilon, eta, f, theta, phi, damping=
     um = _field("initial_u_prev", initial_u_prev, shape, dt_type, allow_none=True)
     kernel = getattr(_sciproxy, f"tti_demo_{dt_type.name}")
     u, u_prev, info = kernel(shape, spacing, dt, int(amps.size), *fields, position,
-                             amps, u0, um, order, form, threads, device, _tuning(cpu_tuning))
+                             amps, u0, um, order, form, threads, device, _tuning(cpu_tuning),
+                             _flag("autotune", autotune))
     work = info["work"]
     return TtiDemoRun(u=u, u_prev=u_prev, seconds=info["seconds"], points=work["points"],
                       flops=work["flops"], bytes=work["bytes"], dt_limit=info["dt_limit"],

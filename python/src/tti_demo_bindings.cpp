@@ -50,7 +50,7 @@ nb::tuple tti_demo(std::array<std::int64_t, 3> shape, std::array<double, 3> spac
                    std::array<double, 3> source_position, Flat<T> source_amplitudes,
                    Flat<T> initial_u, Flat<T> initial_u_prev, int space_order,
                    const std::string& form, int nparallel, const std::string& device_spec,
-                   const std::map<std::string, std::int64_t>& cpu_tuning) {
+                   const std::map<std::string, std::int64_t>& cpu_tuning, bool autotune) {
   namespace wv = sciproxy::tti;
   wv::TtiDemoInput<T> in;
   in.shape = shape;
@@ -83,6 +83,7 @@ nb::tuple tti_demo(std::array<std::int64_t, 3> shape, std::array<double, 3> spac
                                        "\"" + name + "\"");
     }
   }
+  opt.autotune = autotune;
   const sciproxy::Device device = sciproxy::select_device(device_spec);
 
   wv::TtiDemoOutput<T> out;
@@ -148,7 +149,7 @@ void register_tti_demo(nb::module_& m) {
         "f"_a.noconvert(), "theta"_a.noconvert(), "phi"_a.noconvert(), "damping"_a.noconvert(), \
         "source_position"_a, "source_amplitudes"_a.noconvert(), "initial_u"_a.noconvert(),      \
         "initial_u_prev"_a.noconvert(), "space_order"_a, "form"_a, "nparallel"_a, "device"_a,   \
-        "cpu_tuning"_a);                                                                        \
+        "cpu_tuning"_a, "autotune"_a);                                                          \
   m.def("tti_demo_dt_limit_" suffix, &dt_limit<T>, "shape"_a, "spacing"_a, "vp"_a.noconvert(),  \
         "b"_a.noconvert(), "epsilon"_a.noconvert(), "eta"_a.noconvert(), "f"_a.noconvert(),     \
         "damping"_a.noconvert(), "space_order"_a);

@@ -59,7 +59,7 @@ class TtiDemoCase final : public Case {
  public:
   explicit TtiDemoCase(const CaseSettings& s) {
     s.check_known({"nx", "ny", "nz", "nt", "space_order", "form", "dtype", "spacing", "dt", "freq",
-                   "verify_nt"});
+                   "verify_nt", "autotune"});
     spacing_ = s.get_real("spacing", 10);
     require(spacing_ > 0, "spacing", "a positive grid spacing in metres",
             fmt::format("{}", spacing_));
@@ -83,6 +83,9 @@ class TtiDemoCase final : public Case {
                 options_.space_order == 16,
             "space_order", "4, 8, 12 or 16", std::to_string(options_.space_order));
     options_.form = parse_tti_demo_form(s.get("form", "fused"));
+    const auto autotune = s.get_int("autotune", 0);
+    require(autotune == 0 || autotune == 1, "autotune", "0 or 1", std::to_string(autotune));
+    options_.autotune = autotune == 1;
     freq_ = s.get_real("freq", 15);
     require(freq_ > 0, "freq", "a positive frequency in Hz", fmt::format("{}", freq_));
     const double dt = s.get_real("dt", 0);

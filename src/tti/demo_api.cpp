@@ -12,6 +12,7 @@
 
 #include "core/dispatch.hpp"
 #include "core/recorded_call.hpp"
+#include "sciproxy/core/autotune.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/resources.hpp"
 #include "sciproxy/tti_demo.hpp"
@@ -400,6 +401,43 @@ double tti_demo_dt_limit(const TtiDemoInput<T>& in, int space_order) {
   return std::sqrt((4 - 2 * max_d) / radius_per_dt2);
 }
 
+// The fused cpu kernel's working-set budget and steps per sweep, timed over a few steps of this
+// problem on copies of its fields (autotune.hpp); the choice goes into problem.tuning.
+template <class T>
+void autotune_cpu(const Device& device, kernels::DemoProblem<T>& problem, const std::vector<T>& u,
+                  const std::vector<T>& u_prev, const TtiDemoOptions& options) {
+  TuningKey key;
+  key.kernel = "tti_demo";
+  key.device = "cpu";
+  key.precision = sizeof(T) == 4 ? Precision::fp32 : Precision::fp64;
+  key.threads = resolve_threads(options.nparallel, "nparallel");
+  key.shape = fmt::format("{}x{}x{} space_order={} materials={} tile_rows={}", problem.grid.n[0],
+                          problem.grid.n[1], problem.grid.n[2], options.space_order,
+                          problem.constant ? "constant" : "varying", options.cpu.tile_rows);
+  std::vector<TuningParameters> candidates;
+  for (std::int64_t steps : {1, 2})
+    for (std::int64_t kib : {1024, 2048, 4096, 8192})
+      candidates.push_back({{"sweep_steps", steps}, {"tile_kib", kib}});
+  std::vector<T> trial_u, trial_prev;
+  const auto tuning = autotune(key, candidates, [&](const TuningParameters& c) {
+    trial_u = u;  // each trial starts from the call's fields and leaves them untouched
+    trial_prev = u_prev;
+    kernels::DemoProblem<T> trial = problem;
+    trial.nt = std::min<std::int64_t>(problem.nt, 4);  // two sweeps of two steps
+    trial.tuning.sweep_steps = static_cast<int>(c.at("sweep_steps"));
+    trial.tuning.tile_kib = c.at("tile_kib");
+    const Context quiet{device, nullptr};  // the trials are not the call's timings
+    SCIPROXY_RUN_KERNEL(quiet, demo_forward, trial,
+                        kernels::DemoFields<T>{trial_u.data(), trial_prev.data()});
+  });
+  const auto steps = tuning.best.find("sweep_steps");
+  const auto kib = tuning.best.find("tile_kib");
+  // A cache entry with values the kernel would refuse is ignored, not trusted.
+  if (steps != tuning.best.end() && (steps->second == 1 || steps->second == 2))
+    problem.tuning.sweep_steps = static_cast<int>(steps->second);
+  if (kib != tuning.best.end() && kib->second >= 1) problem.tuning.tile_kib = kib->second;
+}
+
 template <class T>
 TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& in,
                           const TtiDemoOptions& options, Timers* timers) {
@@ -457,6 +495,10 @@ TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& in,
       problem.constant = constant;
       problem.tuning = options.cpu;
       problem.tuning.sweep_steps = sweep_steps;
+    }
+    if (options.autotune && device.backend == Backend::cpu && form == TtiDemoForm::fused) {
+      auto r = Timers::region(call.timers(), "autotune");
+      autotune_cpu(device, problem, u, u_prev, options);
     }
     const Context ctx{device, call.timers()};
     SCIPROXY_RUN_KERNEL(ctx, demo_forward, problem, fields);

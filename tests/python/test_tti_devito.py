@@ -75,19 +75,25 @@ def test_matches_live_devito(space_order):
         assert rel_l2(run.u_prev, u_prev) < TOLERANCE, (form, rel_l2(run.u_prev, u_prev))
 
 
-def test_cpu_tuning_changes_no_result():
-    """The cpu backend's block sizes (TtiDemoCpuTuning) and steps per sweep: the same bits."""
+def test_cpu_tuning_changes_no_result(tmp_path, monkeypatch):
+    """The cpu backend's block sizes (TtiDemoCpuTuning) and steps per sweep, given or chosen by
+    the autotuner (cached in a directory of the test's own): the same bits."""
+    monkeypatch.setenv("SCIPROXY_CACHE_DIR", str(tmp_path))
     with open(os.path.join(DATA, "devito_tti_demo_reference.json"), encoding="utf-8") as fh:
         doc = json.load(fh)
     materials = devito_demo.demo_materials(tuple(doc["shape"]))
     amplitudes = devito_demo.ricker(doc["f0"], doc["dt"], doc["nt"]).astype(np.float32)
 
-    def run(tuning):
+    def run(tuning, autotune=False):
         return td.tti_demo(doc["shape"], doc["spacing"], doc["dt"], **materials,
                            source_position=doc["source_position"], source_amplitudes=amplitudes,
-                           device="cpu", cpu_tuning=tuning).u
+                           device="cpu", cpu_tuning=tuning, autotune=autotune).u
 
     want = run({"sweep_steps": 1})
+    np.testing.assert_array_equal(run({}, autotune=True), want)
+    assert (tmp_path / "autotune.json").is_file()
+    with pytest.raises(TypeError, match="^autotune: expected True or False"):
+        run({}, autotune=1)
     for tuning in ({}, {"sweep_steps": 2, "tile_rows": 3}, {"tile_kib": 1}, {"tile_rows": 1000}):
         np.testing.assert_array_equal(run(tuning), want, err_msg=str(tuning))
     with pytest.raises(ValueError, match="cpu_tuning"):

@@ -10,10 +10,13 @@
 // Tolerances: src/tti/case.hpp (tti_demo_tolerance against the reference; the forms and cuda
 // against cpu: tti_demo_forms_tolerance, tti_demo_backends_tolerance).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
 #include <span>
 #include <string>
 #include <vector>
@@ -156,6 +159,27 @@ TEST_F(TtiDemoBackend, TuningDoesNotChangeTheResult) {
     small.cpu.tile_kib = 1;  // the automatic rule down to its smallest tiles
     EXPECT_EQ(tti_demo<float>(kBackend, p.input(), small).u, want) << tti_demo_form_name(form);
   }
+  // The autotuner's trials run on copies of the fields and its choice changes no bit; it caches
+  // in a directory of this test's own, not the user's.
+  const auto cache = std::filesystem::temp_directory_path() /
+                     ("sciproxy_tti_autotune_" + std::to_string(getpid()));
+  const char* old = std::getenv("SCIPROXY_CACHE_DIR");
+  const std::string saved = old ? old : "";
+  setenv("SCIPROXY_CACHE_DIR", cache.c_str(), 1);
+  TtiDemoOptions tuned;
+  tuned.nparallel = 2;
+  tuned.cpu.sweep_steps = 1;
+  const auto want = tti_demo<float>(kBackend, p.input(), tuned).u;
+  tuned.autotune = true;
+  const auto got = tti_demo<float>(kBackend, p.input(), tuned).u;
+  const bool cached = std::filesystem::exists(cache / "autotune.json");
+  if (old)
+    setenv("SCIPROXY_CACHE_DIR", saved.c_str(), 1);
+  else
+    unsetenv("SCIPROXY_CACHE_DIR");
+  std::filesystem::remove_all(cache);
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(cached, kBackend.backend == Backend::cpu);
 }
 
 // The work model counts the arrays each section's loops move per point and step (demo_api.cpp,
