@@ -15,11 +15,21 @@ Cases (docs/kernels/scalar-wave.md):
   seam4  SEAM-like 2-D: 251 x 500 cells, dx 5 m, dt 4 ms, nt 500, 10 shots x 250 receivers,
          25 Hz Ricker, PML 20, accuracy 4
   seam8  the same with accuracy 8
-  3d     3-D: 200^3 cells (--size N for N^3), dx 5 m, accuracy 8, 500 steps, one shot,
-         receivers along a surface line
+  3d     3-D: N^3 cells for each N of --sizes (200), dx 5 m, each accuracy of --accuracies (8),
+         500 steps, one shot, receivers along a surface line
+
+All rows go into one table at the end, with both systems' rates and the speed-up; the row with
+the smallest speed-up is marked. --table prints that table from the JSON files of earlier runs,
+so that a long sweep can run in pieces (each one short) and still be read as one:
 
     python bench/scalar_vs_deepwave.py --cases seam4 seam8 --reps 3 --threads 2 --json out.json
-    python bench/scalar_vs_deepwave.py --cases 3d --size 64 --nt 100 --reps 1   # a quick run
+    python bench/scalar_vs_deepwave.py --cases 3d --sizes 64 --nt 100 --reps 1   # a quick run
+    # The 3-D sweep (dt 4 ms is 10 inner steps per sample here, so --nt 10 is 100 steps):
+    for n in 64 96 128 192 256; do
+      python bench/scalar_vs_deepwave.py --cases 3d --sizes $n --accuracies 4 8 --nt 10 \
+          --reps 3 --threads 2 --json sweep3d_$n.json
+    done
+    python bench/scalar_vs_deepwave.py --table sweep3d_*.json
 
 Needs torch and deepwave in the same environment as sciproxy.
 """
@@ -42,14 +52,15 @@ from benchlib import cpu_model, git_commit, rel_l2, timed, write_json_atomically
 TOLERANCE = {"float32": 1e-4, "float64": 1e-10}  # receivers and gradients, relative L2
 
 
-def make_case(name: str, args) -> dict:
-    """The model, sources and receivers of one case (numpy, dtype float32 or float64)."""
+def make_case(name: str, args, size: int = 0, accuracy: int = 8) -> dict:
+    """The model, sources and receivers of one case (numpy, dtype float32 or float64); size and
+    accuracy are those of the 3d case."""
     dtype = np.dtype(args.dtype)
     if name in ("seam4", "seam8"):
         shape, nshots, nreceivers, accuracy = (251, 500), 10, 250, 4 if name == "seam4" else 8
     elif name == "3d":
-        n = args.size
-        shape, nshots, nreceivers, accuracy = (n, n, n), 1, min(n, 100), 8
+        n = size
+        shape, nshots, nreceivers = (n, n, n), 1, min(n, 100)
     else:
         raise ValueError(name)
     nt, dt, dx, freq = args.nt, 0.004, 5.0, 25.0
@@ -169,22 +180,50 @@ def run_case(case, mode, args, sw, torch, deepwave):
     return record
 
 
-def print_row(r):
-    label = f"{r['case']} {'x'.join(map(str, r['shape']))} a{r['accuracy']}"
-    verdict = "pass" if r["verification"]["pass"] else "FAIL"
-    worst = max(r["verification"]["rel_l2"].values())
-    for name in ("sciproxy", "deepwave"):
-        s = r[name]
-        print(f"{label:<22} {r['mode']:<9} {name:<9} {s['median']:>9.3f} {s['min']:>9.3f} "
-              f"{s['max']:>9.3f} {s['gpts_per_s']:>8.3f}", end="")
-        if name == "sciproxy":
-            ratio = r["ratio_sciproxy_over_deepwave"]
-            print(f"   {ratio:>6.3f}  {1 / ratio:>6.2f}x  {worst:.1e} {verdict}")
-        else:
-            print()
+def row_label(r) -> str:
+    return f"{r['case']} {'x'.join(map(str, r['shape']))} a{r['accuracy']}"
+
+
+def print_progress(r):
+    """One comment line per finished row (the table comes at the end)."""
+    print(f"# done: {row_label(r)} {r['mode']}: sciproxy {r['sciproxy']['median']:.3f} s, "
+          f"deepwave {r['deepwave']['median']:.3f} s", flush=True)
+
+
+def print_table(results):
+    """One table of all rows: median seconds and GPts/s of both, the speed-up (deepwave median /
+    sciproxy median), the worst relative L2 difference; the smallest speed-up marked."""
+    print(f"{'case':<22} {'mode':<9} {'nt':>4} {'sciproxy_s':>10} {'deepwave_s':>10} "
+          f"{'sciproxy':>8} {'deepwave':>8} {'speedup':>8}  {'rel_l2':>7}")
+    print(f"{'':<22} {'':<9} {'':>4} {'(median)':>10} {'(median)':>10} {'GPts/s':>8} "
+          f"{'GPts/s':>8}")
+    speedups = [1 / r["ratio_sciproxy_over_deepwave"] for r in results]
+    slowest = speedups.index(min(speedups)) if speedups else -1
+    for k, r in enumerate(results):
+        verdict = "" if r["verification"]["pass"] else " FAIL"
+        worst = max(r["verification"]["rel_l2"].values())
+        mark = "  <- slowest" if k == slowest and len(results) > 1 else ""
+        print(f"{row_label(r):<22} {r['mode']:<9} {r['nt']:>4} {r['sciproxy']['median']:>10.3f} "
+              f"{r['deepwave']['median']:>10.3f} {r['sciproxy']['gpts_per_s']:>8.3f} "
+              f"{r['deepwave']['gpts_per_s']:>8.3f} {speedups[k]:>7.2f}x  {worst:.1e}{verdict}"
+              f"{mark}")
     sys.stdout.flush()
 
 
+def print_saved(paths) -> int:
+    """--table: the one table of the results in the JSON files of earlier runs."""
+    import json
+    results = []
+    for path in paths:
+        with open(path) as f:
+            data = json.load(f)
+        env = data["environment"]
+        print(f"# {path}: {env['date_utc']}, {env['threads']} threads, sciproxy "
+              f"{env['sciproxy_build']['git_commit']}, load {env['load_average_at_start'][0]:.2f}"
+              f" -> {env['load_average_at_end'][0]:.2f}, {data['config']['reps']} reps")
+        results += data["results"]
+    print_table(results)
+    return 0
 
 
 def main(argv=None):
@@ -193,7 +232,10 @@ def main(argv=None):
                         default=["seam4", "seam8", "3d"])
     parser.add_argument("--modes", nargs="+", choices=["forward", "gradient"],
                         default=["forward", "gradient"])
-    parser.add_argument("--size", type=int, default=200, help="3d case: N for N^3 cells (200)")
+    parser.add_argument("--sizes", "--size", type=int, nargs="+", default=[200],
+                        help="3d case: N for N^3 cells, one row per N (200)")
+    parser.add_argument("--accuracies", type=int, nargs="+", choices=[2, 4, 6, 8], default=[8],
+                        help="3d case: the stencil accuracies, one row per accuracy (8)")
     parser.add_argument("--nt", type=int, default=500, help="time samples (500)")
     parser.add_argument("--shots", type=int, default=0, help="override the shot count")
     parser.add_argument("--dtype", choices=["float32", "float64"], default="float32")
@@ -205,9 +247,13 @@ def main(argv=None):
     parser.add_argument("--gradient-sampling", choices=["deepwave", "exact"], default="deepwave",
                         help="store for the gradient every step_ratio inner steps as Deepwave does "
                              "(default; the same memory and work), or every inner step (exact)")
+    parser.add_argument("--table", nargs="+", metavar="JSON",
+                        help="run nothing: print the one table of these files of --json")
     args = parser.parse_args(argv)
-    if args.reps < 1 or args.threads < 1 or args.nt < 1 or args.size < 8:
-        parser.error("--reps, --threads, --nt must be at least 1 and --size at least 8")
+    if args.table:
+        return print_saved(args.table)
+    if args.reps < 1 or args.threads < 1 or args.nt < 1 or min(args.sizes) < 8:
+        parser.error("--reps, --threads, --nt must be at least 1 and --sizes at least 8")
 
     import sciproxy
     import sciproxy.wave as sw
@@ -243,20 +289,26 @@ def main(argv=None):
           f"{env['load_average_at_start'][0]:.2f}; sciproxy {env['sciproxy']}, deepwave "
           f"{env['deepwave']}, torch {env['torch']}; device {args.device}, {args.dtype}; "
           f"{args.reps} reps after 1 warm-up, alternating")
-    print(f"{'case':<22} {'mode':<9} {'impl':<9} {'median_s':>9} {'min_s':>9} {'max_s':>9} "
-          f"{'GPts/s':>8}   {'ratio':>6}  {'speedup':>7}  {'rel_l2':>7}")
-    results = []
+    cases = []
     for name in args.cases:
-        case = make_case(name, args)
+        if name == "3d":
+            cases += [(name, n, a) for n in args.sizes for a in args.accuracies]
+        else:
+            cases.append((name, 0, 8))
+    results = []
+    for name, size, accuracy in cases:
+        case = make_case(name, args, size, accuracy)
         for mode in args.modes:
             record = run_case(case, mode, args, sw, torch, deepwave)
             results.append(record)
-            print_row(record)
+            print_progress(record)
     env["load_average_at_end"] = list(os.getloadavg())
-    print("# ratio = sciproxy median / deepwave median (< 1: sciproxy faster); speedup = 1 / ratio;"
-          f" load at end {env['load_average_at_end'][0]:.2f}")
+    print_table(results)
+    print("# speedup = deepwave median / sciproxy median (> 1: sciproxy faster); GPts/s: cells of "
+          f"model + PML x inner steps x shots (x 2 for gradient); load at end "
+          f"{env['load_average_at_end'][0]:.2f}")
     if args.json:
-        config = {k: getattr(args, k) for k in ("cases", "modes", "size", "nt", "shots", "dtype",
+        config = {k: getattr(args, k) for k in ("cases", "modes", "sizes", "accuracies", "nt", "shots", "dtype",
                                                 "reps", "threads", "device")}
         write_json_atomically(args.json, {"benchmark": "scalar_vs_deepwave", "environment": env,
                                           "config": config, "results": results})

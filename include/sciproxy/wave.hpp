@@ -42,6 +42,27 @@ enum class StorageMode {
   none,    // nothing: no velocity gradient
 };
 
+// The sizes that set the cpu backend's speed, never its results (every setting gives the same
+// bits): gathered here so that a tuner can search them; the defaults are good on the machines
+// measured (bench/scalar_cpu_notes.md). Values below 1 count as 1.
+struct ScalarCpuTuning {
+  // Time steps per sweep over the grid (temporal blocking of the forward): a sweep streams the
+  // fields from memory once. Used by every 3-D shot and by the 2-D shots that a thread runs alone.
+  std::int64_t sweep_steps = 4;
+  // 3-D: a sweep gets fewer steps where the planes it keeps in cache (the stencil's and, per
+  // extra step, h + 1 more) would take more than this many bytes. Generous: at 256^3 + PML, 34 MB
+  // per sweep (more than the 32 MiB L3), 4 steps still beat 1 by 13%.
+  std::int64_t sweep_cache_bytes = std::int64_t(64) << 20;
+  // 3-D forward: tiles of rows per plane and thread (each thread keeps its rows through a sweep).
+  std::int64_t tiles_per_thread = 1;
+  // 2-D: rows of the outermost dimension per work item.
+  std::int64_t rows_per_block = 4;
+  // Shots that share the threads go in batches of about this many bytes of fields per thread.
+  std::int64_t batch_bytes_per_thread = 2 << 20;
+  // Rows ahead at which the forward prefetches the contiguous dimension's PML strips.
+  std::int64_t prefetch_rows = 4;
+};
+
 struct ScalarOptions {
   int accuracy = 4;  // 2, 4, 6 or 8
   // PML width in cells per side: {dim0 low, dim0 high, dim1 low, ...}; only the first 2*ndim used.
@@ -66,7 +87,8 @@ struct ScalarOptions {
   bool storage_compression = false;
   // For StorageMode::disk; empty (the default): $TMPDIR, else /tmp. Never the current directory.
   std::string storage_directory;
-  int nparallel = 0;  // OpenMP threads for the cpu backend; 0: all
+  int nparallel = 0;    // OpenMP threads for the cpu backend; 0: all
+  ScalarCpuTuning cpu;  // the cpu backend's block sizes (its speed only)
 };
 
 template <class T>
@@ -110,6 +132,7 @@ struct ScalarGradient {
   std::vector<T> source_amplitudes;  // [nshots, nsources, nt]
   ScalarState<T> initial_state;      // gradient with respect to the initial state
   ScalarOutput<T> forward;           // what the forward pass computed on the way
+  WorkModel work;                    // of the whole call: the forward pass and its adjoint
 };
 
 // Stable inner time step and step ratio for dt (Deepwave's CFL rule: max_dt = 0.6 /
@@ -183,6 +206,7 @@ struct ScalarBornGradient {
   // data> with respect to the source amplitudes, [nshots, nsources, nt]; empty unless asked for.
   std::vector<T> source_amplitudes;
   ScalarOutput<T> forward;  // the background forward pass (receivers: those of the scattered field)
+  WorkModel work;           // of the whole call: the forward pass, its adjoint and the coupled one
 };
 
 // Born forward modelling. `initial` / `initial_scattered` (optional) are the states to start from.

@@ -53,6 +53,12 @@ IGNORE_LOCATION = -(1 << 31)
 _DIM_NAMES = ("z", "y", "x")
 _STORAGE_MODES = ("device", "cpu", "disk", "none")
 
+#: The cpu backend's block sizes (ScalarCpuTuning in sciproxy/wave.hpp), for every later call:
+#: they change its speed, never its results. Keys: sweep_steps, sweep_cache_bytes,
+#: tiles_per_thread, rows_per_block, batch_bytes_per_thread, prefetch_rows; a missing key keeps
+#: the library's default.
+cpu_tuning: dict = {}
+
 
 def state_names(ndim: int) -> list:
     """Names of the state entries of the returned tuple, in order (Deepwave's names)."""
@@ -265,6 +271,7 @@ def _prepare(v, grid_spacing, dt, source_amplitudes, source_locations, receiver_
         "storage_compression": _bool("storage_compression", storage_compression),
         "storage_path": "" if storage_path is None else os.fspath(storage_path),
         "nparallel": _nparallel(nparallel),
+        "cpu_tuning": {str(k): int(v) for k, v in cpu_tuning.items()},
     }
     if options["freq_taper_frac"] > 1:
         raise ValueError(f"freq_taper_frac: expected a fraction in [0, 1], "

@@ -9,6 +9,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <span>
@@ -90,6 +91,26 @@ wv::ScalarOptions options_of(const nb::dict& d) {
   o.storage_compression = nb::cast<bool>(d["storage_compression"]);
   o.storage_directory = nb::cast<std::string>(d["storage_path"]);
   o.nparallel = nb::cast<int>(d["nparallel"]);
+  if (d.contains("cpu_tuning")) {
+    wv::ScalarCpuTuning& t = o.cpu;
+    const std::pair<const char*, std::int64_t*> keys[] = {
+        {"sweep_steps", &t.sweep_steps},
+        {"sweep_cache_bytes", &t.sweep_cache_bytes},
+        {"tiles_per_thread", &t.tiles_per_thread},
+        {"rows_per_block", &t.rows_per_block},
+        {"batch_bytes_per_thread", &t.batch_bytes_per_thread},
+        {"prefetch_rows", &t.prefetch_rows}};
+    for (const auto& [key, value] : nb::cast<nb::dict>(d["cpu_tuning"])) {
+      const auto name = nb::cast<std::string>(key);
+      auto it = std::find_if(std::begin(keys), std::end(keys),
+                             [&](const auto& k) { return name == k.first; });
+      if (it == std::end(keys))
+        sciproxy::throw_invalid_argument(
+            "cpu_tuning", "keys of ScalarCpuTuning (sweep_steps, sweep_cache_bytes, ...)",
+            "'" + name + "'");
+      *it->second = nb::cast<std::int64_t>(value);
+    }
+  }
   return o;
 }
 

@@ -25,6 +25,7 @@
 
 #include "case.hpp"
 #include "core/recorded_call.hpp"
+#include "cpu_plan.hpp"
 #include "gradient_storage.hpp"
 #include "sciproxy/core/cancel.hpp"
 #include "sciproxy/core/error.hpp"
@@ -67,14 +68,61 @@ namespace detail {
 // interior, per dimension D2 (2 + 3 h with h = accuracy/2) and the sum into W (1), then
 // v*v*dt2*W + 2u - u_prev (6); per dimension in which a cell lies outside the interior box, the
 // C-PML terms add D1 u (3h + 1), D1(a psi) (5h + 1), tmp (5), W (3 more), psi and zeta (6).
-// Compulsory bytes per point: u^t, u^{t-1} and v read, u^{t+1} written (the PML arrays are
-// small and stay in cache); the gradient's forward pass also writes what it stores.
+//
+// Bytes: what the backend's schedule must move between the cores and memory, each array counted
+// once where a sweep over the grid reads or writes it, so that bytes / time never exceeds the
+// bandwidth (a lower bound: stencil halos, vector padding and cache misses beyond these add to
+// it). Per shot, with C the non-halo cells and P the cells of C within the PML of a dimension,
+// summed over the dimensions (the cells where psi and zeta live):
+// - a sweep of one step: u^t, u^{t-1} and v (v^2 dt^2) read, u^{t+1} written: 4 C; psi (q) read
+//   and written, zeta read and written: 4 P;
+// - a sweep of several steps (temporal blocking, cpu backend): both buffers of u read and written
+//   back, v read: 5 C; both buffers of q and zeta, each read and written: 6 P;
+// - Born: both fields, and the scatter read with v;
+// - every stored step: its slice written (C);
+// - cpu backend, once per call: the copies of the fields in the backend's row layout
+//   (cpu_forward.hpp), u and u^{t-1} copied in and out (8 C), v to v and v^2 dt^2 (3 C per
+//   model; Born: v and the scatter, 4 C), psi and zeta in and out (8 P).
+// The cpu schedule is cpu_plan.hpp's: shots that fill the threads evenly run one per thread, the
+// 2-D ones in sweeps; the others share the threads (one step per sweep in 2-D); every 3-D shot
+// runs in sweeps.
+
+namespace {
 
 template <class T>
-WorkModel work_model(const Setup<T>& s, std::int64_t store_interval) {
-  const std::int64_t h = s.halo;
+double non_halo_cells(const Setup<T>& s) {
   double cells = 1;
-  for (int d = 0; d < s.ndim; ++d) cells *= static_cast<double>(s.n[d] - 2 * h);
+  for (int d = 0; d < s.ndim; ++d) cells *= static_cast<double>(s.n[d] - 2 * s.halo);
+  return cells;
+}
+
+// Sum over the dimensions of the non-halo cells within the PML of that dimension.
+template <class T>
+double pml_cells(const Setup<T>& s) {
+  const double cells = non_halo_cells(s);
+  double sum = 0;
+  for (int d = 0; d < s.ndim; ++d) {
+    const double nd = static_cast<double>(s.n[d] - 2 * s.halo);
+    const double width = static_cast<double>(s.pml_width[2 * d] + s.pml_width[2 * d + 1]);
+    sum += cells / nd * std::min(nd, width);
+  }
+  return sum;
+}
+
+template <class T>
+double stored_steps(const Setup<T>& s, std::int64_t store_interval) {
+  return store_interval > 0
+             ? std::ceil(static_cast<double>(s.nt_inner) / static_cast<double>(store_interval))
+             : 0.0;
+}
+
+}  // namespace
+
+template <class T>
+WorkModel work_model(const Setup<T>& s, std::int64_t store_interval, Backend backend,
+                     int wavefields) {
+  const std::int64_t h = s.halo;
+  const double cells = non_halo_cells(s);
   double pml_dim_cells = 0;  // sum over dimensions of the cells outside the interior box
   for (int d = 0; d < s.ndim; ++d) {
     const double inside =
@@ -89,17 +137,61 @@ WorkModel work_model(const Setup<T>& s, std::int64_t store_interval) {
   w.points = cells * steps;
   w.point_unit = "Pts";
   w.flops = (cells * interior + pml_dim_cells * pml_extra) * steps;
-  const double stored_steps =
-      store_interval > 0
-          ? std::ceil(static_cast<double>(s.nt_inner) / static_cast<double>(store_interval))
-          : 0.0;
-  w.bytes = sizeof(T) * (4.0 * w.points + stored_steps * static_cast<double>(s.nshots) * cells);
   w.precision = sizeof(T) == 4 ? Precision::fp32 : Precision::fp64;
+
+  // Bytes, per shot and sweep of `depth` steps (see the top).
+  const double elem = sizeof(T), pml = pml_cells(s), fields = wavefields;
+  auto sweep = [&](std::int64_t depth) {
+    const double u = depth > 1 ? 4 : 3, aux = depth > 1 ? 6 : 4;
+    return elem * fields * ((u + 1) * cells + aux * pml);  // + v, and Born's scatter
+  };
+  auto run = [&](double shots, std::int64_t depth) {
+    const std::int64_t sweeps = (s.nt_inner + depth - 1) / depth;
+    return shots * static_cast<double>(sweeps) * sweep(depth);
+  };
+  double bytes = 0;
+  if (backend == Backend::cpu) {
+    const ThreadCount count(s.problem.nparallel);
+    const std::int64_t threads = max_threads();
+    const std::int64_t alone = s.nshots / threads * threads;
+    const std::int64_t plane = s.ndim == 3 ? s.n[1] * s.n[2] : 0;
+    const std::int64_t value_bytes = static_cast<std::int64_t>(sizeof(T)) * wavefields;
+    const ScalarCpuTuning& tuning = s.problem.cpu;
+    const std::int64_t alone_depth =
+        s.ndim == 1 ? 1 : kernels::cpu::sweep_steps(s.ndim, h, plane, value_bytes, threads, tuning);
+    const std::int64_t shared_depth =
+        s.ndim == 3 ? kernels::cpu::sweep_steps(s.ndim, h, plane, value_bytes, 1, tuning) : 1;
+    bytes = run(static_cast<double>(alone), alone_depth) +
+            run(static_cast<double>(s.nshots - alone), shared_depth);
+    bytes += elem * (static_cast<double>(s.nshots) * fields * (8 * cells + 8 * pml) +
+                     static_cast<double>(s.nmodels) * (wavefields == 2 ? 4 : 3) * cells);
+  } else {
+    bytes = run(static_cast<double>(s.nshots), 1);
+  }
+  w.bytes = bytes + elem * stored_steps(s, store_interval) * static_cast<double>(s.nshots) * cells;
   return w;
 }
 
-template WorkModel work_model<float>(const Setup<float>&, std::int64_t);
-template WorkModel work_model<double>(const Setup<double>&, std::int64_t);
+// The adjoint pass of scalar_gradient (one step per sweep): lambda, the adjoint of u^t read and
+// written, g = v^2 dt^2 lambda read and written, v^2 dt^2 read: 6 C per step; psi and zeta's
+// adjoints read and written: 4 P; every stored step read and the gradient read and written: 3 C.
+template <class T>
+WorkModel gradient_work(const Setup<T>& s, std::int64_t store_interval, Backend backend) {
+  WorkModel w = work_model(s, store_interval, backend);
+  const double elem = sizeof(T), shots = static_cast<double>(s.nshots);
+  const double cells = non_halo_cells(s);
+  w.bytes += elem * shots *
+             (static_cast<double>(s.nt_inner) * (6 * cells + 4 * pml_cells(s)) +
+              3 * cells * stored_steps(s, store_interval));
+  w.points *= 2;
+  w.flops *= 2;
+  return w;
+}
+
+template WorkModel work_model<float>(const Setup<float>&, std::int64_t, Backend, int);
+template WorkModel work_model<double>(const Setup<double>&, std::int64_t, Backend, int);
+template WorkModel gradient_work<float>(const Setup<float>&, std::int64_t, Backend);
+template WorkModel gradient_work<double>(const Setup<double>&, std::int64_t, Backend);
 
 // ---------------------------------------------------------------------------------------------
 // Recording (core/recorded_call.hpp)
@@ -179,7 +271,7 @@ ScalarOutput<T> scalar(const Device& device, const ScalarInput<T>& in, const Sca
       out.state = make_state(s, initial, StateRole::initial);
     }
     ndim = s.ndim;
-    out.work = work_model(s, 0);
+    out.work = work_model(s, 0, device.backend);
     call.set_work(out.work);
     set_parameters(call, s, opt);
     std::vector<T> sources;
@@ -260,14 +352,10 @@ ScalarGradient<T> gradient(const Context& context, const ScalarInput<T>& in,
     grad.forward.state = make_state(s, initial, StateRole::initial);
     adjoint = make_state(s, grad_final, StateRole::grad_final);
   }
-  grad.forward.work = work_model(s, store_interval);
+  grad.forward.work = work_model(s, store_interval, context.device.backend);
+  grad.work = gradient_work(s, store_interval, context.device.backend);
   if (call) {
-    // The forward pass (with its stores) and its adjoint, about as much work again.
-    WorkModel work = grad.forward.work;
-    work.points *= 2;
-    work.flops *= 2;
-    work.bytes *= 2;
-    call->set_work(work);
+    call->set_work(grad.work);
     set_parameters(*call, s, opt);
   }
   GradientStore<T> store(s, opt, store_interval);

@@ -136,12 +136,12 @@ std::pair<double, double> source_models(const BornSetup<T>& b, std::int64_t tr) 
   return {static_cast<double>(s.v[i]), static_cast<double>(b.scatter[i])};
 }
 
-// Two coupled fields: twice the forward's work, plus the coupling term per cell and step.
+// Two coupled fields: twice the forward's work, plus the coupling term per cell and step; the
+// bytes of both fields and the scatter (api.cpp's work_model).
 template <class T>
-WorkModel born_work(const Setup<T>& s) {
-  WorkModel w = work_model(s, 0);
+WorkModel born_work(const Setup<T>& s, Backend backend) {
+  WorkModel w = work_model(s, 0, backend, 2);
   w.flops = 2 * w.flops + 4.0 * w.points;
-  w.bytes = 2 * w.bytes + sizeof(T) * w.points;  // + scatter read
   return w;
 }
 
@@ -172,7 +172,7 @@ ScalarBornOutput<T> scalar_born(const Device& device, const ScalarBornInput<T>& 
       out.scattered_state = make_state(s, initial_scattered, StateRole::initial_scattered);
     }
     ndim = s.ndim;
-    out.work = born_work(s);
+    out.work = born_work(s, device.backend);
     call.set_work(out.work);
     set_parameters(call, s, opt);
     std::vector<T> sources, scattered;
@@ -250,16 +250,16 @@ void born_gradient(const Context& context, const ScalarBornInput<T>& in, const S
                                               initial, nullptr, nullptr);
     grad.scatter = std::move(g.v);
     grad.forward = std::move(g.forward);
+    grad.work = g.work;
   }
   const bool sources = source_gradient && s.nsources > 0 && s.nt_inner > 0;
-  // The image: the background forward pass (with its stores) and its adjoint, about as much
-  // work again; the source gradient: the adjoint of the coupled fields, as much as Born.
-  WorkModel work = grad.forward.work;
-  const WorkModel coupled = sources ? born_work(s) : WorkModel{};
-  work.points = 2 * work.points + coupled.points;
-  work.flops = 2 * work.flops + coupled.flops;
-  work.bytes = 2 * work.bytes + coupled.bytes;
-  call.set_work(work);
+  // The image: the background forward pass (with its stores) and its adjoint; the source
+  // gradient: the adjoint of the coupled fields, counted as a Born pass.
+  const WorkModel coupled = sources ? born_work(s, context.device.backend) : WorkModel{};
+  grad.work.points += coupled.points;
+  grad.work.flops += coupled.flops;
+  grad.work.bytes += coupled.bytes;
+  call.set_work(grad.work);
   set_parameters(call, s, opt);
   if (!sources) return;
 

@@ -385,7 +385,6 @@ struct Problem {
 template <class T>
 struct Data {
   std::vector<T> receivers, bg_receivers;
-  WorkModel born_work;  // Born: the coupled pass, which the source gradient's adjoint repeats
 };
 
 template <class T>
@@ -396,7 +395,6 @@ Data<T> forward_data(const Device& device, const Spec& s, const Problem<T>& p,
     auto out = scalar_born<T>(device, p.born_input(), options);
     d.receivers = std::move(out.receiver_amplitudes);
     d.bg_receivers = std::move(out.bg_receiver_amplitudes);
-    d.born_work = out.work;
   } else {
     d.receivers = scalar<T>(device, p.input(), options).receiver_amplitudes;
   }
@@ -599,12 +597,7 @@ class ScalarCase final : public Case {
       case Kind::gradient: {
         auto g = scalar_gradient<T>(device, p.input(), options_,
                                     std::span<const T>(data->receivers), nullptr, nullptr, timers);
-        // The library's work model is that of the forward pass (with its stores); the adjoint
-        // steps over the same points with about the same arithmetic and traffic: count both.
-        work_ = g.forward.work;
-        work_.points *= 2;
-        work_.flops *= 2;
-        work_.bytes *= 2;
+        work_ = g.work;  // the forward pass (with its stores) and its adjoint
         storage_bytes_ = g.forward.storage_bytes;
         outputs_.push_back({"grad_v", std::move(g.v)});
         outputs_.push_back({"grad_source_amplitudes", std::move(g.source_amplitudes)});
@@ -614,13 +607,9 @@ class ScalarCase final : public Case {
         auto g = scalar_born_gradient<T>(
             device, p.born_input(), options_, std::span<const T>(data->receivers),
             std::span<const T>(data->bg_receivers), true, nullptr, timers);
-        // The call returns the work of its background forward pass (with its stores). The image
-        // adds that pass's adjoint, about the same work again; the source gradient adds the
-        // adjoint of the coupled background + scattered fields, as much as a Born forward.
-        work_ = g.forward.work;
-        work_.points = 2 * work_.points + data->born_work.points;
-        work_.flops = 2 * work_.flops + data->born_work.flops;
-        work_.bytes = 2 * work_.bytes + data->born_work.bytes;
+        // The image (the background forward pass and its adjoint) and the source gradient (the
+        // adjoint of the coupled fields).
+        work_ = g.work;
         storage_bytes_ = g.forward.storage_bytes;
         outputs_.push_back({"grad_scatter", std::move(g.scatter)});
         outputs_.push_back({"grad_source_amplitudes", std::move(g.source_amplitudes)});

@@ -290,7 +290,7 @@ void backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_r
               T* grad_sources, const T* stored, T* grad_v, const BornArgs<T>* born) {
   if (p.nt <= 0 || p.nshots <= 0) return;
   const Geometry<NDIM, T> g(p, A);
-  const Blocks<NDIM, T> blocks(g, p.nshots);
+  const Blocks<NDIM, T> blocks(g, p.nshots, p.cpu);
   const PointLists src(g, blocks, p.nshots, p.nsources, p.source_cells);
   const PointLists rec(g, blocks, p.nshots, p.nreceivers, p.receiver_cells);
   const PointLists bgrec(g, blocks, p.nshots, BORN ? p.nbg_receivers : 0, p.bg_receiver_cells);
@@ -349,7 +349,7 @@ void backward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* grad_r
     }
 
   const int64_t batch =
-      shots_per_batch(g, nshots,
+      shots_per_batch(g, p.cpu, nshots,
                       (2 * nfields + (p.v_batched ? 1 + nfields - 1 : 0) + (interval > 0 ? 2 : 0)) *
                           P * int64_t(sizeof(T)),
                       4 * nfields * int64_t(sizeof(T)));

@@ -10,6 +10,9 @@
 //   such a tile would be thin, a whole plane, or a chunk of the line (1D). Shared shots go in
 //   batches that run all their steps before the next batch starts (about 2 MiB of fields per
 //   thread, so that a batch stays in cache).
+// - The forward runs several steps per sweep over the grid (temporal blocking, cpu_forward.hpp):
+//   2-D shots run alone, and every 3-D shot, whose threads then keep their tiles of rows through
+//   the planes, with one barrier per wavefront. The sizes are ScalarCpuTuning's (wave.hpp).
 // - Every row is cut along the contiguous dimension into a PML-left, a middle and a PML-right
 //   segment. Each segment runs a loop compiled for its set of PML dimensions (a bit mask), so the
 //   interior box is the plain Laplacian and a PML cell pays only for the dimensions in whose PML
@@ -153,32 +156,39 @@ struct Geometry {
 };
 
 // Work items: (shot, block), block = `tile` rows (2D) of the outermost dimension (a few, so that
-// the per-item set-up is shared; kRowsPerBlock2D), a tile of `tile` rows of one plane, or the
-// whole plane (3D: blocks run through the planes of one tile first, so that a thread's next
-// plane finds the A planes of u it shares with the previous one in L2), or a chunk of the line
-// (1D); and for each item the sources or receivers whose cells lie in it.
-constexpr int64_t kRowsPerBlock2D = 4;
-
+// the per-item set-up is shared; tuning.rows_per_block), a tile of `tile` rows of one plane, or
+// the whole plane (3D: blocks run through the planes of one tile first, so that a thread's next
+// plane finds the A planes of u it shares with the previous one in cache), or a chunk of the line
+// (1D); and for each item the sources or receivers whose cells lie in it. With `sweeps` (the 3-D
+// forward's temporal blocking, cpu_forward.hpp) a plane is cut into tuning.tiles_per_thread tiles
+// per thread, which each thread keeps through a sweep.
 template <int NDIM, class T>
 struct Blocks {
   int64_t nblocks = 1, chunk = 1, planes = 1, tile = 1;
 
-  Blocks(const Geometry<NDIM, T>& g, int64_t nshots) {
+  Blocks(const Geometry<NDIM, T>& g, int64_t nshots, const ScalarCpuTuning& tuning,
+         bool sweeps = false) {
     const int64_t inner = std::max<int64_t>(0, g.n[0] - 2 * g.h);
     if constexpr (NDIM == 2) {
-      tile = kRowsPerBlock2D;
+      tile = std::max<int64_t>(1, tuning.rows_per_block);
       nblocks = std::max<int64_t>(1, (inner + tile - 1) / tile);
     } else if constexpr (NDIM == 3) {
-      // A+1 planes of u and of psi_0 per tile within about a quarter of a 1 MiB L2. Thin tiles
-      // lose to whole planes, whose neighbour planes come from L3 (a tile also reads the 2h rows
-      // beyond it): accuracy 8, 2 threads, tiles of 25 rows at 96^3 were 13% faster than planes,
-      // of 19 rows at 140^3 even, of 14 rows at 200^3 15% slower. So tiles of fewer than 6h
-      // rows become whole planes.
       planes = std::max<int64_t>(1, inner);
       const int64_t rows = std::max<int64_t>(1, g.n[1] - 2 * g.h);
-      const int64_t bytes = 256 * 1024;
-      tile = bytes / (2 * (2 * g.h + 1) * g.n[2] * int64_t(sizeof(T)));
-      tile = tile < 6 * g.h ? rows : std::min(tile, rows);
+      if (sweeps) {
+        const int64_t tiles = std::clamp<int64_t>(
+            omp_get_max_threads() * std::max<int64_t>(1, tuning.tiles_per_thread), 1, rows);
+        tile = (rows + tiles - 1) / tiles;
+      } else {
+        // A+1 planes of u and of psi_0 per tile within about a quarter of a 1 MiB L2. Thin tiles
+        // lose to whole planes, whose neighbour planes come from L3 (a tile also reads the 2h
+        // rows beyond it): accuracy 8, 2 threads, tiles of 25 rows at 96^3 were 13% faster than
+        // planes, of 19 rows at 140^3 even, of 14 rows at 200^3 15% slower. So tiles of fewer
+        // than 6h rows become whole planes.
+        const int64_t bytes = 256 * 1024;
+        tile = bytes / (2 * (2 * g.h + 1) * g.n[2] * int64_t(sizeof(T)));
+        tile = tile < 6 * g.h ? rows : std::min(tile, rows);
+      }
       nblocks = planes * ((rows + tile - 1) / tile);
     } else {
       // Enough chunks for every thread to have a few when the shots alone do not suffice.
@@ -303,18 +313,20 @@ inline void block_rows(const Geometry<NDIM, T>& g, const Blocks<NDIM, T>& blocks
 }
 
 // Shots per batch: a batch runs all its time steps before the next one starts, so that its fields
-// stay in cache (2 MiB per thread: Zen 4 has 1 MiB of L2 and 4 MiB of L3 per core; on the 2-core
-// test machine 2D 291x540 runs 1.6 GPts/s with all 10 shots per step, 2.0 in batches of 2).
+// stay in cache (tuning.batch_bytes_per_thread, 2 MiB: Zen 4 has 1 MiB of L2 and 4 MiB of L3 per
+// core; on the 2-core test machine 2D 291x540 runs 1.6 GPts/s with all 10 shots per step, 2.0 in
+// batches of 2).
 // bytes_per_shot: the whole-grid arrays a step touches; bytes_per_pml_cell: the auxiliary arrays,
 // touched only outside the interior range of their dimension.
 template <int NDIM, class T>
-int64_t shots_per_batch(const Geometry<NDIM, T>& g, int64_t nshots, int64_t bytes_per_shot,
-                        int64_t bytes_per_pml_cell) {
+int64_t shots_per_batch(const Geometry<NDIM, T>& g, const ScalarCpuTuning& tuning, int64_t nshots,
+                        int64_t bytes_per_shot, int64_t bytes_per_pml_cell) {
   double bytes = double(bytes_per_shot);
   for (int d = 0; d < NDIM; ++d)
     bytes += double(bytes_per_pml_cell) * double(g.points) *
              (1 - double(g.hi[d] - g.lo[d]) / double(g.n[d]));
-  const double budget = 2.0 * 1024 * 1024 * omp_get_max_threads();
+  const double budget =
+      double(std::max<int64_t>(1, tuning.batch_bytes_per_thread)) * omp_get_max_threads();
   return std::clamp<int64_t>(int64_t(budget / bytes), 1, nshots);
 }
 

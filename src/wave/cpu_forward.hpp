@@ -5,6 +5,7 @@
 // (math.hpp). See cpu_blocking.hpp for the backend as a whole.
 #pragma once
 
+#include "cpu_plan.hpp"
 #include "cpu_rows.hpp"
 
 namespace sciproxy::wave::kernels::cpu::detail {
@@ -32,6 +33,7 @@ struct ForwardShot {
   T* stored;        // this step's slice, or null
   T dt2;
   const T* psi_scale[3];  // per coordinate of each dimension: a, or ones at the last step
+  int64_t prefetch_rows;  // ScalarCpuTuning::prefetch_rows
 };
 
 // pml_forward (math.hpp) on q = a psi, storing psi_scale * psi^{t+1} (see ForwardShot).
@@ -304,11 +306,11 @@ template <int NDIM, int A, unsigned OUTER, bool STORE, class T>
   };
   // The auxiliaries of the contiguous dimension are touched only in its PML strips, a few cache
   // lines per row that the hardware prefetchers do not follow (3-D: a third of the forward's time
-  // waited on them): fetch those of the row kRowsAhead further on.
-  constexpr int64_t kRowsAhead = 4;
+  // waited on them): fetch those of the row f.prefetch_rows further on.
+  const int64_t rows_ahead = f.prefetch_rows;
   auto strip = [&](int64_t from, int64_t to) {
     if constexpr (NDIM >= 2) {
-      const int64_t ahead = kRowsAhead * stride[NDIM - 2];
+      const int64_t ahead = rows_ahead * stride[NDIM - 2];
       constexpr int64_t kLine = 64 / sizeof(T);
       for (int64_t k = from - H; k < to + H + kLine; k += kLine)
         __builtin_prefetch(q[L] + k + ahead, 0);
@@ -405,6 +407,9 @@ struct PaddedRows {
   }
 };
 
+template <bool BORN>
+constexpr int nfields_of = BORN ? 2 : 1;  // the background field, and Born's scattered one
+
 template <int NDIM, int A, bool BORN, class T>
 void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources, T* receivers,
              T* stored, const BornArgs<T>* born) {
@@ -420,13 +425,24 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
 #if defined(SCIPROXY_WAVE_SIMD)
   const FoldedStencils<T, A / 2> stencils(g);
 #endif
-  const Blocks<NDIM, T> blocks(g, p.nshots);
+  // Steps per sweep (temporal blocking) of the shots that threads run alone and of those that
+  // share the threads (3-D: a batch of one shot, as its fields exceed the batch budget).
+  const int64_t threads = omp_get_max_threads();
+  const int64_t plane_cells = NDIM == 3 ? g.n[1] * g.n[2] : 0;
+  const int64_t sweep_alone =
+      sweep_steps(NDIM, A / 2, plane_cells, int64_t(sizeof(T)) * nfields_of<BORN>, threads, p.cpu);
+  const int64_t sweep_shared =
+      NDIM == 3
+          ? sweep_steps(NDIM, A / 2, plane_cells, int64_t(sizeof(T)) * nfields_of<BORN>, 1, p.cpu)
+          : 1;
+  const Blocks<NDIM, T> blocks(g, p.nshots, p.cpu,
+                               NDIM == 3 && std::max(sweep_alone, sweep_shared) > 1);
   const PointLists src(caller, blocks, p.nshots, p.nsources, p.source_cells);
   const PointLists rec(caller, blocks, p.nshots, p.nreceivers, p.receiver_cells);
   const PointLists bgrec(caller, blocks, p.nshots, BORN ? p.nbg_receivers : 0, p.bg_receiver_cells);
   const int64_t P = g.points, nshots = p.nshots, nt = p.nt;
   const int64_t interval = stored != nullptr ? p.store_interval : 0;
-  constexpr int nfields = BORN ? 2 : 1;
+  constexpr int nfields = nfields_of<BORN>;
   // Field sets: 0 the background (or only) field, 1 the scattered one.
   std::array<ScalarFields<T>, 2> set{fields, BORN ? born->sc : fields};
   // Point cells in the copies' layout.
@@ -477,7 +493,7 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
   }
 
   const int64_t batch = shots_per_batch(
-      g, nshots,
+      g, p.cpu, nshots,
       (2 * nfields + (p.v_batched ? nfields : 0) + (interval > 0 ? 1 : 0)) * P * int64_t(sizeof(T)),
       3 * nfields * int64_t(sizeof(T)));
   // Step t of work item w = (shot, block): u^{t+1} overwrites u^{t-1}, q^{t+1} q^{t-1}, so the
@@ -503,7 +519,8 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
                      {},
                      store ? stored + ((t / interval) * nshots + shot) * caller.points : nullptr,
                      p.dt2,
-                     {}};
+                     {},
+                     p.cpu.prefetch_rows};
     BornShot<T> fs{};
     for (int d = 0; d < NDIM; ++d) {
       f.psi_scale[d] = t + 1 < nt ? g.prof[d].a : ones[d].data();
@@ -570,19 +587,30 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
     }
   };
   // Shots [first, last) through all steps; `shared`: every thread takes part (an `omp for` per
-  // step), else the calling thread runs them alone. Alone in 2-D, it runs kDepth steps in one
-  // sweep over the rows (temporal blocking): the rows of step t + l trail those of step t + l - 1
-  // by h rows (rounded up to blocks), so the rows a step reads are still in cache from the step
-  // before, and each sweep streams the fields from memory once instead of kDepth times. The two
-  // buffers of u (and of q) suffice: row r of step t + l overwrites row r of u^{t+l-1}, which only
-  // rows up to r + h of step t + l - 1 read, and those have run; sources and receivers go with
-  // their block as before.
-  // Cancellation (core/cancel_region.hpp): thread 0 polls between its steps; shared steps agree
-  // on the decision through the barrier of their `omp for`, threads alone leave at their next step.
+  // step, or per wavefront of a sweep), else the calling thread runs them alone.
+  //
+  // Temporal blocking: one sweep over the grid runs `steps` steps, so that each sweep streams the
+  // fields from memory once instead of once per step. The blocks of step t + l trail those of step
+  // t + l - 1 by the blocks (2-D) or planes (3-D) that the stencil reaches, so the rows a step
+  // reads are still in cache from the step before. The two buffers of u (and of q) suffice: row r
+  // of step t + l overwrites row r of u^{t+l-1}, which only rows up to r + h of step t + l - 1
+  // read, and those have run; zeta is read and written at its own cell only. Sources and
+  // receivers go with their block as before, so the results are those of one step at a time.
+  // - 2-D, shots run alone: the blocks of rows, in order (the shared 2-D steps are too short for a
+  //   barrier per wavefront).
+  // - 3-D: every thread keeps its tiles of rows through the sweep; wavefront i is plane i - l lag
+  //   of step t0 + l for every l, shared by the threads in one `omp for` whose barrier orders the
+  //   wavefronts. lag = h + 1: plane x of step t + l reads planes up to x + h of step t + l - 1,
+  //   which ran at an earlier wavefront, and no item of a wavefront reads a plane that another
+  //   item of it writes (the next plane of the step before lies h + 1 planes on).
+  // Cancellation (core/cancel_region.hpp): thread 0 polls between its sweeps; shared sweeps agree
+  // on the decision through the barrier of their `omp for`, threads alone leave at their next
+  // sweep.
   RegionStop stop;
   auto run_shots = [&](int64_t first, int64_t last, bool shared) {
     const int64_t nblocks = blocks.nblocks;
-    if (shared || NDIM != 2) {
+    const int64_t steps = shared ? sweep_shared : sweep_alone;
+    if (NDIM == 1 || steps <= 1 || (NDIM == 2 && shared)) {
       for (int64_t t = 0; t < nt; ++t) {
         if (shared)
           stop.publish(t, t);
@@ -593,19 +621,39 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
       }
       return;
     }
-    // Blocks of step t + l trail those of step t + l - 1 by the blocks that h rows span.
-    constexpr int64_t kDepth = 4;
-    const int64_t lag = (A / 2 + blocks.tile - 1) / blocks.tile;
-    for (int64_t shot = first; shot < last; ++shot)
-      for (int64_t t0 = 0; t0 < nt; t0 += kDepth) {
-        if (stop.poll(t0)) return;
-        const int64_t depth = std::min(kDepth, nt - t0);
-        for (int64_t i = 0; i < nblocks + (depth - 1) * lag; ++i)
-          for (int64_t l = 0; l < depth; ++l) {
-            const int64_t block = i - l * lag;
-            if (block >= 0 && block < nblocks) step_item(t0 + l, shot * nblocks + block);
-          }
+    if constexpr (NDIM == 2) {
+      const int64_t lag = (A / 2 + blocks.tile - 1) / blocks.tile;
+      for (int64_t shot = first; shot < last; ++shot)
+        for (int64_t t0 = 0; t0 < nt; t0 += steps) {
+          if (stop.poll(t0)) return;
+          const int64_t depth = std::min(steps, nt - t0);
+          for (int64_t i = 0; i < nblocks + (depth - 1) * lag; ++i)
+            for (int64_t l = 0; l < depth; ++l) {
+              const int64_t block = i - l * lag;
+              if (block >= 0 && block < nblocks) step_item(t0 + l, shot * nblocks + block);
+            }
+        }
+    } else if constexpr (NDIM == 3) {
+      const int64_t planes = blocks.planes, tiles = nblocks / planes, lag = A / 2 + 1;
+      for (int64_t t0 = 0, sweep = 0; t0 < nt; t0 += steps, ++sweep) {
+        if (shared)
+          stop.publish(sweep, t0);
+        else if (stop.poll(t0))
+          break;
+        const int64_t depth = std::min(steps, nt - t0);
+        // Items of a wavefront: (shot, tile, l), so that a static schedule gives each thread
+        // the same tiles in every wavefront.
+        const int64_t per_shot = tiles * depth;
+        for (int64_t i = 0; i < planes + (depth - 1) * lag; ++i)
+          for_items(0, (last - first) * per_shot, shared, [&](int64_t k) {
+            const int64_t shot = first + k / per_shot, tile = k % per_shot / depth, l = k % depth;
+            const int64_t plane = i - l * lag;
+            if (plane >= 0 && plane < planes)
+              step_item(t0 + l, shot * nblocks + tile * planes + plane);
+          });
+        if (shared && stop.agreed(sweep)) break;
       }
+    }
   };
 #pragma omp parallel
   over_shots(nshots, batch, run_shots);

@@ -49,7 +49,8 @@ template <class T>
 struct ScalarProblem {
   int ndim = 2;
   int accuracy = 4;
-  int nparallel = 0;  // OpenMP threads of the cpu backend; 0: all
+  int nparallel = 0;    // OpenMP threads of the cpu backend; 0: all
+  ScalarCpuTuning cpu;  // the cpu backend's block sizes
   std::int64_t nshots = 1;
   std::array<std::int64_t, kMaxDims> n = {1, 1, 1};  // padded shape; unused dimensions are 1
   std::int64_t points() const { return n[0] * n[1] * n[2]; }

@@ -143,9 +143,14 @@ template <class T>
 std::vector<T> traces_in_adjoint(const Setup<T>& s, std::int64_t count, const std::int64_t* cells,
                                  std::span<const T> grad);
 
-// Points, flops and compulsory bytes of one forward pass (api.cpp).
+// Points, flops and the bytes that one forward pass on `backend` moves, of `wavefields` fields
+// (Born: 2; its flops are born.cpp's), and those of scalar_gradient's forward and adjoint passes
+// (api.cpp).
 template <class T>
-WorkModel work_model(const Setup<T>& s, std::int64_t store_interval);
+WorkModel work_model(const Setup<T>& s, std::int64_t store_interval, Backend backend,
+                     int wavefields = 1);
+template <class T>
+WorkModel gradient_work(const Setup<T>& s, std::int64_t store_interval, Backend backend);
 
 // What a recorded call reports besides its work: the sizes and options (api.cpp).
 template <class T>

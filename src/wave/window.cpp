@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <exception>
 #include <limits>
 #include <string>
 #include <vector>
@@ -358,12 +359,23 @@ void make_setup(Setup<T>& s, const ScalarInput<T>& in, const ScalarOptions& opt,
             "model_gradient_sampling_interval store less"
           : "");
 
-  // Padded model(s).
+  // Padded model(s), a row (along the last dimension) at a time: replicated ends, the window's
+  // cells between (a cell at a time, the model was a tenth of a large 3-D call's time).
   s.v.resize(static_cast<std::size_t>(s.nmodels * s.points));
-  for (std::int64_t m = 0; m < s.nmodels; ++m)
-    s.for_each_padded([&](std::int64_t i, const Shape& p) {
-      s.v[m * s.points + i] = in.v[m * s.model_cells + s.model_cell(p)];
-    });
+  {
+    const std::int64_t rows = s.n[0] * s.n[1], nl = s.n[2];
+    const std::int64_t first = s.offset[2], last = s.offset[2] + (s.end[2] - s.begin[2]);
+#pragma omp parallel for schedule(static)
+    for (std::int64_t r = 0; r < s.nmodels * rows; ++r) {
+      const std::int64_t m = r / rows, i0 = r % rows / s.n[1], i1 = r % s.n[1];
+      T* out = s.v.data() + m * s.points + (r % rows) * nl;
+      const T* in_row =
+          in.v.data() + m * s.model_cells + s.model_cell(Shape{i0, i1, first}) - first;
+      std::fill(out, out + first, in_row[first]);
+      std::copy(in_row + first, in_row + last, out + first);
+      std::fill(out + last, out + nl, in_row[last - 1]);
+    }
+  }
 
   const detail::PmlProfiles pml = detail::make_pml_profiles(
       s.ndim, s.accuracy, s.n, s.pml_width, g.spacing, s.inner_dt, s.max_vel, opt.pml_freq);
@@ -384,6 +396,7 @@ void make_setup(Setup<T>& s, const ScalarInput<T>& in, const ScalarOptions& opt,
   p.ndim = s.ndim;
   p.accuracy = s.accuracy;
   p.nparallel = opt.nparallel;
+  p.cpu = opt.cpu;
   p.nshots = s.nshots;
   p.n = s.n;
   for (int d = 0; d < s.ndim; ++d) {
@@ -436,16 +449,11 @@ ScalarState<T> make_state(const Setup<T>& s, const ScalarState<T>* given, StateR
   ScalarState<T> st;
   st.padded_shape = s.n;
   const auto size = static_cast<std::size_t>(s.nshots * s.points);
-  auto fill = [&](std::vector<T>& dst, const std::vector<T>* src, const std::string& field) {
-    if (src && !src->empty()) {
-      require(src->size() == size, field,
-              fmt::format("[nshots, *padded_shape] = [{}, {}], {} values, or none", s.nshots,
-                          join(s.n.data(), s.ndim, ", "), size),
-              fmt::format("{} values", src->size()));
+  auto fill = [&](std::vector<T>& dst, const std::vector<T>* src) {
+    if (src && !src->empty())
       dst = *src;
-    } else {
+    else
       dst.assign(size, T(0));
-    }
   };
   const bool any = has_fields(given, s.ndim);
   if (any) {
@@ -459,12 +467,36 @@ ScalarState<T> make_state(const Setup<T>& s, const ScalarState<T>* given, StateR
   const ScalarState<T>* src = any ? given : nullptr;
   const std::string u_name = state_field(role, "wavefield", "0");
   const std::string u_prev_name = state_field(role, "wavefield", "m1");
-  fill(st.wavefield, src ? &src->wavefield : nullptr, u_name);
-  fill(st.previous_wavefield, src ? &src->previous_wavefield : nullptr, u_prev_name);
+  // The fields are filled by the threads in parallel: a large 3-D state is most of a second's
+  // page faults and zeros (0.4 of 2.2 s at 256^3 + PML, one field after another).
+  std::vector<std::vector<T>*> dst = {&st.wavefield, &st.previous_wavefield};
+  std::vector<const std::vector<T>*> from = {src ? &src->wavefield : nullptr,
+                                             src ? &src->previous_wavefield : nullptr};
+  std::vector<std::string> names = {u_name, u_prev_name};
   for (int d = 0; d < s.ndim; ++d) {
-    fill(st.psi[d], src ? &src->psi[d] : nullptr, state_field(role, "psi", d, s.ndim));
-    fill(st.zeta[d], src ? &src->zeta[d] : nullptr, state_field(role, "zeta", d, s.ndim));
+    dst.insert(dst.end(), {&st.psi[d], &st.zeta[d]});
+    from.insert(from.end(), {src ? &src->psi[d] : nullptr, src ? &src->zeta[d] : nullptr});
+    names.insert(names.end(),
+                 {state_field(role, "psi", d, s.ndim), state_field(role, "zeta", d, s.ndim)});
   }
+  for (std::size_t k = 0; k < dst.size(); ++k)  // the size checks first: no throw in the region
+    if (from[k] && !from[k]->empty())
+      require(from[k]->size() == size, names[k],
+              fmt::format("[nshots, *padded_shape] = [{}, {}], {} values, or none", s.nshots,
+                          join(s.n.data(), s.ndim, ", "), size),
+              fmt::format("{} values", from[k]->size()));
+  const auto fields = static_cast<std::int64_t>(dst.size());
+  std::exception_ptr error;  // bad_alloc must not leave the parallel region
+#pragma omp parallel for schedule(dynamic)
+  for (std::int64_t k = 0; k < fields; ++k) {
+    try {
+      fill(*dst[k], from[k]);
+    } catch (...) {
+#pragma omp critical(sciproxy_wave_make_state)
+      if (!error) error = std::current_exception();
+    }
+  }
+  if (error) std::rethrow_exception(error);
   auto check_finite = [&](const std::vector<T>& f, const std::string& field) {
     for (std::size_t i = 0; i < f.size(); ++i)
       if (!std::isfinite(f[i]))

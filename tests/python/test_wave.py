@@ -99,6 +99,24 @@ def test_cpu_equals_reference():
                 assert rel_l2(a, b) < tol
 
 
+def test_cpu_tuning_changes_no_bit():
+    p = problem(3, np.float32, nshots=1, nt=30)
+    want = sw.scalar(**p, device="cpu")
+    try:
+        for tuning in ({"sweep_steps": 1}, {"sweep_steps": 3, "tiles_per_thread": 2},
+                       {"sweep_cache_bytes": 1, "prefetch_rows": 0}):
+            sw.cpu_tuning.clear()
+            sw.cpu_tuning.update(tuning)
+            for a, b in zip(sw.scalar(**p, device="cpu"), want):
+                np.testing.assert_array_equal(a, b)
+        sw.cpu_tuning.clear()
+        sw.cpu_tuning["sweep_depth"] = 2
+        with raises(ValueError, "cpu_tuning"):
+            sw.scalar(**p, device="cpu")
+    finally:
+        sw.cpu_tuning.clear()
+
+
 # --- continuation -----------------------------------------------------------------------------
 
 

@@ -277,9 +277,11 @@ TEST(ScalarWork, PointsBytesAndTimers) {
   opt.pml_width = {3, 4, 2, 5, 0, 0};
   Timers timers;
   const auto out = scalar<double>(kReference, p.input(), opt, nullptr, &timers);
-  // padded 23 x 21, without the halo 19 x 17 cells, 10 steps, 2 shots
+  // padded 23 x 21, without the halo 19 x 17 cells, 10 steps, 2 shots; per step u^t, u^{t-1},
+  // v read and u^{t+1} written, and psi, zeta read and written in the PML of each dimension
+  // (3 + 4 rows of 17 cells, 2 + 5 columns of 19)
   EXPECT_EQ(out.work.points, 19.0 * 17 * 10 * 2);
-  EXPECT_EQ(out.work.bytes, 4.0 * 8 * out.work.points);
+  EXPECT_EQ(out.work.bytes, 8.0 * (4 * 19 * 17 + 4 * (7 * 17 + 7 * 19)) * 10 * 2);
   EXPECT_GT(out.work.flops, 20 * out.work.points);
   EXPECT_EQ(out.work.precision, Precision::fp64);
   for (const char* region : {"scalar", "scalar/setup", "scalar/resample", "scalar/forward"})
@@ -288,7 +290,41 @@ TEST(ScalarWork, PointsBytesAndTimers) {
   const auto g = scalar_gradient<double>(kReference, p.input(), opt, std::span<const double>(y),
                                          nullptr, nullptr, &timers);
   EXPECT_NE(timers.find("scalar/backward"), nullptr);
-  EXPECT_GT(g.forward.work.bytes, 4.0 * 8 * g.forward.work.points);  // plus what it stores
+  EXPECT_EQ(g.forward.work.bytes, out.work.bytes + 8.0 * 19 * 17 * 10 * 2);  // + every stored step
+  // The whole call: the forward pass and the adjoint's 6 arrays per cell, 4 per PML cell and
+  // dimension, and the stored step and the gradient (3) per step.
+  EXPECT_EQ(g.work.points, 2 * out.work.points);
+  EXPECT_EQ(g.work.bytes, g.forward.work.bytes +
+                              8.0 * (6 * 19 * 17 + 4 * (7 * 17 + 7 * 19) + 3 * 19 * 17) * 10 * 2);
+}
+
+// The cpu backend's bytes, counted by hand for a 3-D forward in sweeps of 4 steps (temporal
+// blocking: each sweep reads and writes both buffers of u, of q and zeta once, and reads v once)
+// and of one step; the roofline fraction of a blocked run then stays below 1.
+TEST(ScalarWork, CpuBytesCountEachSweepOnce) {
+  const Device cpu{Backend::cpu, 0, false};
+  auto p = random_problem(3, {10, 9, 8}, 1, 1, 2, 10, 0.9, 23);
+  ScalarOptions opt;
+  opt.accuracy = 4;
+  opt.pml_width = {2, 3, 1, 2, 2, 2};
+  opt.nparallel = 1;
+  opt.cpu.sweep_steps = 4;
+  // Without the halo 15 x 12 x 12 cells; within the PML of a dimension: 5 of 15 planes, 3 of 12
+  // rows, 4 of 12 columns.
+  const double cells = 15.0 * 12 * 12, pml = 5.0 * 12 * 12 + 15.0 * 3 * 12 + 15.0 * 12 * 4;
+  // Once per call, the copies in the backend's layout: u and u^{t-1} in and out, v to v and
+  // v^2 dt^2, psi and zeta in and out.
+  const double copies = 8.0 * (8 * cells + 3 * cells + 8 * pml);
+  const auto blocked = scalar<double>(cpu, p.input(), opt);
+  ASSERT_EQ(blocked.step_ratio, 1);
+  // 10 steps: sweeps of 4, 4 and 2 steps; each u: 2 buffers read and written, v read; q: 2
+  // buffers, zeta: 1, read and written.
+  EXPECT_EQ(blocked.work.bytes, 3 * 8.0 * (5 * cells + 6 * pml) + copies);
+  opt.cpu.sweep_steps = 1;
+  const auto stepped = scalar<double>(cpu, p.input(), opt);
+  EXPECT_EQ(stepped.work.bytes, 10 * 8.0 * (4 * cells + 4 * pml) + copies);
+  EXPECT_EQ(stepped.work.points, blocked.work.points);
+  EXPECT_EQ(stepped.receiver_amplitudes, blocked.receiver_amplitudes);
 }
 
 // ---------------------------------------------------------------------------------------------

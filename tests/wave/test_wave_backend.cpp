@@ -547,6 +547,70 @@ TEST_F(WaveKernels, OneThreadEqualsTwoThreadsBitForBit) {
   omp_set_num_threads(saved);
 }
 
+// The cpu backend's tunables (ScalarCpuTuning) change its speed, never its results: temporal
+// blocking of any depth (the last sweep shorter), tiles per thread, rows per 2-D block, shot
+// batches and prefetch distance all give the bits of the defaults, with 1 and 2 threads, for
+// shots run alone and shared (3 shots on 2 threads: two alone, one shared).
+TEST_F(WaveKernels, CpuTuningChangesNoBit) {
+  if constexpr (kTestingCuda) GTEST_SKIP() << "the tuning is the cpu backend's";
+  std::mt19937_64 rng(71);
+  const int saved = omp_get_max_threads();
+  std::vector<ScalarCpuTuning> variants(7);
+  variants[1].sweep_steps = 1;
+  variants[2].sweep_steps = 3;
+  variants[2].tiles_per_thread = 3;
+  variants[3].sweep_steps = 5;
+  variants[3].rows_per_block = 1;
+  variants[3].prefetch_rows = 0;
+  variants[4].sweep_steps = 2;
+  variants[4].batch_bytes_per_thread = 1;
+  variants[4].rows_per_block = 7;
+  variants[5].sweep_cache_bytes = 1;  // 3-D: one step per sweep
+  variants[6].sweep_steps = 20;       // longer than the run
+  for (int ndim : {2, 3})
+    for (int accuracy : {4, 8})
+      for (int64_t nshots : {1, 3}) {
+        Shape s;
+        s.ndim = ndim;
+        s.accuracy = accuracy;
+        s.nshots = nshots;
+        s.store_interval = 2;
+        s.nt = 11;
+        s.nsources = 3;
+        s.nreceivers = 5;
+        s.min_model = ndim == 2 ? 12 : 6;
+        s.max_model = ndim == 2 ? 30 : 12;
+        const RandomProblem<float> rp(rng, s);
+        const std::string label = describe(s);
+        omp_set_num_threads(2);
+        const auto want = run_forward<float>(kBackend, rp, rp.p, rp.initial);
+        const auto bwant = run_backward<float>(kBackend, rp, rp.p, want.stored);
+        for (int threads : {1, 2})
+          for (std::size_t k = 0; k < variants.size(); ++k) {
+            omp_set_num_threads(threads);
+            ScalarProblem<float> p = rp.p;
+            p.cpu = variants[k];
+            const auto got = run_forward<float>(kBackend, rp, p, rp.initial);
+            const std::string what = label + ", variant " + std::to_string(k) + ", " +
+                                     std::to_string(threads) + " threads";
+            EXPECT_EQ(got.state.u, want.state.u) << what;
+            EXPECT_EQ(got.state.u_prev, want.state.u_prev) << what;
+            for (int d = 0; d < ndim; ++d) {
+              EXPECT_EQ(got.state.psi[d], want.state.psi[d]) << what;
+              EXPECT_EQ(got.state.zeta[d], want.state.zeta[d]) << what;
+            }
+            EXPECT_EQ(got.receivers, want.receivers) << what;
+            EXPECT_EQ(got.stored, want.stored) << what;
+            const auto bgot = run_backward<float>(kBackend, rp, p, want.stored);
+            EXPECT_EQ(bgot.state.u, bwant.state.u) << what;
+            EXPECT_EQ(bgot.grad_v, bwant.grad_v) << what;
+            EXPECT_EQ(bgot.grad_sources, bwant.grad_sources) << what;
+          }
+        compare_with_reference(rp, label);
+      }
+  omp_set_num_threads(saved);
+}
+
 // <F x, y> = <x, F^T y> with x = (initial state, sources), y = (final-state gradient, receiver
 // gradient): the backend's backward pass is the exact transpose of its forward pass, whatever
 // the reference does. Bounds: 1e-13 of the sum of the magnitudes of the products, and 1e-11 of
