@@ -79,7 +79,8 @@ TuningResult autotune(const TuningKey& key, const std::vector<TuningParameters>&
   nlohmann::json trials = nlohmann::json::array();
   for (const auto& t : result.trials)
     trials.push_back({{"parameters", t.parameters}, {"seconds", t.seconds}});
-  cache[key.text()] = {{"parameters", result.best}, {"seconds", result.seconds}, {"trials", trials}};
+  cache[key.text()] = {
+      {"parameters", result.best}, {"seconds", result.seconds}, {"trials", trials}};
   const std::string path = autotune_cache_path();
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);

@@ -2,8 +2,6 @@
 // (a second search runs nothing), keeps keys apart, survives a damaged cache, refuses no
 // candidates; and parstack's use of it: the tuned call gives the same result, bit for bit, as the
 // default one, and a chunk that is not whole vectors is refused by name.
-#include "sciproxy/core/autotune.hpp"
-
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -13,6 +11,7 @@
 #include <vector>
 
 #include "common/test_directory.hpp"
+#include "sciproxy/core/autotune.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/stack.hpp"
@@ -122,8 +121,8 @@ TEST_F(Autotune, TunedParstackEqualsTheDefaultBitForBit) {
     const test::RandomProblem<float> p(rng, wide);
     stack::ParstackOptions opt;
     opt.method = trial % 2 ? stack::Method::max : stack::Method::stack;
-    const auto n = static_cast<std::size_t>(stack::parstack_result_size(
-        p.nshifts, stack::parstack_extent(p.input(), opt), opt.method));
+    const auto n = static_cast<std::size_t>(
+        stack::parstack_result_size(p.nshifts, stack::parstack_extent(p.input(), opt), opt.method));
     std::vector<float> plain(n), tuned(n), given(n);
     stack::parstack<float>(cpu, p.input(), plain, opt);
     opt.autotune = true;
@@ -141,8 +140,8 @@ TEST_F(Autotune, ParstackRefusesAChunkOfPartVectors) {
   std::mt19937_64 rng(8);
   const test::RandomProblem<double> p(rng, {});
   stack::ParstackOptions opt;
-  std::vector<double> out(static_cast<std::size_t>(stack::parstack_result_size(
-      p.nshifts, stack::parstack_extent(p.input(), opt), opt.method)));
+  std::vector<double> out(static_cast<std::size_t>(
+      stack::parstack_result_size(p.nshifts, stack::parstack_extent(p.input(), opt), opt.method)));
   opt.chunk_samples = 12;  // 96 bytes: not whole 64-byte vectors
   try {
     stack::parstack<double>(Device{Backend::cpu, 0, false}, p.input(), out, opt);
