@@ -113,22 +113,39 @@ template <class T>
   max[0] = m;
 }
 
+// Where a pass over vectors starts and ends: from null starts at zero (or at out's values when
+// accumulating), else at the partial sums of the earlier traces in from[(v - base) * W ...]; to
+// null finishes into the sink, else the partial sums go to to[(v - base) * W ...].
+template <class T>
+struct Partials {
+  const T* from = nullptr;
+  T* to = nullptr;
+  std::int64_t base = 0;
+};
+
 // Vectors [v0, v1) of the chunk: the sum of the terms, U vectors at a time in registers.
 template <int U, class T>
 inline void sum_vectors(const Term<T>* const* terms, std::size_t nterms, std::int64_t v0,
-                        std::int64_t v1, Sink<T>& sink) {
+                        std::int64_t v1, Sink<T>& sink, const Partials<T>& partials) {
   using S = Simd<T>;
   using Vec = typename S::Vec;
   constexpr std::int64_t W = S::W;
   Vec max = sink.max;
   for (std::int64_t v = v0; v + U <= v1; v += U) {
     Vec acc[U];
-    for (int u = 0; u < U; ++u) acc[u] = sink.accumulate ? sink.load(v + u) : Vec{};
+    for (int u = 0; u < U; ++u)
+      acc[u] = partials.from     ? S::load(partials.from + (v + u - partials.base) * W)
+               : sink.accumulate ? sink.load(v + u)
+                                 : Vec{};
     for (std::size_t t = 0; t < nterms; ++t) {
       const T* src = terms[t]->src + v * W;
       const Vec w = S::broadcast(terms[t]->weight);
 #pragma GCC unroll 8
       for (int u = 0; u < U; ++u) acc[u] += w * S::load(src + u * W);
+    }
+    if (partials.to) {
+      for (int u = 0; u < U; ++u) S::store(partials.to + (v + u - partials.base) * W, acc[u]);
+      continue;
     }
 #pragma GCC unroll 8
     for (int u = 0; u < U; ++u) {
@@ -144,22 +161,46 @@ inline void sum_vectors(const Term<T>* const* terms, std::size_t nterms, std::in
   sink.max = max;
 }
 
+// Vectors [v0, v1) by 8, then 4, 2, 1: 8 independent accumulators keep both FMA pipes busy, and
+// segments between the starts and ends of traces are often only a few vectors long.
 template <class T>
-void sum_segment(const Term<T>* const* terms, std::size_t nterms, std::int64_t v0, std::int64_t v1,
-                 Sink<T>& sink) {
-  // 8 independent accumulators keep both FMA pipes busy; a segment's last vectors go by 4, 2, 1
-  // (segments between the starts and ends of traces are often only a few vectors long).
+void sum_vectors_by_8(const Term<T>* const* terms, std::size_t nterms, std::int64_t v0,
+                      std::int64_t v1, Sink<T>& sink, const Partials<T>& partials) {
   std::int64_t v = v0;
   const auto run = [&](auto unroll) {
     constexpr int U = decltype(unroll)::value;
     const std::int64_t vu = v + (v1 - v) / U * U;
-    sum_vectors<U>(terms, nterms, v, vu, sink);
+    sum_vectors<U>(terms, nterms, v, vu, sink, partials);
     v = vu;
   };
   run(std::integral_constant<int, 8>{});
   run(std::integral_constant<int, 4>{});
   run(std::integral_constant<int, 2>{});
   run(std::integral_constant<int, 1>{});
+}
+
+// Traces per pass and vectors per block when a segment has more traces than the prefetchers
+// follow streams (a hundred stations): the block's partial sums stay in L1 between the passes.
+// The traces are still summed in their order, so the result is the same bit for bit.
+constexpr std::size_t kTracesPerPass = 16;
+constexpr std::int64_t kVectorsPerBlock = 64;
+
+template <class T>
+void sum_segment(const Term<T>* const* terms, std::size_t nterms, std::int64_t v0, std::int64_t v1,
+                 Sink<T>& sink) {
+  if (nterms <= kTracesPerPass) {
+    sum_vectors_by_8(terms, nterms, v0, v1, sink, Partials<T>{});
+    return;
+  }
+  alignas(64) T partial[kVectorsPerBlock * Simd<T>::W];
+  for (std::int64_t b0 = v0; b0 < v1; b0 += kVectorsPerBlock) {
+    const std::int64_t b1 = std::min(v1, b0 + kVectorsPerBlock);
+    for (std::size_t g = 0; g < nterms; g += kTracesPerPass) {
+      const std::size_t n = std::min(kTracesPerPass, nterms - g);
+      const Partials<T> partials{g > 0 ? partial : nullptr, g + n < nterms ? partial : nullptr, b0};
+      sum_vectors_by_8(terms + g, n, b0, b1, sink, partials);
+    }
+  }
 }
 
 // Output samples [k0, k0 + n) of shift set s: written to out (method 0) or returned as their
