@@ -81,14 +81,7 @@ TuningResult autotune(const TuningKey& key, const std::vector<TuningParameters>&
     trials.push_back({{"parameters", t.parameters}, {"seconds", t.seconds}});
   cache[key.text()] = {
       {"parameters", result.best}, {"seconds", result.seconds}, {"trials", trials}};
-  const std::string path = autotune_cache_path();
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  try {
-    write_file_atomically(path, cache.dump(2) + "\n");
-  } catch (const IoError&) {
-    // A read-only cache directory only costs another search next time.
-  }
+  write_cache_file(autotune_cache_path(), cache.dump(2) + "\n");
   return result;
 }
 

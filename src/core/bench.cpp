@@ -105,4 +105,14 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   }
 }
 
+void write_cache_file(const std::string& path, const std::string& text) {
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  try {
+    write_file_atomically(path, text);
+  } catch (const IoError&) {
+    // A read-only home or cache directory: the next run measures again.
+  }
+}
+
 }  // namespace sciproxy

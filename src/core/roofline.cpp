@@ -249,14 +249,7 @@ Roofline measure_and_cache_roofline(const Device& device, int threads) {
                                                      : measure_cpu_roofline(threads);
   nlohmann::json cache = read_cache();
   cache[cache_key(device, threads)] = to_json(r);
-  const std::string path = roofline_cache_path();
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  try {
-    write_file_atomically(path, cache.dump(2) + "\n");
-  } catch (const IoError&) {
-    // A read-only home only costs a remeasurement next time.
-  }
+  write_cache_file(roofline_cache_path(), cache.dump(2) + "\n");
   return r;
 }
 

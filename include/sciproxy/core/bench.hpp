@@ -27,4 +27,8 @@ std::string environment_json(int threads = 0);
 // Writes `text` to `path` through a temporary file and a rename, so no half-written file is left.
 void write_file_atomically(const std::string& path, const std::string& text);
 
+// A cache file (the roofline's, the autotuner's) written atomically, its directory created; one
+// that cannot be written only costs measuring again next time, so failure is not an error.
+void write_cache_file(const std::string& path, const std::string& text);
+
 }  // namespace sciproxy
