@@ -12,8 +12,15 @@ const char* precision_name(Precision p) {
   return p == Precision::fp32 ? "fp32" : "fp64";
 }
 
+double Roofline::memory_bandwidth_gbs(const WorkModel& work) const {
+  const bool cached = work.working_set_bytes > 0 && last_level_cache_bytes > 0 &&
+                      work.working_set_bytes <= last_level_cache_bytes;
+  return cached ? std::max(bandwidth_gbs, cache_bandwidth_gbs) : bandwidth_gbs;
+}
+
 double Roofline::attainable_gflops(const WorkModel& work) const {
-  double bound = std::min(peak_gflops(work.precision), work.intensity() * bandwidth_gbs);
+  double bound =
+      std::min(peak_gflops(work.precision), work.intensity() * memory_bandwidth_gbs(work));
   if (work.cache_bytes > 0 && cache_bandwidth_gbs > 0)
     bound = std::min(bound, work.flops / work.cache_bytes * cache_bandwidth_gbs);
   return bound;
@@ -52,12 +59,13 @@ Rates derive_rates(const WorkModel& work, double seconds, const std::optional<Ro
   }
   if (roof && roof->bandwidth_gbs > 0 && roof->peak_gflops(work.precision) > 0) {
     r.attainable_gflops = roof->attainable_gflops(work);
+    const double memory = roof->memory_bandwidth_gbs(work);
     if (r.attainable_gflops >= roof->peak_gflops(work.precision))
       r.bound = "compute";
-    else if (r.attainable_gflops >= r.intensity * roof->bandwidth_gbs)
-      r.bound = "memory";
+    else if (memory == roof->bandwidth_gbs && r.attainable_gflops >= r.intensity * memory)
+      r.bound = "memory";  // DRAM
     else
-      r.bound = "cache";
+      r.bound = "cache";  // the working set in the last-level cache, or the declared cache stream
     if (r.attainable_gflops > 0) r.roofline_fraction = r.gflops_per_s / r.attainable_gflops;
   }
   return r;
@@ -70,6 +78,7 @@ nlohmann::json to_json(const Rates& r, const WorkModel& work) {
           {"flops", work.flops},
           {"bytes", work.bytes},
           {"cache_bytes", work.cache_bytes},
+          {"working_set_bytes", work.working_set_bytes},
           {"precision", precision_name(work.precision)},
           {"gpoints_per_s", r.gpoints_per_s},
           {"gflops_per_s", r.gflops_per_s},

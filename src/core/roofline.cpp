@@ -204,9 +204,24 @@ nlohmann::json read_cache() {
 
 }  // namespace
 
+double last_level_cache_bytes() {  // cpu0's caches in sysfs: the largest
+  double largest = 0;
+  for (int index = 0; index < 8; ++index) {
+    std::ifstream f(fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/size", index));
+    std::string size;
+    if (!(f >> size) || size.empty()) continue;
+    double value = std::atof(size.c_str());
+    if (size.back() == 'K') value *= 1024;
+    if (size.back() == 'M') value *= 1024 * 1024;
+    largest = std::max(largest, value);
+  }
+  return largest;
+}
+
 Roofline measure_cpu_roofline(int threads) {
   if (threads <= 0) threads = max_threads();
   Roofline r;
+  r.last_level_cache_bytes = last_level_cache_bytes();
   r.machine = cpu_model();
   r.threads = threads;
   r.load_average = load_average();
@@ -237,7 +252,9 @@ std::optional<Roofline> cached_roofline(const Device& device, int threads) {
   const std::string key = cache_key(device, threads);
   if (!cache.contains(key)) return std::nullopt;
   try {
-    return roofline_from_json(cache.at(key));
+    Roofline r = roofline_from_json(cache.at(key));
+    if (device.backend != Backend::cuda) r.last_level_cache_bytes = last_level_cache_bytes();
+    return r;
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;
   }

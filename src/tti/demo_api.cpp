@@ -532,6 +532,12 @@ TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& in,
         {"source injection", section_work(injections, 2, 2 * es + es / 8, precision), 0});
     out.work.points = points;
     out.work.precision = precision;
+    // What every step reads again: u, u-, the coefficients (one value each when constant), and
+    // the two-pass fluxes; in the last-level cache when it is small enough (metrics.hpp).
+    const double arrays =
+        2.0 + (constant ? 0.0 : 8.0) + (form == TtiDemoForm::two_pass ? 3.0 : 0.0);
+    out.work.working_set_bytes = arrays * es * static_cast<double>(g.padded_points());
+    for (auto& s : out.sections) s.work.working_set_bytes = out.work.working_set_bytes;
     for (auto& s : out.sections) {
       out.work.flops += s.work.flops;
       out.work.bytes += s.work.bytes;

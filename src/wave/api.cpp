@@ -169,6 +169,12 @@ WorkModel work_model(const Setup<T>& s, std::int64_t store_interval, Backend bac
     bytes = run(static_cast<double>(s.nshots), 1);
   }
   w.bytes = bytes + elem * stored_steps(s, store_interval) * static_cast<double>(s.nshots) * cells;
+  // What every step reads again: each shot's u^t, u^{t-1}, the PML's fields, and the models.
+  // When they fit the last-level cache, sweeps after the first read them from there
+  // (metrics.hpp); the stored steps stream through once and are not part of it (their bytes
+  // are then counted at the cache's speed too, which can only lower the fraction).
+  w.working_set_bytes = elem * (static_cast<double>(s.nshots) * fields * (3 * cells + 4 * pml) +
+                                static_cast<double>(s.nmodels) * cells);
   return w;
 }
 

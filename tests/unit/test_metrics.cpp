@@ -74,3 +74,34 @@ TEST(Metrics, RooflineJsonRoundTrip) {
   EXPECT_DOUBLE_EQ(back.cache_bandwidth_gbs, 120);
   EXPECT_DOUBLE_EQ(back.peak_gflops_fp64, 200);
 }
+
+TEST(Roofline, AWorkingSetInTheLastLevelCacheMovesAtCacheSpeed) {
+  // Fields that stay in the last-level cache between sweeps are not bound by DRAM: the memory
+  // ceiling becomes the cache's (an upper bound of L3's), so the fraction never exceeds 1 for a
+  // kernel that runs faster than DRAM allows; without a declared working set, or one too large,
+  // DRAM stays the ceiling.
+  Roofline roof;
+  roof.bandwidth_gbs = 40;
+  roof.cache_bandwidth_gbs = 400;
+  roof.peak_gflops_fp32 = 1000;
+  roof.peak_gflops_fp64 = 500;
+  roof.last_level_cache_bytes = 32e6;
+  WorkModel w;
+  w.flops = 1e9;
+  w.bytes = 4e9;  // intensity 0.25
+  w.precision = Precision::fp32;
+  EXPECT_DOUBLE_EQ(roof.memory_bandwidth_gbs(w), 40);
+  EXPECT_DOUBLE_EQ(roof.attainable_gflops(w), 10);
+  w.working_set_bytes = 10e6;
+  EXPECT_DOUBLE_EQ(roof.memory_bandwidth_gbs(w), 400);
+  EXPECT_DOUBLE_EQ(roof.attainable_gflops(w), 100);
+  const Rates r = derive_rates(w, 0.02, roof);  // 50 GFlops/s: beyond DRAM's 10
+  EXPECT_EQ(r.bound, "cache");
+  EXPECT_DOUBLE_EQ(r.roofline_fraction, 0.5);
+  w.working_set_bytes = 64e6;  // larger than the cache: DRAM again
+  EXPECT_DOUBLE_EQ(roof.attainable_gflops(w), 10);
+  EXPECT_EQ(derive_rates(w, 0.2, roof).bound, "memory");
+  roof.last_level_cache_bytes = 0;  // a GPU, or an unknown cache
+  w.working_set_bytes = 10e6;
+  EXPECT_DOUBLE_EQ(roof.memory_bandwidth_gbs(w), 40);
+}

@@ -22,6 +22,9 @@ struct WorkModel {
   double flops = 0;        // floating-point operations the implemented expressions do
   double bytes = 0;        // compulsory bytes: each input read once, each output written once
   double cache_bytes = 0;  // bytes the algorithm streams from cache (0: not declared)
+  // Bytes the kernel keeps touching from one sweep to the next (its fields); when they fit the
+  // last-level cache, the compulsory bytes move at cache speed, not DRAM's (0: not declared).
+  double working_set_bytes = 0;
   Precision precision = Precision::fp64;
 
   double intensity() const { return bytes > 0 ? flops / bytes : 0.0; }  // flop per byte
@@ -36,6 +39,12 @@ struct Roofline {
   double peak_gflops_fp32 = 0;
   double peak_gflops_fp64 = 0;
   double load_average = 0;  // of the machine while it was measured: high means low ceilings
+  double last_level_cache_bytes = 0;  // of the CPU (sysfs; not cached with the ceilings); 0: GPU
+
+  // The bandwidth the compulsory bytes move at: DRAM's, or the cache's when the work's working
+  // set fits the last-level cache. The cache ceiling measured is L2's reads, an upper bound of
+  // L3's, so the fraction of it is never above what the machine can do.
+  double memory_bandwidth_gbs(const WorkModel& work) const;
 
   double peak_gflops(Precision p) const {
     return p == Precision::fp32 ? peak_gflops_fp32 : peak_gflops_fp64;

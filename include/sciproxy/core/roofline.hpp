@@ -13,6 +13,8 @@
 namespace sciproxy {
 
 std::string cpu_model();
+// The CPU's largest cache in bytes (sysfs), 0 where unknown.
+double last_level_cache_bytes();
 
 Roofline measure_cpu_roofline(int threads);
 Roofline measure_cuda_roofline(int device_index);  // throws NotCompiled without CUDA
