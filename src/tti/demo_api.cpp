@@ -514,7 +514,9 @@ TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& in,
     const double es = sizeof(T);
     const Precision precision = sizeof(T) == 4 ? Precision::fp32 : Precision::fp64;
     const TtiDemoFlops flops = tti_demo_flops(options.space_order);
-    const DemoTraffic traffic = demo_traffic(device.backend, form, constant, sweep_steps, in.nt);
+    // The steps per sweep that ran: the autotuner may have changed the static choice.
+    const DemoTraffic traffic =
+        demo_traffic(device.backend, form, constant, problem.tuning.sweep_steps, in.nt);
     if (form == TtiDemoForm::two_pass) {
       out.sections.push_back(
           {"flux pass", section_work(points, flops.flux, traffic.flux * es, precision), 0});
