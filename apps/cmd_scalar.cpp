@@ -37,6 +37,7 @@ struct ScalarCliOptions {
   bool born = false;
   double scatter = 100;
   bool verify = false;
+  bool autotune = false;
   std::int64_t verify_nt = 100;
   std::int64_t verify_shots = 2;
   std::string json_path;
@@ -73,7 +74,8 @@ int run_scalar_command(const ScalarCliOptions& opt) {
                          {"source_depth", std::to_string(opt.source_depth)},
                          {"dtype", parse_dtype(opt.dtype)},
                          {"verify_nt", std::to_string(opt.verify_nt)},
-                         {"verify_shots", std::to_string(opt.verify_shots)}}};
+                         {"verify_shots", std::to_string(opt.verify_shots)},
+                         {"autotune", opt.autotune ? "1" : "0"}}};
   for (std::size_t d = 0; d < shape.size(); ++d)
     settings.values[fmt::format("shape{}", d)] = std::to_string(shape[d]);
   if (opt.born) settings.values["scatter"] = fmt::format("{}", opt.scatter);
@@ -255,6 +257,10 @@ Command add_scalar_command(CLI::App& root) {
                 "on the reference backend and compare (rel L2 1e-5 float32, 1e-12 float64; "
                 "--born 1e-4, 1e-11; the velocity gradient or image with "
                 "--storage-compression in float32: 1e-2)");
+  sub->add_flag("--autotune", opt->autotune,
+                "cpu: choose the forward's steps per sweep and its tiles (3-D) or rows per block "
+                "(2-D) by timing candidates on a few steps of this problem (once; cached per "
+                "machine, shape, accuracy, dtype and threads)");
   sub->add_option("--verify-nt", opt->verify_nt, "Samples of the verification window")
       ->type_name("NT")
       ->capture_default_str();

@@ -105,8 +105,9 @@ const OptionNames& scalar_option_names() {
                                   {"storage_compression", "--storage-compression"},
                                   {"storage_dir", "--storage-dir"},
                                   {"verify_nt", "--verify-nt"},
-                                  {"verify_shots", "--verify-shots"}},
-                                 {"storage_compression"}};
+                                  {"verify_shots", "--verify-shots"},
+                                  {"autotune", "--autotune"}},
+                                 {"storage_compression", "autotune"}};
   return names;
 }
 

@@ -107,6 +107,8 @@ def run_case(case, mode, args, sw, torch, deepwave):
     np_args = dict(v=case["v"], grid_spacing=case["dx"], dt=case["dt"],
                    source_amplitudes=case["amps"], source_locations=case["src"],
                    receiver_locations=case["rec"], device=device, nparallel=args.threads, **common)
+    if args.autotune:
+        np_args["autotune"] = True  # searched in the first (untimed) call, then read from the cache
     if mode == "gradient" and args.gradient_sampling == "deepwave":
         # Deepwave stores the wavefield every step_ratio inner steps; ours by default every
         # inner step (the exact gradient, step_ratio times the memory).
@@ -244,6 +246,9 @@ def main(argv=None):
                         help="torch.set_num_threads and sciproxy nparallel (all CPUs)")
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda[:N] for both")
     parser.add_argument("--json", metavar="FILE", help="write the results and the environment")
+    parser.add_argument("--autotune", action="store_true",
+                        help="sciproxy's cpu sweep and block sizes chosen by its autotuner (searched "
+                             "once per case before the timed runs, cached) instead of the defaults")
     parser.add_argument("--gradient-sampling", choices=["deepwave", "exact"], default="deepwave",
                         help="store for the gradient every step_ratio inner steps as Deepwave does "
                              "(default; the same memory and work), or every inner step (exact)")
@@ -309,7 +314,7 @@ def main(argv=None):
           f"{env['load_average_at_end'][0]:.2f}")
     if args.json:
         config = {k: getattr(args, k) for k in ("cases", "modes", "sizes", "accuracies", "nt", "shots", "dtype",
-                                                "reps", "threads", "device")}
+                                                "reps", "threads", "device", "autotune")}
         write_json_atomically(args.json, {"benchmark": "scalar_vs_deepwave", "environment": env,
                                           "config": config, "results": results})
         print(f"# wrote {args.json}")

@@ -48,6 +48,7 @@ module sciproxy
     integer(c_int32_t) :: offsetout = 0
     integer(c_int64_t) :: lengthout = -1
     integer(c_int) :: accumulate = 0, clamp_max_at_zero = 0, nparallel = 0
+    integer(c_int) :: autotune = 0  ! cpu: the chunk chosen by timing (cached)
   end type
 
   type, bind(c), public :: sciproxy_argmax_input
@@ -95,6 +96,7 @@ module sciproxy
     integer(c_int) :: time_taper = 0, storage = 0, storage_compression = 0
     type(c_ptr) :: storage_directory = c_null_ptr
     integer(c_int) :: nparallel = 0
+    integer(c_int) :: autotune = 0  ! cpu: sweep and block sizes chosen by timing (cached)
   end type
 
   type, bind(c), public :: sciproxy_scalar_state
@@ -147,6 +149,7 @@ module sciproxy
     integer(c_size_t) :: struct_size = 0
     type(c_ptr) :: device = c_null_ptr
     integer(c_int) :: space_order = 8, form = 1, nparallel = 0
+    integer(c_int) :: autotune = 0  ! cpu, fused: tile budget and steps per sweep by timing
   end type
 
   ! ---- specex (c/specex.h) ----

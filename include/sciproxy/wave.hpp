@@ -89,6 +89,11 @@ struct ScalarOptions {
   std::string storage_directory;
   int nparallel = 0;    // OpenMP threads for the cpu backend; 0: all
   ScalarCpuTuning cpu;  // the cpu backend's block sizes (its speed only)
+  // cpu backend: choose the forward's steps per sweep and tiles (3-D) or rows per block (2-D) by
+  // timing candidates over a few steps of this problem, overriding those of `cpu`; the choice is
+  // cached per machine, shape, accuracy, dtype and thread count (sciproxy/core/autotune.hpp) and
+  // later calls read it. It changes the speed, never a bit of the results.
+  bool autotune = false;
 };
 
 template <class T>

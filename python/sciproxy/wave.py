@@ -131,7 +131,8 @@ def _per_side(name: str, value, ndim: int, *, allow_none: bool, default: int) ->
 def _prepare(v, grid_spacing, dt, source_amplitudes, source_locations, receiver_locations,
              accuracy, pml_width, pml_freq, max_vel, survey_pad, state, origin, nt,
              model_gradient_sampling_interval, freq_taper_frac, time_pad_frac, time_taper,
-             storage_mode, storage_path, storage_compression, device, nparallel, stacklevel):
+             storage_mode, storage_path, storage_compression, device, nparallel, stacklevel,
+             autotune=False):
     """Checks and normalises the arguments; returns what the extension needs."""
     v = _as_array("v", v)
     if v.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
@@ -272,6 +273,7 @@ def _prepare(v, grid_spacing, dt, source_amplitudes, source_locations, receiver_
         "storage_path": "" if storage_path is None else os.fspath(storage_path),
         "nparallel": _nparallel(nparallel),
         "cpu_tuning": {str(k): int(v) for k, v in cpu_tuning.items()},
+        "autotune": _bool("autotune", autotune),
     }
     if options["freq_taper_frac"] > 1:
         raise ValueError(f"freq_taper_frac: expected a fraction in [0, 1], "
@@ -406,7 +408,8 @@ def scalar_run(v, grid_spacing, dt, source_amplitudes=None, source_locations=Non
                psix_m1=None, zetaz_m1=None, zetay_m1=None, zetax_m1=None, origin=None, nt=None,
                model_gradient_sampling_interval=1, freq_taper_frac=0.0, time_pad_frac=0.0,
                time_taper=False, storage_mode="device", storage_path=None,
-               storage_compression=False, device="auto", nparallel=None, _stacklevel=2):
+               storage_compression=False, device="auto", nparallel=None, autotune=False,
+               _stacklevel=2):
     """``scalar`` (kept for callers that used it: ``scalar`` returns the same object now)."""
     state = dict(wavefield_0=wavefield_0, wavefield_m1=wavefield_m1, psiz_m1=psiz_m1,
                  psiy_m1=psiy_m1, psix_m1=psix_m1, zetaz_m1=zetaz_m1, zetay_m1=zetay_m1,
@@ -415,7 +418,8 @@ def scalar_run(v, grid_spacing, dt, source_amplitudes=None, source_locations=Non
         v, grid_spacing, dt, source_amplitudes, source_locations, receiver_locations, accuracy,
         pml_width, pml_freq, max_vel, survey_pad, state, origin, nt,
         model_gradient_sampling_interval, freq_taper_frac, time_pad_frac, time_taper,
-        storage_mode, storage_path, storage_compression, device, nparallel, _stacklevel + 2)
+        storage_mode, storage_path, storage_compression, device, nparallel, _stacklevel + 2,
+        autotune)
     return _run(_kernel("scalar", dtype, args[2])(*args, initial, dev), args[2])
 
 
@@ -425,7 +429,7 @@ def scalar(v, grid_spacing, dt, source_amplitudes=None, source_locations=None,
            psix_m1=None, zetaz_m1=None, zetay_m1=None, zetax_m1=None, origin=None, nt=None,
            model_gradient_sampling_interval=1, freq_taper_frac=0.0, time_pad_frac=0.0,
            time_taper=False, storage_mode="device", storage_path=None, storage_compression=False,
-           device="auto", nparallel=None):
+           device="auto", nparallel=None, *, autotune=False):
     """Scalar wave propagation, like ``deepwave.scalar`` (numpy arrays in and out).
 
     Parameters
@@ -457,6 +461,10 @@ def scalar(v, grid_spacing, dt, source_amplitudes=None, source_locations=None,
         directory. Its files have no name, so nothing is left behind however the process ends.
     device : 'auto', 'reference', 'cpu', 'cuda', 'cuda:N'.
     nparallel : threads of the cpu backend; None: all.
+    autotune : cpu backend: choose the forward's steps per sweep and its tiles (3-D) or rows per
+        block (2-D) by timing candidates on a few steps of this problem, cached per machine,
+        shape, accuracy, dtype and thread count (later calls read the cache). The results are
+        the same bits; ``cpu_tuning`` gives the sizes by hand instead.
 
     Returns
     -------
@@ -471,7 +479,7 @@ def scalar(v, grid_spacing, dt, source_amplitudes=None, source_locations=None,
         pml_width, pml_freq, max_vel, survey_pad, wavefield_0, wavefield_m1, psiz_m1, psiy_m1,
         psix_m1, zetaz_m1, zetay_m1, zetax_m1, origin, nt, model_gradient_sampling_interval,
         freq_taper_frac, time_pad_frac, time_taper, storage_mode, storage_path,
-        storage_compression, device, nparallel, _stacklevel=3)
+        storage_compression, device, nparallel, autotune=autotune, _stacklevel=3)
 
 
 def scalar_gradient(v, grid_spacing, dt, source_amplitudes=None, source_locations=None,
@@ -482,7 +490,7 @@ def scalar_gradient(v, grid_spacing, dt, source_amplitudes=None, source_location
                     freq_taper_frac=0.0, time_pad_frac=0.0, time_taper=False,
                     storage_mode="device", storage_path=None, storage_compression=False,
                     device="auto", nparallel=None, *, grad_receiver_amplitudes=None,
-                    grad_final_state=None, return_details=False):
+                    grad_final_state=None, return_details=False, autotune=False):
     """Gradient of a loss with respect to v and the source amplitudes.
 
     Takes ``scalar``'s arguments and ``grad_receiver_amplitudes`` [n_shots, n_receivers, nt]:
@@ -505,7 +513,7 @@ def scalar_gradient(v, grid_spacing, dt, source_amplitudes=None, source_location
         v, grid_spacing, dt, source_amplitudes, source_locations, receiver_locations, accuracy,
         pml_width, pml_freq, max_vel, survey_pad, state, origin, nt,
         model_gradient_sampling_interval, freq_taper_frac, time_pad_frac, time_taper,
-        storage_mode, storage_path, storage_compression, device, nparallel, 3)
+        storage_mode, storage_path, storage_compression, device, nparallel, 3, autotune)
     ndim, nt_, nshots, nreceivers = args[2], args[6], args[7], args[9]
     names = state_names(ndim)
 
@@ -613,7 +621,7 @@ def scalar_born(v, scatter, grid_spacing, dt, source_amplitudes=None, source_loc
                 pml_freq=None, max_vel=None, survey_pad=None, wavefield_0=None, wavefield_m1=None,
                 wavefield_sc_0=None, wavefield_sc_m1=None, origin=None, nt=None,
                 model_gradient_sampling_interval=1, freq_taper_frac=0.0, time_pad_frac=0.0,
-                time_taper=False, device="auto", nparallel=None):
+                time_taper=False, device="auto", nparallel=None, *, autotune=False):
     """Born modelling, like ``deepwave.scalar_born`` (numpy arrays in and out).
 
     ``scatter`` (v's shape, m/s) is the velocity perturbation; the scattered field is the exact
@@ -631,7 +639,7 @@ def scalar_born(v, scatter, grid_spacing, dt, source_amplitudes=None, source_loc
         v, grid_spacing, dt, source_amplitudes, source_locations, receiver_locations, accuracy,
         pml_width, pml_freq, max_vel, survey_pad, state, origin, nt,
         model_gradient_sampling_interval, freq_taper_frac, time_pad_frac, time_taper, "device",
-        ".", False, device, nparallel, 3)
+        ".", False, device, nparallel, 3, autotune)
     ndim, nshots = args[2], args[7]
     scatter, bg = _born_arrays(v, scatter, bg_receiver_locations, args, dtype, True)
     sc_state = {"wavefield_0": None if wavefield_sc_0 is None else _as_array("wavefield_sc_0",
@@ -657,7 +665,7 @@ def scalar_born_gradient(v, scatter, grid_spacing, dt, source_amplitudes=None,
                          time_pad_frac=0.0, time_taper=False, storage_mode="device",
                          storage_path=None, storage_compression=False, device="auto",
                          nparallel=None, *, grad_receiver_amplitudes,
-                         grad_bg_receiver_amplitudes=None, source_gradient=True):
+                         grad_bg_receiver_amplitudes=None, source_gradient=True, autotune=False):
     """The adjoint of ``scalar_born``: returns (grad_scatter, grad_source_amplitudes).
 
     grad_scatter (v's shape) is the migration image J^T grad_receiver_amplitudes, exactly
@@ -670,7 +678,7 @@ def scalar_born_gradient(v, scatter, grid_spacing, dt, source_amplitudes=None,
         v, grid_spacing, dt, source_amplitudes, source_locations, receiver_locations, accuracy,
         pml_width, pml_freq, max_vel, survey_pad, {}, None, nt, model_gradient_sampling_interval,
         freq_taper_frac, time_pad_frac, time_taper, storage_mode, storage_path,
-        storage_compression, device, nparallel, 3)
+        storage_compression, device, nparallel, 3, autotune)
     ndim, nt_, nshots, nreceivers = args[2], args[6], args[7], args[9]
     scatter, bg = _born_arrays(v, scatter, bg_receiver_locations, args, dtype, False)
 

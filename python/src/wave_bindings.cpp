@@ -91,6 +91,7 @@ wv::ScalarOptions options_of(const nb::dict& d) {
   o.storage_compression = nb::cast<bool>(d["storage_compression"]);
   o.storage_directory = nb::cast<std::string>(d["storage_path"]);
   o.nparallel = nb::cast<int>(d["nparallel"]);
+  o.autotune = d.contains("autotune") && nb::cast<bool>(d["autotune"]);
   if (d.contains("cpu_tuning")) {
     wv::ScalarCpuTuning& t = o.cpu;
     const std::pair<const char*, std::int64_t*> keys[] = {

@@ -67,6 +67,7 @@ sciproxy::stack::ParstackOptions options_of(const sciproxy_parstack_options& c) 
   o.accumulate = c.accumulate != 0;
   o.clamp_max_at_zero = c.clamp_max_at_zero != 0;
   o.nparallel = c.nparallel > 0 ? c.nparallel : 0;
+  o.autotune = c.autotune != 0;
   return o;
 }
 
@@ -139,6 +140,7 @@ void sciproxy_parstack_options_default(sciproxy_parstack_options* options) {
   options->accumulate = d.accumulate ? 1 : 0;
   options->clamp_max_at_zero = d.clamp_max_at_zero ? 1 : 0;
   options->nparallel = d.nparallel;
+  options->autotune = d.autotune ? 1 : 0;
 }
 
 void sciproxy_argmax_options_default(sciproxy_argmax_options* options) {

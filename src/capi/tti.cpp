@@ -194,6 +194,7 @@ DemoOptions demo_options_of(const sciproxy_tti_demo_options* options) {
   o.library.form =
       c.form == SCIPROXY_TTI_DEMO_FUSED ? tt::TtiDemoForm::fused : tt::TtiDemoForm::two_pass;
   o.library.nparallel = std::max(0, c.nparallel);
+  o.library.autotune = c.autotune != 0;
   o.device = c.device;
   return o;
 }
@@ -253,6 +254,7 @@ void sciproxy_tti_demo_options_default(sciproxy_tti_demo_options* options) {
   options->form =
       d.form == tt::TtiDemoForm::fused ? SCIPROXY_TTI_DEMO_FUSED : SCIPROXY_TTI_DEMO_TWO_PASS;
   options->nparallel = d.nparallel;
+  options->autotune = d.autotune ? 1 : 0;
 }
 
 #define SCIPROXY_TTI_C(T, S)                                                                      \

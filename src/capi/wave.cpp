@@ -122,6 +122,7 @@ Options options_of(const sciproxy_scalar_options* options, int ndim) {
     opt.storage_directory =
         wv::detail::storage_directory(opt.storage_directory, "options.storage_directory").string();
   opt.nparallel = std::max(0, c.nparallel);
+  opt.autotune = c.autotune != 0;
   o.device = sciproxy::capi::device_of(c.device);
   return o;
 }
@@ -318,6 +319,7 @@ void sciproxy_scalar_options_default(sciproxy_scalar_options* options) {
   options->storage_compression = d.storage_compression ? 1 : 0;
   options->storage_directory = nullptr;  // the system's temporary directory
   options->nparallel = d.nparallel;
+  options->autotune = d.autotune ? 1 : 0;
 }
 
 #define SCIPROXY_SCALAR_C(T, S)                                                                    \

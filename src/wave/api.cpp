@@ -27,8 +27,10 @@
 #include "core/recorded_call.hpp"
 #include "cpu_plan.hpp"
 #include "gradient_storage.hpp"
+#include "sciproxy/core/autotune.hpp"
 #include "sciproxy/core/cancel.hpp"
 #include "sciproxy/core/error.hpp"
+#include "sciproxy/core/resources.hpp"
 #include "sciproxy/wave.hpp"
 #include "setup.hpp"
 
@@ -194,6 +196,55 @@ WorkModel gradient_work(const Setup<T>& s, std::int64_t store_interval, Backend 
   return w;
 }
 
+// Candidates: 3-D, steps per sweep 1, 2, 4 or 8 with 1 or 2 tiles per thread; 2-D, 1 or 4 steps
+// per sweep with 2 to 16 rows per block (1-D has nothing to tune). Each is timed over 8 steps
+// (whole sweeps of every candidate), which include the cpu layout copies; those cost every
+// candidate the same.
+template <class T>
+void autotune_forward(const Device& device, Setup<T>& s, const char* kernel,
+                      const std::function<void(const kernels::ScalarProblem<T>&)>& trial) {
+  if (device.backend != Backend::cpu || s.ndim == 1 || s.nt_inner == 0) return;
+  TuningKey key;
+  key.kernel = kernel;
+  key.device = "cpu";
+  key.precision = sizeof(T) == 4 ? Precision::fp32 : Precision::fp64;
+  key.threads = resolve_threads(s.problem.nparallel, "nparallel");
+  key.shape = fmt::format("padded={} accuracy={} shots={} models={}", join(s.n.data(), s.ndim, "x"),
+                          s.accuracy, s.nshots, s.nmodels);
+  std::vector<TuningParameters> candidates;
+  if (s.ndim == 3) {
+    for (std::int64_t steps : {1, 2, 4, 8})
+      for (std::int64_t tiles : {1, 2})
+        candidates.push_back({{"sweep_steps", steps}, {"tiles_per_thread", tiles}});
+  } else {
+    for (std::int64_t steps : {1, 4})
+      for (std::int64_t rows : {2, 4, 8, 16})
+        candidates.push_back({{"sweep_steps", steps}, {"rows_per_block", rows}});
+  }
+  const auto tuning = autotune(key, candidates, [&](const TuningParameters& c) {
+    kernels::ScalarProblem<T> p = s.problem;
+    p.nt = std::min<std::int64_t>(s.nt_inner, 8);
+    for (const auto& [name, value] : c)
+      (name == "sweep_steps"        ? p.cpu.sweep_steps
+       : name == "tiles_per_thread" ? p.cpu.tiles_per_thread
+                                    : p.cpu.rows_per_block) = value;
+    trial(p);
+  });
+  // A cache entry with values the kernel would not take is ignored, not trusted.
+  for (const auto& [name, value] : tuning.best) {
+    if (value < 1 || value > 64) continue;
+    if (name == "sweep_steps") s.problem.cpu.sweep_steps = value;
+    if (name == "tiles_per_thread") s.problem.cpu.tiles_per_thread = value;
+    if (name == "rows_per_block") s.problem.cpu.rows_per_block = value;
+  }
+}
+
+template void autotune_forward<float>(
+    const Device&, Setup<float>&, const char*,
+    const std::function<void(const kernels::ScalarProblem<float>&)>&);
+template void autotune_forward<double>(
+    const Device&, Setup<double>&, const char*,
+    const std::function<void(const kernels::ScalarProblem<double>&)>&);
 template WorkModel work_model<float>(const Setup<float>&, std::int64_t, Backend, int);
 template WorkModel work_model<double>(const Setup<double>&, std::int64_t, Backend, int);
 template WorkModel gradient_work<float>(const Setup<float>&, std::int64_t, Backend);
@@ -277,15 +328,24 @@ ScalarOutput<T> scalar(const Device& device, const ScalarInput<T>& in, const Sca
       out.state = make_state(s, initial, StateRole::initial);
     }
     ndim = s.ndim;
-    out.work = work_model(s, 0, device.backend);
-    call.set_work(out.work);
-    set_parameters(call, s, opt);
     std::vector<T> sources;
     {
       auto r = Timers::region(context.timers, "resample");
       sources = scaled_sources<T>(s, in.source_amplitudes, nullptr);
     }
     std::vector<T> receivers_tm(static_cast<std::size_t>(s.nt_inner * s.nshots * s.nreceivers));
+    if (opt.autotune) {
+      auto r = Timers::region(context.timers, "autotune");
+      autotune_forward<T>(device, s, "scalar_forward", [&](const kernels::ScalarProblem<T>& p) {
+        ScalarState<T> copy = out.state;
+        const Context quiet{device, nullptr};  // the trials are not the call's timings
+        SCIPROXY_RUN_KERNEL(quiet, scalar_forward, p, fields_of(s, copy), sources.data(),
+                            receivers_tm.data(), static_cast<T*>(nullptr));
+      });
+    }
+    out.work = work_model(s, 0, device.backend);  // of the tuning that runs
+    call.set_work(out.work);
+    set_parameters(call, s, opt);
     if (s.nt_inner > 0) {
       auto r = Timers::region(context.timers, "forward");
       SCIPROXY_RUN_KERNEL(context, scalar_forward, s.problem, fields_of(s, out.state),
@@ -358,12 +418,6 @@ ScalarGradient<T> gradient(const Context& context, const ScalarInput<T>& in,
     grad.forward.state = make_state(s, initial, StateRole::initial);
     adjoint = make_state(s, grad_final, StateRole::grad_final);
   }
-  grad.forward.work = work_model(s, store_interval, context.device.backend);
-  grad.work = gradient_work(s, store_interval, context.device.backend);
-  if (call) {
-    call->set_work(grad.work);
-    set_parameters(*call, s, opt);
-  }
   GradientStore<T> store(s, opt, store_interval);
   const std::int64_t chunk = store.chunk_steps();
   const std::int64_t src_stride = s.nshots * s.nsources, rec_stride = s.nshots * s.nreceivers;
@@ -375,6 +429,23 @@ ScalarGradient<T> gradient(const Context& context, const ScalarInput<T>& in,
     sources = scaled_sources<T>(s, in.source_amplitudes, &inner_amplitudes);
   }
   std::vector<T> receivers_tm(static_cast<std::size_t>(s.nt_inner * rec_stride));
+  if (opt.autotune) {
+    // Tuned on the forward alone (storing nothing): its trials and scalar's share the cache.
+    auto r = Timers::region(timers, "autotune");
+    autotune_forward<T>(
+        context.device, s, "scalar_forward", [&](const kernels::ScalarProblem<T>& p) {
+          ScalarState<T> copy = grad.forward.state;
+          const Context quiet{context.device, nullptr};
+          SCIPROXY_RUN_KERNEL(quiet, scalar_forward, p, fields_of(s, copy), sources.data(),
+                              receivers_tm.data(), static_cast<T*>(nullptr));
+        });
+  }
+  grad.forward.work = work_model(s, store_interval, context.device.backend);
+  grad.work = gradient_work(s, store_interval, context.device.backend);
+  if (call) {
+    call->set_work(grad.work);
+    set_parameters(*call, s, opt);
+  }
   {
     auto r = Timers::region(timers, "forward");
     kernels::ScalarFields<T> f = fields_of(s, grad.forward.state);

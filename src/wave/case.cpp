@@ -21,7 +21,8 @@
 // pml_width (cells), freq (Hz: the wavelet's peak and the PML frequency), source_depth (cells),
 // scatter (m/s, Born). The gradients: gradient_sampling (store every this many inner steps; 0:
 // the step ratio, once per sample of dt as Deepwave; default 1, the library's, exact), storage
-// (device, host, disk, none), storage_compression (0, 1), storage_dir (for disk).
+// (device, host, disk, none), storage_compression (0, 1), storage_dir (for disk). autotune (0, 1):
+// the cpu backend's sweep and block sizes chosen by timing (ScalarOptions::autotune).
 // Verification: verify_nt, verify_shots (default 100, 2): the reference runs the first
 // min(nt, verify_nt) samples of the first min(shots, verify_shots) shots, and so does each device
 // after its timed calls; when that window is the whole problem a forward or Born device keeps the
@@ -113,6 +114,7 @@ struct Spec {
   std::int64_t sampling = 1;  // as given: 0 is the step ratio
   StorageMode storage = StorageMode::device;
   bool compression = false;
+  bool autotune = false;
   std::string storage_dir;  // empty: the system's temporary directory
   std::int64_t verify_nt = 100, verify_shots = 2;
   std::int64_t step_ratio = 1;
@@ -122,17 +124,17 @@ struct Spec {
   static constexpr std::int64_t kReceiverDepth = 1;
 
   Spec(const CaseSettings& s, Kind k, std::size_t elem) : kind(k) {
-    s.check_known({"ndim",        "shape0",
-                   "shape1",      "shape2",
-                   "nt",          "shots",
-                   "receivers",   "accuracy",
-                   "dtype",       "dt",
-                   "spacing",     "pml_width",
-                   "freq",        "source_depth",
-                   "scatter",     "gradient_sampling",
-                   "storage",     "storage_compression",
-                   "storage_dir", "verify_nt",
-                   "verify_shots"});
+    s.check_known({"ndim",         "shape0",
+                   "shape1",       "shape2",
+                   "nt",           "shots",
+                   "receivers",    "accuracy",
+                   "dtype",        "dt",
+                   "spacing",      "pml_width",
+                   "freq",         "source_depth",
+                   "scatter",      "gradient_sampling",
+                   "storage",      "storage_compression",
+                   "storage_dir",  "verify_nt",
+                   "verify_shots", "autotune"});
     const bool gradient = is_gradient(kind);
     const std::int64_t depth = gradient ? 40 : 60, lateral = gradient ? 80 : 120;
     ndim = static_cast<int>(s.get_int("ndim", 2));
@@ -160,6 +162,9 @@ struct Spec {
     scatter = s.get_real("scatter", 100);
     verify_nt = s.get_int("verify_nt", 100);
     verify_shots = s.get_int("verify_shots", 2);
+    const auto a = s.get_int("autotune", 0);
+    require(a == 0 || a == 1, "autotune", "0 or 1", std::to_string(a));
+    autotune = a == 1;
     require(nt >= 1, "nt", "at least 1", std::to_string(nt));
     require(nshots >= 1, "shots", "at least 1", std::to_string(nshots));
     require(nreceivers >= 0, "receivers", "0 or more", std::to_string(nreceivers));
@@ -427,6 +432,7 @@ class ScalarCase final : public Case {
     options_.accuracy = spec_.accuracy;
     options_.pml_width.fill(spec_.pml_width);
     options_.pml_freq = spec_.freq;
+    options_.autotune = spec_.autotune;
     if (is_gradient(kind)) {
       options_.model_gradient_sampling_interval = spec_.store_interval();
       options_.storage = spec_.storage;
@@ -473,6 +479,7 @@ class ScalarCase final : public Case {
     p.set("gradient", is_gradient(spec_.kind));
     p.set("born", is_born(spec_.kind));
     p.set("step_ratio", static_cast<long long>(spec_.step_ratio));
+    p.set("autotune", spec_.autotune);
     if (is_gradient(spec_.kind)) {
       // The interval in inner steps (as the library's model_gradient_sampling_interval counts
       // them) and whether it is the step ratio by default.

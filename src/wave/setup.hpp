@@ -9,6 +9,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -123,6 +124,15 @@ ScalarState<T> make_state(const Setup<T>& s, const ScalarState<T>* given, StateR
 
 template <class T>
 kernels::ScalarFields<T> fields_of(const Setup<T>& s, ScalarState<T>& st);
+
+// ScalarOptions::autotune on the cpu backend: the forward's steps per sweep with its tiles per
+// thread (3-D) or rows per block (2-D), timed by `trial` over a few steps of this problem
+// (sciproxy/core/autotune.hpp; `trial` runs the forward of the problem it is given on copies of
+// the call's fields and leaves them untouched). The choice goes into s.problem.cpu, which the
+// backward pass shares. `kernel` names the cache entry ("scalar_forward", "scalar_born_forward").
+template <class T>
+void autotune_forward(const Device& device, Setup<T>& s, const char* kernel,
+                      const std::function<void(const kernels::ScalarProblem<T>&)>& trial);
 
 // Scaled inner sources [nt_inner, nshots, nsources] = -v_s^2 dt^2 upsample(amplitudes); the
 // upsampled amplitudes [nshots * nsources, nt_inner] go to inner_out when given.

@@ -24,7 +24,7 @@ int main(void) {
   sciproxy_parstack_options_default(&o);
   CHECK(o.struct_size == sizeof o && strcmp(o.device, "auto") == 0 && o.method == 0 &&
         o.offsetout == 0 && o.lengthout == -1 && o.accumulate == 0 && o.clamp_max_at_zero == 0 &&
-        o.nparallel == 0);
+        o.nparallel == 0 && o.autotune == 0);
 
   CHECK(sciproxy_parstack_extent_f64(&in, &o, &offsetout, &lengthout) == SCIPROXY_OK);
   CHECK(offsetout == 0 && lengthout == 4);
@@ -47,6 +47,16 @@ int main(void) {
   CHECK(sciproxy_parstack_f64(&in, &o, result, 8, NULL, NULL) == SCIPROXY_OK);
   for (int i = 0; i < 8; ++i) CHECK(result[i] == 2 * expected[i]);
   o.accumulate = 0;
+  /* autotune: the cpu chunk chosen by timing (cached in a directory of the test's own); the same
+   * result. */
+  CHECK(use_temporary_tuning_cache());
+  o.autotune = 1;
+  memset(result, 0, sizeof result);
+  CHECK(sciproxy_parstack_f64(&in, &o, result, 8, NULL, NULL) == SCIPROXY_OK);
+  CHECK(memcmp(result, expected, sizeof result) == 0);
+  CHECK(tuning_cache_written());
+  remove_tuning_cache();
+  o.autotune = 0;
 
   const float f0[] = {-1, -2};
   const float* ftraces[] = {f0};

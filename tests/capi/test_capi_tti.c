@@ -43,7 +43,7 @@ static void test_demo(void) {
   memset(&o, 0xff, sizeof o);
   sciproxy_tti_demo_options_default(&o);
   CHECK(o.struct_size == sizeof o && strcmp(o.device, "auto") == 0 && o.space_order == 8 &&
-        o.form == SCIPROXY_TTI_DEMO_FUSED && o.nparallel == 0);
+        o.form == SCIPROXY_TTI_DEMO_FUSED && o.nparallel == 0 && o.autotune == 0);
   memset(&in, 0, sizeof in);
   for (int d = 0; d < 3; ++d) {
     in.shape[d] = D;
@@ -85,6 +85,16 @@ static void test_demo(void) {
   o.device = "cpu";
   CHECK(sciproxy_tti_demo_f64(&in, &o, u_fields, NULL) == SCIPROXY_OK);
   CHECK(memcmp(u_fields, u, sizeof u) == 0);
+  /* autotune: the fused kernel's sizes chosen by timing (cached in a directory of the test's
+   * own); the same bits. */
+  CHECK(use_temporary_tuning_cache());
+  o.autotune = 1;
+  memset(u_fields, 0, sizeof u_fields);
+  CHECK(sciproxy_tti_demo_f64(&in, &o, u_fields, NULL) == SCIPROXY_OK);
+  CHECK(memcmp(u_fields, u, sizeof u) == 0);
+  CHECK(tuning_cache_written());
+  remove_tuning_cache();
+  o.autotune = 0;
   in.vp_field = NULL;
   in.vp = 1500;
   /* float32 against float64. */

@@ -601,6 +601,21 @@ int main(void) {
     CHECK(rel_l2(out_cpu, out_ref, NSHOTS * NREC * NT) < 1e-12);
   }
   {
+    /* autotune: the cpu forward's sizes chosen by timing (cached in a directory of the test's
+     * own); the same bits. */
+    double out_tuned[NSHOTS * NREC * NT];
+    sciproxy_scalar_options o = *options(4, pml, 25.0, 0.0, NULL, NULL, "cpu");
+    CHECK(o.autotune == 0);
+    o.autotune = 1;
+    CHECK(use_temporary_tuning_cache());
+    CHECK(sciproxy_scalar_f64(input_f64(2, shape, spacing, v, 1, dt, NT, NSHOTS, NSRC, NREC,
+                                        amplitudes, sources, receivers),
+                              &o, NULL, out_tuned, NULL) == SCIPROXY_OK);
+    CHECK(memcmp(out_tuned, out_cpu, sizeof out_cpu) == 0);
+    CHECK(tuning_cache_written());
+    remove_tuning_cache();
+  }
+  {
     float vf[NZ * NX], af[NSHOTS * NSRC * NT], rf[NSHOTS * NREC * NT];
     double r64[NSHOTS * NREC * NT];
     for (int i = 0; i < NZ * NX; ++i) vf[i] = (float)v[i];

@@ -41,7 +41,9 @@ program test_stack
   ! The C function with its structs: the defaults, then method 1 (the maximum of each stack).
   call sciproxy_parstack_options_default(options)
   call check(options%struct_size > 0 .and. options%method == 0 .and. options%lengthout == -1 &
-             .and. options%nparallel == 0, "parstack options defaults")
+             .and. options%nparallel == 0 .and. options%autotune == 0, "parstack options defaults")
+  ! The bind(c) type has the C struct's layout: its size is the library's struct_size.
+  call check(c_sizeof(options) == options%struct_size, "parstack options' size")
   pointers = [c_loc(traces(1, 1)), c_loc(traces(1, 2))]
   lengths = 3
   input%traces = c_loc(pointers)

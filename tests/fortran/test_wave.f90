@@ -55,6 +55,9 @@ program test_wave
   input%receiver_locations = c_loc(rec)
 
   call sciproxy_scalar_options_default(options)
+  ! The bind(c) type has the C struct's layout: its size is the library's struct_size.
+  call check(c_sizeof(options) == options%struct_size .and. options%autotune == 0, &
+             "scalar options' size")
   call check(options%struct_size > 0 .and. options%accuracy == 4 .and. &
              all(options%pml_width == 20) .and. all(options%survey_pad == -1) .and. &
              options%pml_freq == 25 .and. options%storage == SCIPROXY_STORAGE_DEVICE, &

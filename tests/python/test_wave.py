@@ -117,6 +117,38 @@ def test_cpu_tuning_changes_no_bit():
         sw.cpu_tuning.clear()
 
 
+@pytest.mark.parametrize("ndim", [2, 3])
+def test_autotune_changes_no_bit(ndim, tmp_path, monkeypatch):
+    # The autotuner times the cpu forward's sweep and block sizes on this problem and caches its
+    # choice (in SCIPROXY_CACHE_DIR); every setting gives the same bits, for the forward, the
+    # gradient and Born modelling.
+    monkeypatch.setenv("SCIPROXY_CACHE_DIR", str(tmp_path))
+    p = problem(ndim, np.float32, nshots=2, nt=30)
+    want = sw.scalar(**p, device="cpu")
+    for _ in range(2):  # the search, then the cached choice
+        for a, b in zip(sw.scalar(**p, device="cpu", autotune=True), want):
+            np.testing.assert_array_equal(a, b)
+    assert (tmp_path / "autotune.json").is_file()
+    residual = want.receiver_amplitudes
+    plain = sw.scalar_gradient(**p, device="cpu", grad_receiver_amplitudes=residual)
+    tuned = sw.scalar_gradient(**p, device="cpu", grad_receiver_amplitudes=residual,
+                               autotune=True)
+    for a, b in zip(tuned, plain):
+        np.testing.assert_array_equal(a, b)
+    scatter = np.full_like(p["v"], 20.0)
+    born = sw.scalar_born(p["v"], scatter, p["grid_spacing"], p["dt"], p["source_amplitudes"],
+                          p["source_locations"], p["receiver_locations"], pml_width=PML,
+                          pml_freq=25.0, device="cpu")
+    born_tuned = sw.scalar_born(p["v"], scatter, p["grid_spacing"], p["dt"],
+                                p["source_amplitudes"], p["source_locations"],
+                                p["receiver_locations"], pml_width=PML, pml_freq=25.0,
+                                device="cpu", autotune=True)
+    for a, b in zip(born_tuned, born):
+        np.testing.assert_array_equal(a, b)
+    with raises(TypeError, "autotune: expected True or False"):
+        sw.scalar(**p, device="cpu", autotune="yes")
+
+
 # --- continuation -----------------------------------------------------------------------------
 
 

@@ -1,12 +1,16 @@
 // The autotuner (sciproxy/core/autotune.hpp): it keeps the fastest candidate, caches it per key
 // (a second search runs nothing), keeps keys apart, survives a damaged cache, refuses no
 // candidates; and parstack's use of it: the tuned call gives the same result, bit for bit, as the
-// default one, and a chunk that is not whole vectors is refused by name.
+// default one, and a chunk that is not whole vectors is refused by name; the scalar family's use:
+// forward, gradient and Born calls with autotune give the default call's bits, in 2-D and 3-D.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <thread>
 #include <vector>
 
@@ -14,7 +18,9 @@
 #include "sciproxy/core/autotune.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
+#include "sciproxy/core/harness.hpp"
 #include "sciproxy/stack.hpp"
+#include "sciproxy/wave.hpp"
 #include "stack/problems.hpp"
 
 using namespace sciproxy;
@@ -148,5 +154,98 @@ TEST_F(Autotune, ParstackRefusesAChunkOfPartVectors) {
     FAIL() << "expected an error";
   } catch (const InvalidArgument& e) {
     EXPECT_EQ(std::string(e.what()).rfind("chunk_samples: expected", 0), 0u) << e.what();
+  }
+}
+
+// A small layered survey on ndim dimensions: 2 shots, 2 sources and 4 receivers each, 24 samples
+// of dt 2 ms at 10 m (resampled: several inner steps per sample), a 6-cell PML.
+struct ScalarSurvey {
+  wave::ScalarInput<double> in;
+  std::vector<double> v, amplitudes, scatter;
+  std::vector<std::int64_t> sources, receivers;
+  explicit ScalarSurvey(int ndim) {
+    const std::array<std::int64_t, 3> shape = ndim == 2 ? std::array<std::int64_t, 3>{18, 23, 1}
+                                                        : std::array<std::int64_t, 3>{12, 13, 15};
+    in.grid.ndim = ndim;
+    std::int64_t cells = 1;
+    for (int d = 0; d < ndim; ++d) {
+      in.grid.shape[d] = shape[d];
+      in.grid.spacing[d] = 10;
+      cells *= shape[d];
+    }
+    for (std::int64_t i = 0; i < cells; ++i) v.push_back(1500 + 500 * (i * 3 / cells));
+    scatter.assign(v.size(), 0);
+    scatter[v.size() / 2] = 80;
+    in.nshots = 2;
+    in.nsources = 2;
+    in.nreceivers = 4;
+    in.nt = 24;
+    in.dt = 0.002;
+    for (std::int64_t i = 0; i < in.nshots * in.nsources * in.nt; ++i)
+      amplitudes.push_back(std::sin(0.4 * double(i)) * std::exp(-0.01 * double(i % in.nt)));
+    auto place = [&](std::vector<std::int64_t>& at, std::int64_t count, std::int64_t depth) {
+      for (std::int64_t s = 0; s < in.nshots * count; ++s)
+        for (int d = 0; d < ndim; ++d) at.push_back(d == 0 ? depth : (s * 5 + 3 * d) % shape[d]);
+    };
+    place(sources, in.nsources, 1);
+    place(receivers, in.nreceivers, 2);
+    in.v = v;
+    in.source_amplitudes = amplitudes;
+    in.source_locations = sources;
+    in.receiver_locations = receivers;
+  }
+};
+
+TEST_F(Autotune, TunedScalarEqualsTheDefaultBitForBit) {
+  const Device cpu{Backend::cpu, 0, false};
+  for (int ndim : {2, 3}) {
+    const ScalarSurvey survey(ndim);
+    wave::ScalarOptions opt;
+    opt.accuracy = 8;
+    opt.pml_width.fill(6);
+    opt.pml_freq = 25;
+    wave::ScalarOptions tuned = opt;
+    tuned.autotune = true;
+    const std::string what = std::to_string(ndim) + "-D";
+
+    const auto plain = wave::scalar<double>(cpu, survey.in, opt);
+    for (int call = 0; call < 2; ++call) {  // the search, then the cached choice
+      const auto got = wave::scalar<double>(cpu, survey.in, tuned);
+      EXPECT_EQ(got.receiver_amplitudes, plain.receiver_amplitudes) << what;
+      EXPECT_EQ(got.state.wavefield, plain.state.wavefield) << what;
+      EXPECT_EQ(got.state.psi[ndim - 1], plain.state.psi[ndim - 1]) << what;
+    }
+
+    const std::vector<double> residual = plain.receiver_amplitudes;
+    const auto grad = wave::scalar_gradient<double>(cpu, survey.in, opt, residual);
+    const auto grad_tuned = wave::scalar_gradient<double>(cpu, survey.in, tuned, residual);
+    EXPECT_EQ(grad_tuned.v, grad.v) << what;
+    EXPECT_EQ(grad_tuned.source_amplitudes, grad.source_amplitudes) << what;
+
+    wave::ScalarBornInput<double> born;
+    born.background = survey.in;
+    born.scatter = survey.scatter;
+    const auto b = wave::scalar_born<double>(cpu, born, opt);
+    const auto b_tuned = wave::scalar_born<double>(cpu, born, tuned);
+    EXPECT_EQ(b_tuned.receiver_amplitudes, b.receiver_amplitudes) << what;
+    EXPECT_EQ(b_tuned.scattered_state.wavefield, b.scattered_state.wavefield) << what;
+  }
+  // One cache, with the forward's and Born's choices for both grids.
+  EXPECT_EQ(listing(), std::vector<std::string>{"autotune.json"});
+  std::ifstream cache(dir_ / "autotune.json");
+  const std::string text((std::istreambuf_iterator<char>(cache)), std::istreambuf_iterator<char>());
+  for (const char* key : {"scalar_forward|", "scalar_born_forward|", "padded=", "sweep_steps"})
+    EXPECT_NE(text.find(key), std::string::npos) << key;
+}
+
+TEST_F(Autotune, TheScalarCasesTakeAutotuneAsZeroOrOne) {
+  for (const char* name : {"scalar", "scalar_gradient", "scalar_born"}) {
+    EXPECT_NO_THROW(find_case(name).make(CaseSettings{{{"autotune", "1"}}})) << name;
+    try {
+      find_case(name).make(CaseSettings{{{"autotune", "2"}}});
+      ADD_FAILURE() << name << ": autotune=2 was accepted";
+    } catch (const InvalidArgument& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("autotune: expected 0 or 1", 0), 0u) << e.what();
+    }
   }
 }

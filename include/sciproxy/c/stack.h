@@ -40,6 +40,9 @@ typedef struct sciproxy_parstack_options {
   int accumulate;        /* method 0, non-zero: add the stack into result (0) */
   int clamp_max_at_zero; /* method 1, non-zero: pyrocko's max(0, max_t), its C code's quirk (0) */
   int nparallel;         /* OpenMP threads of the cpu backend; <= 0: all (0) */
+  /* cpu, non-zero: choose the chunk of output samples per job by timing candidates on this
+   * problem, cached per machine, shape, dtype and threads (the same bits; 0) */
+  int autotune;
 } sciproxy_parstack_options;
 
 void sciproxy_parstack_options_default(sciproxy_parstack_options* options);

@@ -125,6 +125,10 @@ typedef struct sciproxy_tti_demo_options {
   int space_order;    /* 4, 8 (default), 12 or 16 */
   int form;           /* a sciproxy_tti_demo_form; the reference always runs two passes */
   int nparallel;      /* OpenMP threads of the cpu backend; <= 0: all (0) */
+  /* cpu, fused form, non-zero: choose the tile budget and steps per sweep by timing candidates
+   * on a few steps of this problem, cached per machine, shape, dtype and threads (the same
+   * bits; 0) */
+  int autotune;
 } sciproxy_tti_demo_options;
 
 void sciproxy_tti_demo_options_default(sciproxy_tti_demo_options* options);

@@ -91,6 +91,10 @@ typedef struct sciproxy_scalar_options {
    * directory. The files have no name: nothing is left behind, however the process ends. */
   const char* storage_directory;
   int nparallel; /* OpenMP threads of the cpu backend; <= 0: all (0) */
+  /* cpu, non-zero: choose the forward's steps per sweep and block sizes by timing candidates on
+   * a few steps of this problem, cached per machine, shape, accuracy, dtype and threads (the
+   * same bits; 0) */
+  int autotune;
 } sciproxy_scalar_options;
 
 void sciproxy_scalar_options_default(sciproxy_scalar_options* options);
