@@ -622,6 +622,9 @@ class Diffusion {
   const Grid& grid() const;
   // Bytes one run moves at least (each field read or written once) for the roofline.
   double bytes_per_run() const;
+  // The arrays a run touches (fields, their temporaries, coefficients and tables): when they fit
+  // the last-level cache, repeated runs read them from there, and the roofline says so.
+  double working_set_bytes() const;
   // Floating-point operations of one run as the stencils are written (math.hpp), counted per
   // point: RBF 24 per vertex and level (twice), Smagorinsky and nabla2 59 and the vn update 30
   // per edge and level, turbulence 32, nabla2 w and its gradients 36, theta 26 per cell and level.

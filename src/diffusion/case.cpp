@@ -89,6 +89,7 @@ class DiffusionCase : public Case {
     w.points = (nc + ne) * levels_;
     const Diffusion& g = granule_for(Device{Backend::reference, 0, false});
     w.bytes = g.bytes_per_run();
+    w.working_set_bytes = g.working_set_bytes();
     w.flops = g.flops_per_run();
     w.precision = single_ ? Precision::fp32 : Precision::fp64;
     return w;

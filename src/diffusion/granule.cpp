@@ -160,6 +160,7 @@ struct Diffusion::Impl {
   Timers timers;
   double init_seconds = 0;
   double bytes_per_run = 0;
+  double working_set_bytes = 0;
   double flops_per_run = 0;
   std::variant<Storage<double>, Storage<float>> storage;
 
@@ -402,6 +403,11 @@ void Diffusion::Impl::build(const DiffusionMetricState& m, const DiffusionInterp
   const double coefficients = 6.0 * nv + 13.0 * ne + 15.0 * nc;
   const double tables = 4.0 * (6.0 * nv + 4.0 * ne + 2.0 * ne + 3.0 * nc + 3.0 * nc + 4.0 * nc);
   bytes_per_run = r * (fields + coefficients) + tables;
+  // The working set adds the temporaries (u_vert, v_vert; kh_smag_e, kh_smag_ec, z_nabla2_e;
+  // z_nabla2_c, z_temp, theta_old; w_old) to them; a field read and written counts twice in the
+  // bytes, so this overstates it a little.
+  const double temporaries = 2.0 * nv * nlev + 3.0 * ne * nlev + 3.0 * nc * nlev + nc * (nlev + 1);
+  working_set_bytes = bytes_per_run + r * temporaries;
   flops_per_run = double(nlev) * (48.0 * double(nv) + 89.0 * double(ne) + 94.0 * double(nc));
 }
 
@@ -456,6 +462,7 @@ void Diffusion::Impl::run(DiffusionDiagnosticFields<Real>& d, DiffusionPrognosti
   WorkModel work;
   work.points = static_cast<double>(ne * nlev + nc * nlev);
   work.bytes = bytes_per_run;
+  work.working_set_bytes = working_set_bytes;
   work.flops = flops_per_run;
   work.precision = sizeof(Real) == 4 ? Precision::fp32 : Precision::fp64;
   call.set_work(work);
@@ -639,6 +646,9 @@ const Grid& Diffusion::grid() const {
 }
 double Diffusion::bytes_per_run() const {
   return impl_->bytes_per_run;
+}
+double Diffusion::working_set_bytes() const {
+  return impl_->working_set_bytes;
 }
 double Diffusion::flops_per_run() const {
   return impl_->flops_per_run;

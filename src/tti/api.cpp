@@ -418,7 +418,8 @@ void run(const Device& device, const kernels::TtiProblem<T>& p, kernels::TtiFiel
 // the two coupling terms and the six fluxes, 4 for the two divergences' sums, 12 for the two
 // updates. Bytes: the two-pass traffic, 30 values per point and step (flux pass: P, M, the 8
 // coefficients in, 6 fluxes out; divergence pass: 6 fluxes, P, M, P_prev, M_prev, scale, d in,
-// P_prev and M_prev out).
+// P_prev and M_prev out). The working set: those 20 arrays of one shot (the shots run one after
+// another); when they fit the last-level cache the steps read them from there (metrics.hpp).
 template <class T>
 WorkModel work_model(const Setup<T>& s) {
   WorkModel w;
@@ -427,6 +428,7 @@ WorkModel work_model(const Setup<T>& s) {
   w.points = interior * double(s.nt) * double(s.nshots);
   w.flops = w.points * (36.0 * (s.order / 2) + 44);
   w.bytes = w.points * 30.0 * sizeof(T);
+  w.working_set_bytes = 20.0 * sizeof(T) * static_cast<double>(s.points);
   w.precision = sizeof(T) == 4 ? Precision::fp32 : Precision::fp64;
   return w;
 }

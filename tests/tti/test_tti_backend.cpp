@@ -185,3 +185,14 @@ TEST_F(TtiBackendAlone, BadDeviceIndex) {
 }
 
 }  // namespace
+
+// The work model's working set is the 20 padded arrays of one shot (tti/api.cpp): the state's
+// padded fields give its size.
+TEST_F(TtiBackendAlone, WorkModelDeclaresTheArraysOfOneShot) {
+  Problem<double> p;
+  random_problem(p, 8, false, 6, 5);
+  const auto out = tti_forward<double>(kBackend, p.in, p.opt);
+  const double padded = double(out.state.p.size()) / double(p.in.nshots);
+  EXPECT_DOUBLE_EQ(out.work.working_set_bytes, 20.0 * sizeof(double) * padded);
+  EXPECT_GT(out.work.bytes, out.work.working_set_bytes);
+}
