@@ -27,9 +27,11 @@
 // thread's buffers (~0.5-0.9 MB at order 8, float32) and the u planes of the stencil stay in L2,
 // so DRAM sees u, u-, the coefficients and u+ once per step (44 bytes per point in float32). The
 // gradient of the widened rows is computed by both neighbouring tiles (7/ty more at order 8,
-// not counted in the work model, as Devito does not count its redundant work). Both forms do the
-// same arithmetic per point in the same order, so they agree to rounding (the compiler may
-// contract a*b+c differently in different loops).
+// not counted in the work model, as Devito does not count its redundant work). With varying
+// materials the row loops prefetch the next row's coefficients and the x-stencil's leading u row
+// (and m, d, u- in the update): the hardware prefetchers left the flux loop waiting for them.
+// Both forms do the same arithmetic per point in the same order, so they agree to rounding (the
+// compiler may contract a*b+c differently in different loops).
 //
 // Denormals are flushed to zero (FlushDenormals).
 #include <omp.h>
@@ -173,13 +175,18 @@ inline __m512 dz_sum(__m512 v0, __m512 v1, __m512 v2, std::integer_sequence<int,
 }
 #endif
 
-template <int A, bool kPlus, class T>
-inline void dz_row(const T* __restrict f, T* __restrict out, int64_t len, T scale) {
+struct NoPrefetch {
+  void operator()(int64_t) const {}
+};
+template <int A, bool kPlus, class T, class Prefetch = NoPrefetch>
+inline void dz_row(const T* __restrict f, T* __restrict out, int64_t len, T scale,
+                   Prefetch prefetch = {}) {
 #if defined(__AVX512F__)
   if constexpr (std::is_same_v<T, float>) {
     const __m512 vs = _mm512_set1_ps(scale);
     __m512 v0 = _mm512_load_ps(f - 16), v1 = _mm512_load_ps(f);
     for (int64_t k = 0; k < len; k += 16) {
+      prefetch(k);
       const __m512 v2 = _mm512_load_ps(f + k + 16);
       const __m512 sum = dz_sum<A, kPlus>(v0, v1, v2, std::make_integer_sequence<int, A / 2>{});
       _mm512_store_ps(out + k, _mm512_mul_ps(sum, vs));
@@ -192,6 +199,14 @@ inline void dz_row(const T* __restrict f, T* __restrict out, int64_t len, T scal
 #pragma omp simd aligned(f, out : 64)
   for (int64_t k = 0; k < len; ++k)
     out[k] = (kPlus ? dplus<A>(f + k, int64_t{1}) : dminus<A>(f + k, int64_t{1})) * scale;
+}
+
+inline void prefetch_line(const void* p) {
+#if defined(__SSE__)
+  _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0);
+#else
+  __builtin_prefetch(p);
+#endif
 }
 
 // Gradient and flux of one row [0, nzv): u points to (i, j, 0), the coefficient rows to (i, j, 0).
@@ -215,8 +230,19 @@ inline void flux_row(const T* __restrict u, int64_t sx, int64_t sy, T rhx, T rhy
     for (int64_t k = 0; k < len; ++k) gxs[k] = dplus<A>(uk + k, sx) * rhx;
 #pragma omp simd aligned(uk, gys : 64)
     for (int64_t k = 0; k < len; ++k) gys[k] = dplus<A>(uk + k, sy) * rhy;
-    dz_row<A, true>(uk, gzs, len, rhz);
     const int64_t ck0 = kC ? 0 : k0;
+    if constexpr (kC) {
+      dz_row<A, true>(uk, gzs, len, rhz);
+    } else {
+      // The coefficient rows come from DRAM or L3 and the flux loop below did little but wait
+      // for them (perf), as did the D+x loop for the x-stencil's leading plane of u: fetch the
+      // next row's (coefficient rows are contiguous) while the z loop computes.
+      const T* next[7] = {nx + nzv,  ny + nzv, nz + nzv,           a + nzv,
+                          bma + nzv, s + nzv,  u + A / 2 * sx + sy};
+      dz_row<A, true>(uk, gzs, len, rhz, [&](int64_t k) {
+        for (const T* q : next) prefetch_line(q + k0 + k);
+      });
+    }
     const T* __restrict nxk = nx + ck0;
     const T* __restrict nyk = ny + ck0;
     const T* __restrict nzk = nz + ck0;
@@ -425,12 +451,14 @@ class FusedStage {
       const int64_t p = kC ? 0 : L_.c_index(i, y, 0);
       const T* up = um.at(i, y);
       T* un = out(y);
+      // The next row's m, d and u- (from DRAM or L3), fetched while this row computes.
+      const T* next[3] = {c_.m + p + nzv, c_.d + p + nzv, y + 1 < j1_ ? um.at(i, y + 1) : up};
       if (up == un)  // in place: every pointer of the loop restrict
         update_row<true>(u.at(i, y), nullptr, un, c_.m + p, c_.d + p, pyz_slot + r, above, below, r,
-                         nzv, rhx);
+                         nzv, rhx, next);
       else
         update_row<false>(u.at(i, y), up, un, c_.m + p, c_.d + p, pyz_slot + r, above, below, r,
-                          nzv, rhx);
+                          nzv, rhx, next);
       if constexpr (kC)  // padding points stay zero (zero coefficients in the general layout)
         for (int64_t k = L_.n[2]; k < nzv; ++k) un[k] = 0;
     }
@@ -442,7 +470,7 @@ class FusedStage {
   static void update_row(const T* __restrict uq, const T* __restrict up, T* __restrict un,
                          const T* __restrict m, const T* __restrict d, const T* __restrict pyz,
                          const T* const* above, const T* const* below, int64_t r, int64_t nzv,
-                         T rhx) {
+                         T rhx, const T* const* next) {
     const T* __restrict a0 = above[0] + r;
     const T* __restrict b0 = below[0] + r;
     const T* __restrict a1 = above[M > 1 ? 1 : 0] + r;
@@ -452,15 +480,20 @@ class FusedStage {
     const T* __restrict a3 = above[M > 3 ? 3 : 0] + r;
     const T* __restrict b3 = below[M > 3 ? 3 : 0] + r;
     if constexpr (M <= 4) {
+      constexpr int64_t kLine = 64 / sizeof(T);
+      for (int64_t k0 = 0; k0 < nzv; k0 += kLine) {
+        if constexpr (!kC)
+          for (int q = 0; q < 3; ++q) prefetch_line(next[q] + k0);
 #pragma omp simd aligned(uq, un, pyz, a0, b0, a1, b1, a2, b2, a3, b3 : 64)
-      for (int64_t k = 0; k < nzv; ++k) {
-        // D-x as dminus sums it, across ring planes instead of a stride.
-        T dx = T(staggered_coefficient<A>(1)) * (a0[k] - b0[k]);
-        if constexpr (M > 1) dx += T(staggered_coefficient<A>(2)) * (a1[k] - b1[k]);
-        if constexpr (M > 2) dx += T(staggered_coefficient<A>(3)) * (a2[k] - b2[k]);
-        if constexpr (M > 3) dx += T(staggered_coefficient<A>(4)) * (a3[k] - b3[k]);
-        const int64_t kc = kC ? 0 : k;
-        un[k] = leapfrog_update(uq[k], kInPlace ? un[k] : up[k], m[kc], d[kc], dx * rhx + pyz[k]);
+        for (int64_t k = k0; k < k0 + kLine; ++k) {
+          // D-x as dminus sums it, across ring planes instead of a stride.
+          T dx = T(staggered_coefficient<A>(1)) * (a0[k] - b0[k]);
+          if constexpr (M > 1) dx += T(staggered_coefficient<A>(2)) * (a1[k] - b1[k]);
+          if constexpr (M > 2) dx += T(staggered_coefficient<A>(3)) * (a2[k] - b2[k]);
+          if constexpr (M > 3) dx += T(staggered_coefficient<A>(4)) * (a3[k] - b3[k]);
+          const int64_t kc = kC ? 0 : k;
+          un[k] = leapfrog_update(uq[k], kInPlace ? un[k] : up[k], m[kc], d[kc], dx * rhx + pyz[k]);
+        }
       }
     } else {
       const T* ab[2 * M];
