@@ -45,11 +45,27 @@ struct Simd {
 // every segment long enough to amortise choosing its traces.
 constexpr std::int64_t kGrain = 4;
 
-// Every trace with kGrain vectors of zeros before and after it, in one buffer. Filled in parallel.
+// The padded copy's memory, kept per calling thread from one call to the next and only grown: a
+// fresh buffer of 12-24 MB (size c) costs thousands of page faults per call, as much as the
+// stacking itself, because glibc returns such blocks to the system when they are freed.
+template <class T>
+T* padded_buffer(std::int64_t size) {
+  thread_local std::unique_ptr<T[]> buffer;
+  thread_local std::int64_t capacity = 0;
+  if (size > capacity) {
+    buffer.reset();
+    buffer.reset(new T[size]);
+    capacity = size;
+  }
+  return buffer.get();
+}
+
+// Every trace with kGrain vectors of zeros before and after it, in one buffer (padded_buffer, so
+// one parstack at a time per calling thread). Filled in parallel.
 template <class T>
 struct PaddedTraces {
   static constexpr std::int64_t kPad = kGrain * Simd<T>::W;
-  std::unique_ptr<T[]> data;
+  T* data;
   std::vector<std::int64_t> first;  // index in data of each trace's sample 0
 
   explicit PaddedTraces(const Problem<T>& p) : first(p.ntraces) {
@@ -58,10 +74,10 @@ struct PaddedTraces {
       first[i] = size + kPad;
       size += (p.lengths[i] + 2 * kPad + kPad - 1) / kPad * kPad;
     }
-    data.reset(new T[size]);
+    data = padded_buffer<T>(size);
 #pragma omp parallel for schedule(dynamic, 1)
     for (std::int64_t i = 0; i < p.ntraces; ++i) {
-      T* sample0 = data.get() + first[i];
+      T* sample0 = data + first[i];
       std::fill(sample0 - kPad, sample0, T(0));
       std::copy(p.traces[i], p.traces[i] + p.lengths[i], sample0);
       std::fill(sample0 + p.lengths[i], sample0 + p.lengths[i] + kPad, T(0));
@@ -225,7 +241,7 @@ T stack_chunk(const Problem<T>& p, const PaddedTraces<T>& padded, std::int64_t s
     // trace read its zero pads, those past the window's end fall in lanes that are dropped.
     const std::int64_t vb = b / W / kGrain * kGrain;
     const std::int64_t ve = std::min(nvec, ((e + W - 1) / W + kGrain - 1) / kGrain * kGrain);
-    terms.push_back({padded.data.get() + padded.first[i] + (k0 - start), w, vb, ve});
+    terms.push_back({padded.data + padded.first[i] + (k0 - start), w, vb, ve});
     cuts.push_back(terms.back().begin);
     cuts.push_back(terms.back().end);
   }
