@@ -17,8 +17,11 @@
 //   shifted to 64-byte boundaries (Stream), so its lines are not first read from DRAM.
 // Accumulation is in T, as in pyrocko; each output sample sums its traces in trace order, on one
 // thread, so the result does not depend on the thread count or the chunking.
-#include <immintrin.h>
 #include <omp.h>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>  // streaming stores
+#endif
 
 #include <algorithm>
 #include <cstring>
