@@ -8,11 +8,20 @@
 //   starts or stops, so the traces active in a segment are summed without a test per sample and
 //   without adding zeros: the work is the overlap, whatever the spread of the shifts (moveouts
 //   of hundreds to thousands of samples cost no more per multiply-add than aligned ones);
-// - the traces are copied once per call with one vector of zeros on either side, so the vector
-//   that holds a trace's first or last sample is read in full and its outside lanes add zero.
+// - the traces are copied once per call with kGrain vectors of zeros on either side, so the
+//   vector that holds a trace's first or last sample is read in full and its outside lanes add
+//   zero; the copy's buffer is kept per calling thread, so calls do not page-fault a fresh one;
+// - more than 16 traces are summed 16 at a time over blocks of 64 vectors, the partial sums in L1;
+//   jobs go by blocks of 32 shift sets, chunk-major, so the stretch of the traces stays in L2;
+// - a method-0 stack larger than the last-level cache is written with non-temporal stores,
+//   shifted to 64-byte boundaries (Stream), so its lines are not first read from DRAM.
 // Accumulation is in T, as in pyrocko; each output sample sums its traces in trace order, on one
 // thread, so the result does not depend on the thread count or the chunking.
 #include <omp.h>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>  // streaming stores
+#endif
 
 #include <algorithm>
 #include <cstring>
@@ -23,6 +32,7 @@
 #include "core/cancel_region.hpp"
 #include "kernels.hpp"
 #include "math.hpp"
+#include "sciproxy/core/roofline.hpp"
 
 namespace sciproxy::stack::kernels::cpu {
 
@@ -45,11 +55,27 @@ struct Simd {
 // every segment long enough to amortise choosing its traces.
 constexpr std::int64_t kGrain = 4;
 
-// Every trace with kGrain vectors of zeros before and after it, in one buffer. Filled in parallel.
+// The padded copy's memory, kept per calling thread from one call to the next and only grown: a
+// fresh buffer of 12-24 MB (size c) costs thousands of page faults per call, as much as the
+// stacking itself, because glibc returns such blocks to the system when they are freed.
+template <class T>
+T* padded_buffer(std::int64_t size) {
+  thread_local std::unique_ptr<T[]> buffer;
+  thread_local std::int64_t capacity = 0;
+  if (size > capacity) {
+    buffer.reset();
+    buffer.reset(new T[size]);
+    capacity = size;
+  }
+  return buffer.get();
+}
+
+// Every trace with kGrain vectors of zeros before and after it, in one buffer (padded_buffer, so
+// one parstack at a time per calling thread). Filled in parallel.
 template <class T>
 struct PaddedTraces {
   static constexpr std::int64_t kPad = kGrain * Simd<T>::W;
-  std::unique_ptr<T[]> data;
+  T* data;
   std::vector<std::int64_t> first;  // index in data of each trace's sample 0
 
   explicit PaddedTraces(const Problem<T>& p) : first(p.ntraces) {
@@ -58,10 +84,10 @@ struct PaddedTraces {
       first[i] = size + kPad;
       size += (p.lengths[i] + 2 * kPad + kPad - 1) / kPad * kPad;
     }
-    data.reset(new T[size]);
+    data = padded_buffer<T>(size);
 #pragma omp parallel for schedule(dynamic, 1)
     for (std::int64_t i = 0; i < p.ntraces; ++i) {
-      T* sample0 = data.get() + first[i];
+      T* sample0 = data + first[i];
       std::fill(sample0 - kPad, sample0, T(0));
       std::copy(p.traces[i], p.traces[i] + p.lengths[i], sample0);
       std::fill(sample0 + p.lengths[i], sample0 + p.lengths[i] + kPad, T(0));
@@ -86,6 +112,11 @@ struct Sink {
   bool accumulate = false;
   std::int64_t n = 0;  // samples in the chunk (the last vector may be partial)
   typename Simd<T>::Vec max;
+  // Method 0 with streaming stores (Stream below): out + k is `skew` samples past a 64-byte
+  // boundary, and `carry` is the last vector given, whose last skew lanes are not written yet.
+  bool stream = false;
+  std::int64_t skew = 0;
+  typename Simd<T>::Vec carry;
 
   // Vector v of out; the lanes past n (a partial last vector) are zero, never read.
   typename Simd<T>::Vec load(std::int64_t v) const {
@@ -112,6 +143,63 @@ template <class T>
   }
   max[0] = m;
 }
+
+// Method 0's large outputs are written with non-temporal stores: a plain store first reads the
+// line it writes (twice the DRAM traffic for a stack that leaves the caches anyway). Those need
+// 64-byte aligned addresses, and a row's chunk starts anywhere, so each vector is stored shifted
+// to the boundaries: the carried last lanes of the previous vector, then this vector's first
+// ones. The vectors of a chunk reach the sink in order; the unaligned head and tail of the chunk
+// get plain stores, so nothing outside the chunk is written. Only the stores change: the same
+// sums land in the same samples.
+#if defined(__AVX512F__)
+constexpr bool kCanStream = true;
+inline void stream_store(float* at, Simd<float>::Vec x) {
+  _mm512_stream_ps(at, (__m512)x);
+}
+inline void stream_store(double* at, Simd<double>::Vec x) {
+  _mm512_stream_pd(at, (__m512d)x);
+}
+inline void stream_fence() {
+  _mm_sfence();
+}
+#else  // the vectors are pairs of registers: plain stores, never called
+constexpr bool kCanStream = false;
+template <class T>
+void stream_store(T* at, typename Simd<T>::Vec x) {
+  Simd<T>::store(at, x);
+}
+inline void stream_fence() {}
+#endif
+
+template <class T>
+struct Stream {
+  using S = Simd<T>;
+  using Vec = typename S::Vec;
+  using Index = std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>;
+  typedef Index IndexVec __attribute__((vector_size(64)));
+  static constexpr std::int64_t W = S::W;
+
+  // The full vector x of the chunk at sample k.
+  static void put(Sink<T>& sink, Vec x, std::int64_t k) {
+    T* at = sink.out + k - sink.skew;  // 64-byte aligned
+    if (sink.skew == 0) {
+      stream_store(at, x);
+    } else if (k == 0) {
+      for (std::int64_t l = 0; l < W - sink.skew; ++l) sink.out[l] = x[l];
+    } else {
+      IndexVec shift;
+      for (std::int64_t l = 0; l < W; ++l) shift[l] = static_cast<Index>(l + W - sink.skew);
+      stream_store(at, __builtin_shuffle(sink.carry, x, shift));
+    }
+    sink.carry = x;
+  }
+
+  // After the chunk's full vectors, ending at sample k: the lanes still carried.
+  static void flush(Sink<T>& sink, std::int64_t k) {
+    if (k == 0) return;
+    for (std::int64_t l = W - sink.skew; l < W; ++l) sink.out[k - W + l] = sink.carry[l];
+  }
+};
 
 // Where a pass over vectors starts and ends: from null starts at zero (or at out's values when
 // accumulating), else at the partial sums of the earlier traces in from[(v - base) * W ...]; to
@@ -150,8 +238,11 @@ inline void sum_vectors(const Term<T>* const* terms, std::size_t nterms, std::in
 #pragma GCC unroll 8
     for (int u = 0; u < U; ++u) {
       const std::int64_t k = (v + u) * W;
-      if (k + W > sink.n)
+      if (k + W > sink.n) {
+        if (sink.stream) Stream<T>::flush(sink, k);
         finish_partial(sink, acc[u], k, max);
+      } else if (sink.stream)
+        Stream<T>::put(sink, acc[u], k);
       else if (sink.out)
         S::store(sink.out + k, acc[u]);
       else
@@ -207,7 +298,7 @@ void sum_segment(const Term<T>* const* terms, std::size_t nterms, std::int64_t v
 // maximum (method 1, out null).
 template <class T>
 T stack_chunk(const Problem<T>& p, const PaddedTraces<T>& padded, std::int64_t s, std::int64_t k0,
-              std::int64_t n, T* out, std::vector<Term<T>>& terms,
+              std::int64_t n, T* out, bool stream, std::vector<Term<T>>& terms,
               std::vector<const Term<T>*>& active, std::vector<std::int64_t>& cuts) {
   using S = Simd<T>;
   constexpr std::int64_t W = S::W;
@@ -225,7 +316,7 @@ T stack_chunk(const Problem<T>& p, const PaddedTraces<T>& padded, std::int64_t s
     // trace read its zero pads, those past the window's end fall in lanes that are dropped.
     const std::int64_t vb = b / W / kGrain * kGrain;
     const std::int64_t ve = std::min(nvec, ((e + W - 1) / W + kGrain - 1) / kGrain * kGrain);
-    terms.push_back({padded.data.get() + padded.first[i] + (k0 - start), w, vb, ve});
+    terms.push_back({padded.data + padded.first[i] + (k0 - start), w, vb, ve});
     cuts.push_back(terms.back().begin);
     cuts.push_back(terms.back().end);
   }
@@ -236,6 +327,10 @@ T stack_chunk(const Problem<T>& p, const PaddedTraces<T>& padded, std::int64_t s
   sink.out = out;
   sink.accumulate = out && p.accumulate;
   sink.n = n;
+  if (out && stream && !sink.accumulate) {
+    sink.stream = true;
+    sink.skew = static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(out) % 64) / sizeof(T);
+  }
   sink.max = S::broadcast(max_initial_value<T>(p.clamp_max_at_zero));
   bool uncovered = false;  // some sample of the chunk has no trace: R is 0 there
   for (std::size_t c = 0; c + 1 < cuts.size(); ++c) {
@@ -247,7 +342,16 @@ T stack_chunk(const Problem<T>& p, const PaddedTraces<T>& padded, std::int64_t s
       nactive += (t.begin <= v0) & (t.end >= v1);
     }
     if (nactive == 0 && !sink.accumulate) {
-      if (out) {
+      if (sink.stream) {
+        for (std::int64_t v = v0; v < v1; ++v) {
+          if ((v + 1) * W <= n) {
+            Stream<T>::put(sink, typename S::Vec{}, v * W);
+          } else {
+            Stream<T>::flush(sink, v * W);
+            std::fill(out + v * W, out + n, T(0));
+          }
+        }
+      } else if (out) {
         std::fill(out + v0 * W, out + std::min(n, v1 * W), T(0));
       } else {
         uncovered = true;
@@ -256,6 +360,7 @@ T stack_chunk(const Problem<T>& p, const PaddedTraces<T>& padded, std::int64_t s
     }
     sum_segment(active.data(), nactive, v0, v1, sink);
   }
+  if (sink.stream && n % W == 0) Stream<T>::flush(sink, n);
   T m = uncovered ? std::max(T(0), sink.max[0]) : sink.max[0];
   for (std::int64_t l = 1; l < W; ++l) m = std::max(m, sink.max[l]);
   return m;
@@ -279,6 +384,13 @@ SCIPROXY_STACK_PARSTACK(T) {
   const std::int64_t nchunks = (p.lengthout + chunk_samples - 1) / chunk_samples;
   const std::int64_t njobs = nchunks * p.nshifts;
   std::vector<T> chunk_max(p.method == Method::max ? njobs : 0);
+  // Streaming stores for a stack larger than the last-level cache (it leaves the caches anyway);
+  // a smaller one stays cached for the caller, who reads it next.
+  static const double cache_bytes = last_level_cache_bytes();
+  const double out_bytes = static_cast<double>(sizeof(T)) * p.nshifts * p.lengthout;
+  const bool stream = kCanStream && p.method == Method::stack && !p.accumulate &&
+                      reinterpret_cast<std::uintptr_t>(result) % sizeof(T) == 0 &&
+                      out_bytes > (cache_bytes > 0 ? cache_bytes : 32.0 * 1024 * 1024);
   // Cancellation (core/cancel_region.hpp): thread 0 polls as it takes a job; once stopped, every
   // thread skips its remaining jobs, and the calling thread throws after the region.
   RegionStop stop;
@@ -300,7 +412,8 @@ SCIPROXY_STACK_PARSTACK(T) {
       const std::int64_t k0 = chunk * chunk_samples;
       const std::int64_t n = std::min(p.lengthout - k0, chunk_samples);
       T* out = p.method == Method::stack ? result + s * p.lengthout + k0 : nullptr;
-      const T m = stack_chunk(p, padded, s, k0, n, out, terms, active, cuts);
+      const T m = stack_chunk(p, padded, s, k0, n, out, stream, terms, active, cuts);
+      if (stream) stream_fence();  // the streaming stores are weakly ordered: done before the job
       if (p.method == Method::max) chunk_max[s * nchunks + chunk] = m;
     }
     if (p.method == Method::max && !stop.stopped()) {  // the same value on every thread here
