@@ -175,7 +175,8 @@ void check_input(const TtiDemoInput<T>& in, const TtiDemoOptions& opt, Backend b
 
   // Memory, before anything is allocated: two padded fields, eight coefficient arrays, three
   // fluxes (two-pass), the returned fields; the cpu backend adds its own aligned copies of the
-  // fields and coefficients (ten more arrays) and two fields for two steps per sweep.
+  // fields and coefficients (ten more arrays; nine where it derives nz, counted as ten here) and
+  // two fields for two steps per sweep.
   const DemoGrid g = make_grid(in.shape, in.spacing, opt.space_order);
   const double arrays = backend == Backend::cpu ? 25.0 : 13.0;
   const double bytes = sizeof(T) * (arrays * static_cast<double>(g.padded_points()) + 2.0 * points);
