@@ -9,7 +9,9 @@
 // time loop, timed as the region "cpu layout") into its own arrays whose rows start on 64-byte
 // boundaries: u and u- with a halo of M points in x and y and of one SIMD vector (16 floats) on
 // each side along z, the coefficients without any halo (they are only read at the output point);
-// constant materials (demo_api.cpp decides) keep one value of each. Every z loop then
+// constant materials (demo_api.cpp decides) keep one value of each. Where |nz| >= 1/8 over the
+// grid (demo_api.cpp decides, fused form) nz is not stored: the flux loop derives it from nx, ny,
+// with n and s negated where nz < 0 (coefficients_to_layout). Every z loop then
 // runs over whole aligned vectors (nz_vector points, DemoGrid), and only the z stencils load across
 // cache lines. demo_api.cpp's padded layout starts rows at arbitrary offsets, so that every 64-byte
 // load there straddled two lines (twice the load-port cost on Zen 4).
@@ -25,13 +27,13 @@
 // this plane only, from which it forms D-y Fy + D-z Fz at once into a ring of M planes; then it
 // finishes plane i = j - M + 1 (D-x Fx from the ring, plus the stored part, and the update). The
 // thread's buffers (~0.5-0.9 MB at order 8, float32) and the u planes of the stencil stay in L2,
-// so DRAM sees u, u-, the coefficients and u+ once per step (44 bytes per point in float32). The
-// gradient of the widened rows is computed by both neighbouring tiles (7/ty more at order 8,
-// not counted in the work model, as Devito does not count its redundant work). With varying
-// materials the row loops prefetch the next row's coefficients and the x-stencil's leading u row
-// (and m, d, u- in the update): the hardware prefetchers left the flux loop waiting for them.
-// Both forms do the same arithmetic per point in the same order, so they agree to rounding (the
-// compiler may contract a*b+c differently in different loops).
+// so DRAM sees u, u-, the coefficients and u+ once per step (44 bytes per point in float32, 40
+// with nz derived). The gradient of the widened rows is computed by both neighbouring tiles (7/ty
+// more at order 8, not counted in the work model, as Devito does not count its redundant work).
+// With varying materials the row loops prefetch the next row's coefficients and the x-stencil's
+// leading u row (and m, d, u- in the update): the hardware prefetchers left the flux loop waiting
+// for them. Both forms do the same arithmetic per point in the same order, so they agree to
+// rounding (the compiler may contract a*b+c differently in different loops).
 //
 // Denormals are flushed to zero (FlushDenormals).
 #include <omp.h>
@@ -43,6 +45,7 @@
 #endif
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -237,30 +240,51 @@ inline void flux_row(const T* __restrict u, int64_t sx, int64_t sy, T rhx, T rhy
       // The coefficient rows come from DRAM or L3 and the flux loop below did little but wait
       // for them (perf), as did the D+x loop for the x-stencil's leading plane of u: fetch the
       // next row's (coefficient rows are contiguous) while the z loop computes.
-      const T* next[7] = {nx + nzv,  ny + nzv, nz + nzv,           a + nzv,
-                          bma + nzv, s + nzv,  u + A / 2 * sx + sy};
+      const T* next[7] = {nx + nzv,
+                          ny + nzv,
+                          a + nzv,
+                          bma + nzv,
+                          s + nzv,
+                          u + A / 2 * sx + sy,
+                          nz ? nz + nzv : nullptr};
+      const int nnext = nz ? 7 : 6;
       dz_row<A, true>(uk, gzs, len, rhz, [&](int64_t k) {
-        for (const T* q : next) prefetch_line(q + k0 + k);
+        for (int q = 0; q < nnext; ++q) prefetch_line(next[q] + k0 + k);
       });
     }
     const T* __restrict nxk = nx + ck0;
     const T* __restrict nyk = ny + ck0;
-    const T* __restrict nzk = nz + ck0;
+    const T* __restrict nzk = nz ? nz + ck0 : nullptr;
     const T* __restrict ak = a + ck0;
     const T* __restrict bk = bma + ck0;
     const T* __restrict sk = s + ck0;
     T* __restrict fxk = fx + k0;
     T* __restrict fyk = fy + k0;
     T* __restrict fzk = fz + k0;
+    if (kC || nz) {
 #pragma omp simd aligned(gxs, gys, gzs, nxk, nyk, nzk, ak, bk, sk, fxk, fyk, fzk : 64)
-    for (int64_t k = 0; k < len; ++k) {
-      T f0, f1, f2;
-      const int64_t kc = kC ? 0 : k;  // constant materials: one value each
-      demo_flux(gxs[k], gys[k], gzs[k], nxk[kc], nyk[kc], nzk[kc], ak[kc], bk[kc], sk[kc], f0, f1,
-                f2);
-      if constexpr (kFx) fxk[k] = f0;
-      fyk[k] = f1;
-      if constexpr (kFz) fzk[k] = f2;
+      for (int64_t k = 0; k < len; ++k) {
+        T f0, f1, f2;
+        const int64_t kc = kC ? 0 : k;  // constant materials: one value each
+        demo_flux(gxs[k], gys[k], gzs[k], nxk[kc], nyk[kc], nzk[kc], ak[kc], bk[kc], sk[kc], f0, f1,
+                  f2);
+        if constexpr (kFx) fxk[k] = f0;
+        fyk[k] = f1;
+        if constexpr (kFz) fzk[k] = f2;
+      }
+    } else {
+      // nz not stored (DemoProblem::derived_nz): one coefficient row fewer to wait for, at the
+      // price of a square root (well conditioned for |nz| >= 1/8; nz >= 0, see
+      // coefficients_to_layout).
+#pragma omp simd aligned(gxs, gys, gzs, nxk, nyk, ak, bk, sk, fxk, fyk, fzk : 64)
+      for (int64_t k = 0; k < len; ++k) {
+        T f0, f1, f2;
+        const T nzp = std::sqrt(std::max(T(0), T(1) - nxk[k] * nxk[k] - nyk[k] * nyk[k]));
+        demo_flux(gxs[k], gys[k], gzs[k], nxk[k], nyk[k], nzp, ak[k], bk[k], sk[k], f0, f1, f2);
+        if constexpr (kFx) fxk[k] = f0;
+        fyk[k] = f1;
+        if constexpr (kFz) fzk[k] = f2;
+      }
     }
   }
   if constexpr (kC) {
@@ -286,8 +310,9 @@ void flux_pass(const Layout& L, const DemoGrid& g, const Coef<T>& c, const T* u,
     for (int64_t i = 0; i < L.n[0]; ++i)
       for (int64_t j = j0; j < j1; ++j) {
         const int64_t q = L.u_index(i, j, 0), p = L.c_index(i, j, 0);
-        flux_row<A, T, true, true>(u + q, sx, sy, rhx, rhy, rhz, c.nx + p, c.ny + p, c.nz + p,
-                                   c.a + p, c.bma + p, c.s + p, fx + q, fy + q, fz + q, L.nzv);
+        flux_row<A, T, true, true>(u + q, sx, sy, rhx, rhy, rhz, c.nx + p, c.ny + p,
+                                   c.nz ? c.nz + p : nullptr, c.a + p, c.bma + p, c.s + p, fx + q,
+                                   fy + q, fz + q, L.nzv);
       }
   }
 }
@@ -414,11 +439,13 @@ class FusedStage {
       if (y >= j0_ && y < j1_) {
         T* fxr = slot_x + (y - j0_) * row + kZPad;
         T* fzr = B_.fz.data() + (y - j0_) * row + kZPad;
-        flux_row<A, T, true, true, kC>(uq, sx, sy, rhx_, rhy_, rhz_, c.nx + p, c.ny + p, c.nz + p,
-                                       c.a + p, c.bma + p, c.s + p, fxr, fyr, fzr, nzv, L_.n[2]);
+        flux_row<A, T, true, true, kC>(uq, sx, sy, rhx_, rhy_, rhz_, c.nx + p, c.ny + p,
+                                       c.nz ? c.nz + p : nullptr, c.a + p, c.bma + p, c.s + p, fxr,
+                                       fyr, fzr, nzv, L_.n[2]);
       } else {  // only Fy is wanted
-        flux_row<A, T, false, false, kC>(uq, sx, sy, rhx_, rhy_, rhz_, c.nx + p, c.ny + p, c.nz + p,
-                                         c.a + p, c.bma + p, c.s + p, fyr, fyr, fyr, nzv, L_.n[2]);
+        flux_row<A, T, false, false, kC>(uq, sx, sy, rhx_, rhy_, rhz_, c.nx + p, c.ny + p,
+                                         c.nz ? c.nz + p : nullptr, c.a + p, c.bma + p, c.s + p,
+                                         fyr, fyr, fyr, nzv, L_.n[2]);
       }
     }
     T* pyz_slot = B_.pyz.data() + (j % M) * tile_rows_;
@@ -686,18 +713,29 @@ void to_layout(const DemoGrid& g, const Layout& L, const T* src, T* dst) {
       std::memcpy(dst + L.u_index(i, j, 0), src + g.index(i, j, 0),
                   sizeof(T) * static_cast<std::size_t>(L.nzv));
 }
-// The eight coefficient arrays into one array (Layout::c_index, c_size).
+// The coefficient arrays into one array (Layout::c_index, c_size), in the order nx, ny, a, bma,
+// s, m, d, nz; without nz where `derived_nz`, with n and s negated at the points where nz < 0
+// (F = a g + (bma (n.g) + s) n is the same, exactly: only signs change), so that the kernel's
+// nz = sqrt(1 - nx^2 - ny^2) is the stored one to rounding.
 template <class T>
 void coefficients_to_layout(const DemoGrid& g, const Layout& L, const DemoCoefficients<T>& cin,
-                            T* dst) {
-  const T* in[Layout::kCoefficients] = {cin.nx,  cin.ny, cin.nz, cin.a,
-                                        cin.bma, cin.s,  cin.m,  cin.d};
+                            bool derived_nz, T* dst) {
+  const T* in[Layout::kCoefficients] = {cin.nx, cin.ny, cin.a, cin.bma,
+                                        cin.s,  cin.m,  cin.d, cin.nz};
+  const int64_t arrays = derived_nz ? Layout::kCoefficients - 1 : Layout::kCoefficients;
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t i = 0; i < L.n[0]; ++i)
-    for (int64_t j = 0; j < L.n[1]; ++j)
-      for (int64_t a = 0; a < Layout::kCoefficients; ++a)
+    for (int64_t j = 0; j < L.n[1]; ++j) {
+      for (int64_t a = 0; a < arrays; ++a)
         std::memcpy(dst + a * L.c_size() + L.c_index(i, j, 0), in[a] + g.index(i, j, 0),
                     sizeof(T) * static_cast<std::size_t>(L.nzv));
+      if (!derived_nz) continue;
+      const T* nz = cin.nz + g.index(i, j, 0);
+      T* row = dst + L.c_index(i, j, 0);
+      for (int64_t k = 0; k < L.nzv; ++k)
+        if (nz[k] < 0)
+          for (int64_t a : {0, 1, 4}) row[a * L.c_size() + k] = -row[a * L.c_size() + k];
+    }
 }
 template <class T>
 void from_layout(const DemoGrid& g, const Layout& L, const T* src, T* dst) {
@@ -728,6 +766,9 @@ void run_order(const DemoProblem<T>& p, DemoFields<T> fields, Timers* timers) {
   // decides, fused form only): the kernel reads one value of each instead of eight arrays (32 of
   // its 44 bytes per point).
   const bool constant = p.constant && form == TtiDemoForm::fused;
+  // nz computed from nx and ny (demo_api.cpp decides, where |nz| >= 1/8 over the grid): seven
+  // coefficient arrays instead of eight; the flux loop waited for their rows (perf).
+  const bool derived_nz = p.derived_nz && form == TtiDemoForm::fused && !constant;
   {
     auto r = Timers::region(timers, "cpu layout");
     ua = AlignedArray<T>(L.points);
@@ -738,22 +779,23 @@ void run_order(const DemoProblem<T>& p, DemoFields<T> fields, Timers* timers) {
     const DemoCoefficients<T>& cin = p.coef;
     if (constant) {
       carr = AlignedArray<T>(Layout::kCoefficients);
-      const T* in[Layout::kCoefficients] = {cin.nx,  cin.ny, cin.nz, cin.a,
-                                            cin.bma, cin.s,  cin.m,  cin.d};
+      const T* in[Layout::kCoefficients] = {cin.nx, cin.ny, cin.a, cin.bma,
+                                            cin.s,  cin.m,  cin.d, cin.nz};
       for (int a = 0; a < Layout::kCoefficients; ++a) carr.data()[a] = in[a][first];
     } else {
-      carr = AlignedArray<T>(Layout::kCoefficients * L.c_size());
-      coefficients_to_layout(g, L, cin, carr.data());
+      carr = AlignedArray<T>((derived_nz ? Layout::kCoefficients - 1 : Layout::kCoefficients) *
+                             L.c_size());
+      coefficients_to_layout(g, L, cin, derived_nz, carr.data());
     }
     T* c0 = carr.data();
     c = {c0,
          c0 + stride,
+         derived_nz ? nullptr : c0 + 7 * stride,
          c0 + 2 * stride,
          c0 + 3 * stride,
          c0 + 4 * stride,
          c0 + 5 * stride,
-         c0 + 6 * stride,
-         c0 + 7 * stride};
+         c0 + 6 * stride};
     for (int k = 0; k < 8; ++k)
       cells[k] = L.u_index(src.points[k][0], src.points[k][1], src.points[k][2]);
     if (form == TtiDemoForm::two_pass) {

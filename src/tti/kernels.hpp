@@ -149,14 +149,15 @@ struct DemoSource {
 
 // Everything a backend needs besides the fields: the reference reads `raw` and `dt`, cpu and
 // cuda read `coef` (set for them only) and `form` (the reference always runs two passes), cpu
-// also `constant` and `tuning`.
+// also `constant`, `derived_nz` and `tuning`.
 template <class T>
 struct DemoProblem {
   DemoGrid grid;
   DemoRawMaterial<T> raw;
   double dt = 0;
   DemoCoefficients<T> coef;
-  bool constant = false;  // every coefficient holds one value over the grid (the demo's case)
+  bool constant = false;    // every coefficient holds one value over the grid (the demo's case)
+  bool derived_nz = false;  // cpu fused: |nz| >= 1/8 over the grid, the kernel derives nz
   DemoSource<T> source;
   std::int64_t nt = 0;
   TtiDemoForm form = TtiDemoForm::two_pass;

@@ -182,10 +182,48 @@ TEST_F(TtiDemoBackend, TuningDoesNotChangeTheResult) {
   EXPECT_EQ(cached, kBackend.backend == Backend::cpu);
 }
 
+// Tilts with |nz| >= 1/8 everywhere, nz of both signs: the cpu fused kernel derives nz from nx and
+// ny (demo_api.cpp, nz_derivable) with n and s negated where nz < 0.
+template <class T>
+test::TtiDemoProblem<T> tilted_problem(std::array<std::int64_t, 3> shape, std::int64_t nt,
+                                       unsigned seed) {
+  auto p = test::random_tti_problem<T>(shape, nt, 8, seed);
+  for (std::size_t q = 0; q < p.theta.size(); ++q)  // [-1.5, 1.5] onto [0.3, 1.2] or [2, 2.9]
+    p.theta[q] = static_cast<T>((q % 2 ? 2.0 : 0.3) + 0.3 * (p.theta[q] + 1.5));
+  return p;
+}
+
+template <class T>
+void check_derived_nz(std::array<std::int64_t, 3> shape, unsigned seed) {
+  const auto p = tilted_problem<T>(shape, 6, seed);
+  const auto ref = tti_demo<T>(kReference, p.input(), TtiDemoOptions{});
+  TtiDemoOptions base;
+  base.nparallel = 1;
+  base.cpu.sweep_steps = 1;
+  const auto want = tti_demo<T>(kBackend, p.input(), base);
+  expect_close(want.u, ref.u, tti_demo_tolerance(precision_of<T>()), "derived nz u");
+  expect_close(want.u_prev, ref.u_prev, tti_demo_tolerance(precision_of<T>()), "u_prev");
+  for (int steps : {1, 2})
+    for (std::int64_t rows : {1, 7, 200}) {
+      TtiDemoOptions opt = base;
+      opt.nparallel = 2;
+      opt.cpu.tile_rows = rows;
+      opt.cpu.sweep_steps = steps;
+      EXPECT_EQ(tti_demo<T>(kBackend, p.input(), opt).u, want.u)
+          << "rows " << rows << " steps per sweep " << steps;
+    }
+}
+
+TEST_F(TtiDemoBackend, DerivedNzMatchesReference) {
+  check_derived_nz<float>({12, 37, 40}, 23);
+  check_derived_nz<double>({11, 20, 35}, 24);
+}
+
 // The work model counts the arrays each section's loops move per point and step (demo_api.cpp,
 // demo_traffic): fused 11 (u, u-, eight coefficients, u+), 3 with constant materials on cpu
 // (one value per coefficient); on cpu with two steps per sweep 14 per pair of steps (u, u-, the
-// coefficients, two outputs and their write-allocate), an odd last step 11; two-pass flux 10
+// coefficients, two outputs and their write-allocate), an odd last step 11, one less each where
+// the cpu derives nz (seven coefficients); two-pass flux 10
 // plus 3 on cpu (its flux stores allocate lines), divergence 8. Injection: 8 corners per step.
 TEST_F(TtiDemoBackend, WorkModelCountsTheBytesMoved) {
   const std::array<std::int64_t, 3> shape = {10, 11, 12};
@@ -207,6 +245,12 @@ TEST_F(TtiDemoBackend, WorkModelCountsTheBytesMoved) {
     return bytes;
   };
   const double injection = 8.0 * nt * (2 * es + es / 8);
+  // nz derived (cpu): seven coefficients, 10 per step, 13 per pair.
+  const auto tilted = tilted_problem<float>(shape, nt, 31);
+  EXPECT_EQ(bytes_of(tilted, TtiDemoForm::fused),
+            (std::vector<double>{(cpu ? 10 : 11) * es * points, injection}));
+  EXPECT_DOUBLE_EQ(bytes_of(tilted, TtiDemoForm::fused, 2)[0],
+                   cpu ? (13.0 + 10.0) / 3 * es * points : 11 * es * points);
   EXPECT_EQ(bytes_of(varying, TtiDemoForm::fused),
             (std::vector<double>{11 * es * points, injection}));
   EXPECT_EQ(bytes_of(constant, TtiDemoForm::fused),
