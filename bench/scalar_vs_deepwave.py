@@ -32,6 +32,12 @@ so that a long sweep can run in pieces (each one short) and still be read as one
     python bench/scalar_vs_deepwave.py --table sweep3d_*.json
 
 Needs torch and deepwave in the same environment as sciproxy.
+
+torch's wheel brings its own OpenMP runtime, so this process holds two. Their idle workers spin
+for a while after each parallel region by default, and with the calls alternating, the spinning
+workers of one library take the cores from the other's next call. The script therefore sets
+OMP_WAIT_POLICY=passive for both unless the environment sets it (as
+bench/parstack_vs_pyrocko.py does for pyrocko's runtime).
 """
 
 from __future__ import annotations
@@ -46,6 +52,8 @@ import sys
 import warnings
 
 import numpy as np
+
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")  # before either OpenMP runtime starts
 
 from benchlib import cpu_model, git_commit, rel_l2, timed, write_json_atomically
 

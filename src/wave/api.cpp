@@ -197,9 +197,10 @@ WorkModel gradient_work(const Setup<T>& s, std::int64_t store_interval, Backend 
 }
 
 // Candidates: 3-D, steps per sweep 1, 2, 4 or 8 with 1 or 2 tiles per thread; 2-D, 1 or 4 steps
-// per sweep with 2 to 16 rows per block (1-D has nothing to tune). Each is timed over 8 steps
-// (whole sweeps of every candidate), which include the cpu layout copies; those cost every
-// candidate the same.
+// per sweep with 2 to 16 rows per block (1-D has nothing to tune). Each is timed over 16 steps
+// (two sweeps of the deepest), which include the cpu layout copies (the same for every candidate),
+// the fastest of 3 runs: shorter trials ranked the candidates differently from run to run on a
+// shared machine.
 template <class T>
 void autotune_forward(const Device& device, Setup<T>& s, const char* kernel,
                       const std::function<void(const kernels::ScalarProblem<T>&)>& trial) {
@@ -221,15 +222,18 @@ void autotune_forward(const Device& device, Setup<T>& s, const char* kernel,
       for (std::int64_t rows : {2, 4, 8, 16})
         candidates.push_back({{"sweep_steps", steps}, {"rows_per_block", rows}});
   }
-  const auto tuning = autotune(key, candidates, [&](const TuningParameters& c) {
-    kernels::ScalarProblem<T> p = s.problem;
-    p.nt = std::min<std::int64_t>(s.nt_inner, 8);
-    for (const auto& [name, value] : c)
-      (name == "sweep_steps"        ? p.cpu.sweep_steps
-       : name == "tiles_per_thread" ? p.cpu.tiles_per_thread
-                                    : p.cpu.rows_per_block) = value;
-    trial(p);
-  });
+  const auto tuning = autotune(
+      key, candidates,
+      [&](const TuningParameters& c) {
+        kernels::ScalarProblem<T> p = s.problem;
+        p.nt = std::min<std::int64_t>(s.nt_inner, 16);
+        for (const auto& [name, value] : c)
+          (name == "sweep_steps"        ? p.cpu.sweep_steps
+           : name == "tiles_per_thread" ? p.cpu.tiles_per_thread
+                                        : p.cpu.rows_per_block) = value;
+        trial(p);
+      },
+      3);
   // A cache entry with values the kernel would not take is ignored, not trusted.
   for (const auto& [name, value] : tuning.best) {
     if (value < 1 || value > 64) continue;
