@@ -124,9 +124,12 @@ void autotune_chunk(const Context& ctx, kernels::Problem<T>& problem, std::span<
   key.shape = fmt::format("method={} ntraces={} nshifts={} lengthout={} longest={}",
                           static_cast<int>(problem.method), problem.ntraces, problem.nshifts,
                           problem.lengthout, longest);
-  std::vector<TuningParameters> candidates;
+  // The static default first (autotune keeps it unless another is clearly faster).
+  std::vector<TuningParameters> candidates{
+      {{"chunk_samples", kDefaultChunkBytes / std::int64_t(sizeof(T))}}};
   for (std::int64_t bytes = 4096; bytes <= 65536; bytes *= 2)
-    candidates.push_back({{"chunk_samples", bytes / std::int64_t(sizeof(T))}});
+    if (bytes != kDefaultChunkBytes)
+      candidates.push_back({{"chunk_samples", bytes / std::int64_t(sizeof(T))}});
   std::vector<T> scratch(problem.accumulate ? result.size() : 0);
   const auto tuning = autotune(key, candidates, [&](const TuningParameters& candidate) {
     kernels::Problem<T> trial = problem;

@@ -431,10 +431,14 @@ void autotune_cpu(const Device& device, kernels::DemoProblem<T>& problem, const 
   key.shape = fmt::format("{}x{}x{} space_order={} materials={} tile_rows={}", problem.grid.n[0],
                           problem.grid.n[1], problem.grid.n[2], options.space_order,
                           problem.constant ? "constant" : "varying", options.cpu.tile_rows);
-  std::vector<TuningParameters> candidates;
+  // The static choice first (autotune keeps it unless another is clearly faster).
+  const TuningParameters static_choice{{"sweep_steps", problem.tuning.sweep_steps},
+                                       {"tile_kib", problem.tuning.tile_kib}};
+  std::vector<TuningParameters> candidates{static_choice};
   for (std::int64_t steps : {1, 2})
     for (std::int64_t kib : {1024, 2048, 4096, 8192})
-      candidates.push_back({{"sweep_steps", steps}, {"tile_kib", kib}});
+      if (TuningParameters c{{"sweep_steps", steps}, {"tile_kib", kib}}; c != static_choice)
+        candidates.push_back(c);
   std::vector<T> trial_u, trial_prev;
   const auto tuning = autotune(key, candidates, [&](const TuningParameters& c) {
     trial_u = u;  // each trial starts from the call's fields and leaves them untouched

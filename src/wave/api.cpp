@@ -212,16 +212,24 @@ void autotune_forward(const Device& device, Setup<T>& s, const char* kernel,
   key.threads = resolve_threads(s.problem.nparallel, "nparallel");
   key.shape = fmt::format("padded={} accuracy={} shots={} models={}", join(s.n.data(), s.ndim, "x"),
                           s.accuracy, s.nshots, s.nmodels);
+  // The static sizes (s.problem.cpu) first: autotune keeps them unless another is clearly faster.
+  const ScalarCpuTuning& given = s.problem.cpu;
   std::vector<TuningParameters> candidates;
   if (s.ndim == 3) {
+    candidates.push_back(
+        {{"sweep_steps", given.sweep_steps}, {"tiles_per_thread", given.tiles_per_thread}});
     for (std::int64_t steps : {1, 2, 4, 8})
       for (std::int64_t tiles : {1, 2})
         candidates.push_back({{"sweep_steps", steps}, {"tiles_per_thread", tiles}});
   } else {
+    candidates.push_back(
+        {{"sweep_steps", given.sweep_steps}, {"rows_per_block", given.rows_per_block}});
     for (std::int64_t steps : {1, 4})
       for (std::int64_t rows : {2, 4, 8, 16})
         candidates.push_back({{"sweep_steps", steps}, {"rows_per_block", rows}});
   }
+  candidates.erase(std::remove(candidates.begin() + 1, candidates.end(), candidates.front()),
+                   candidates.end());
   const auto tuning = autotune(
       key, candidates,
       [&](const TuningParameters& c) {

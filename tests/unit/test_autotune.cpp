@@ -92,6 +92,21 @@ TEST_F(Autotune, KeepsTheFastestAndCachesIt) {
   EXPECT_FALSE(cached_tuning(key("16x16")).has_value());  // another shape: not tuned yet
 }
 
+// The first candidate, the static default, stays unless another is more than 3% faster: 20 ms
+// against 19.7 ms keeps it, against 16 ms does not. The repeats go round-robin.
+TEST_F(Autotune, KeepsTheFirstCandidateUnlessAnotherIsClearlyFaster) {
+  std::vector<std::int64_t> order;
+  const auto run = [&](const TuningParameters& p) {
+    order.push_back(p.at("us"));
+    std::this_thread::sleep_for(std::chrono::microseconds(p.at("us")));
+  };
+  const TuningResult close = autotune(key("close"), {{{"us", 20000}}, {{"us", 19700}}}, run, 3);
+  EXPECT_EQ(close.best.at("us"), 20000);
+  EXPECT_EQ(order, (std::vector<std::int64_t>{20000, 20000, 19700, 20000, 19700, 20000, 19700}));
+  const TuningResult clear = autotune(key("clear"), {{{"us", 20000}}, {{"us", 16000}}}, run, 3);
+  EXPECT_EQ(clear.best.at("us"), 16000);
+}
+
 TEST_F(Autotune, KeysOfOtherThreadCountsAndPrecisionsAreApart) {
   const std::vector<TuningParameters> candidates{{{"ms", 1}}};
   autotune(key("4"), candidates, sleep_for, 1);

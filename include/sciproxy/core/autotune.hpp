@@ -48,9 +48,12 @@ std::string autotune_cache_path();
 std::optional<TuningParameters> cached_tuning(const TuningKey& key);
 
 // The cached choice for key if there is one; otherwise runs every candidate `repeats` times
-// through run (after one untimed run of the first, the warm-up), keeps the one with the smallest
-// time (noise only adds to a time), caches and returns it. run must leave the caller's outputs
-// as a normal call would, as its last call is not necessarily the best candidate's.
+// through run (after one untimed run of the first, the warm-up; the repeats round-robin over the
+// candidates), takes each one's smallest time (noise only adds to a time), keeps the fastest,
+// caches and returns it. The first candidate should be the kernel's static default: it is kept
+// unless another is more than 3% faster, so that noise alone never replaces it. run must leave
+// the caller's outputs as a normal call would, as its last call is not necessarily the best
+// candidate's.
 TuningResult autotune(const TuningKey& key, const std::vector<TuningParameters>& candidates,
                       const std::function<void(const TuningParameters&)>& run, int repeats = 2);
 
