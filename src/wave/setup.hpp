@@ -104,7 +104,7 @@ void make_setup(Setup<T>& s, const ScalarInput<T>& in, const ScalarOptions& opt,
 // returned copy of it, the traces in inner and outer steps, and for a gradient
 // (store_interval > 0) the adjoint state, the padded gradient and what GradientStore keeps in
 // memory (storage_mode device/host: every stored step, 1 byte per cell plus a scale per block
-// when compressed; disk: a chunk).
+// when compressed; disk: a chunk); with autotune, one more state (the trials' copy).
 template <class T>
 double host_bytes(const Setup<T>& s, const ScalarOptions& opt, std::int64_t store_interval,
                   int wavefields);

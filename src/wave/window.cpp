@@ -259,6 +259,7 @@ double host_bytes(const Setup<T>& s, const ScalarOptions& opt, std::int64_t stor
                         (double(s.nt_inner) * (double(s.nsources) + fields * double(s.nreceivers)) +
                          double(s.nt) * (double(s.nsources) + fields * double(s.nreceivers)));
   double bytes = elem * double(s.nmodels) * points + 2 * state + traces;
+  if (opt.autotune) bytes += state;  // the autotuner's trials run on a copy of the state
   if (store_interval > 0) {
     bytes += 2 * state + elem * points * double(s.nmodels > 1 ? s.nshots : 1) +
              8.0 * double(s.nmodels) * double(s.model_cells);

@@ -22,6 +22,7 @@
 #include "sciproxy/stack.hpp"
 #include "sciproxy/wave.hpp"
 #include "stack/problems.hpp"
+#include "wave/setup.hpp"
 
 using namespace sciproxy;
 
@@ -263,4 +264,18 @@ TEST_F(Autotune, TheScalarCasesTakeAutotuneAsZeroOrOne) {
       EXPECT_EQ(std::string(e.what()).rfind("autotune: expected 0 or 1", 0), 0u) << e.what();
     }
   }
+}
+
+// The memory check counts the state copy the scalar autotuner's trials run on.
+TEST_F(Autotune, TheScalarMemoryCheckCountsTheTrialsCopy) {
+  const ScalarSurvey survey(3);
+  wave::ScalarOptions opt;
+  opt.pml_width.fill(6);
+  opt.pml_freq = 25;
+  wave::detail::Setup<double> s;
+  wave::detail::make_setup<double>(s, survey.in, opt, 0, nullptr);
+  const double plain = wave::detail::host_bytes(s, opt, 0, 1);
+  opt.autotune = true;
+  const double state = 8.0 * (2 + 2 * 3) * double(s.points) * double(s.nshots);
+  EXPECT_DOUBLE_EQ(wave::detail::host_bytes(s, opt, 0, 1), plain + state);
 }
