@@ -251,6 +251,21 @@ void autotune_forward(const Device& device, Setup<T>& s, const char* kernel,
   }
 }
 
+// scalar() and scalar_gradient()'s tuning: trials of scalar_forward on a copy of `state` (one
+// allocation, assigned again before each trial so that every candidate starts from the same
+// fields), storing nothing, so that both calls share the cache entry.
+template <class T>
+void autotune_scalar_forward(const Device& device, Setup<T>& s, const ScalarState<T>& state,
+                             const std::vector<T>& sources, std::vector<T>& receivers) {
+  ScalarState<T> copy;
+  autotune_forward<T>(device, s, "scalar_forward", [&](const kernels::ScalarProblem<T>& p) {
+    copy = state;
+    const Context quiet{device, nullptr};  // the trials are not the call's timings
+    SCIPROXY_RUN_KERNEL(quiet, scalar_forward, p, fields_of(s, copy), sources.data(),
+                        receivers.data(), static_cast<T*>(nullptr));
+  });
+}
+
 template void autotune_forward<float>(
     const Device&, Setup<float>&, const char*,
     const std::function<void(const kernels::ScalarProblem<float>&)>&);
@@ -348,12 +363,7 @@ ScalarOutput<T> scalar(const Device& device, const ScalarInput<T>& in, const Sca
     std::vector<T> receivers_tm(static_cast<std::size_t>(s.nt_inner * s.nshots * s.nreceivers));
     if (opt.autotune) {
       auto r = Timers::region(context.timers, "autotune");
-      autotune_forward<T>(device, s, "scalar_forward", [&](const kernels::ScalarProblem<T>& p) {
-        ScalarState<T> copy = out.state;
-        const Context quiet{device, nullptr};  // the trials are not the call's timings
-        SCIPROXY_RUN_KERNEL(quiet, scalar_forward, p, fields_of(s, copy), sources.data(),
-                            receivers_tm.data(), static_cast<T*>(nullptr));
-      });
+      autotune_scalar_forward(device, s, out.state, sources, receivers_tm);
     }
     out.work = work_model(s, 0, device.backend);  // of the tuning that runs
     call.set_work(out.work);
@@ -442,15 +452,8 @@ ScalarGradient<T> gradient(const Context& context, const ScalarInput<T>& in,
   }
   std::vector<T> receivers_tm(static_cast<std::size_t>(s.nt_inner * rec_stride));
   if (opt.autotune) {
-    // Tuned on the forward alone (storing nothing): its trials and scalar's share the cache.
     auto r = Timers::region(timers, "autotune");
-    autotune_forward<T>(
-        context.device, s, "scalar_forward", [&](const kernels::ScalarProblem<T>& p) {
-          ScalarState<T> copy = grad.forward.state;
-          const Context quiet{context.device, nullptr};
-          SCIPROXY_RUN_KERNEL(quiet, scalar_forward, p, fields_of(s, copy), sources.data(),
-                              receivers_tm.data(), static_cast<T*>(nullptr));
-        });
+    autotune_scalar_forward(context.device, s, grad.forward.state, sources, receivers_tm);
   }
   grad.forward.work = work_model(s, store_interval, context.device.backend);
   grad.work = gradient_work(s, store_interval, context.device.backend);

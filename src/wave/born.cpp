@@ -192,9 +192,11 @@ ScalarBornOutput<T> scalar_born(const Device& device, const ScalarBornInput<T>& 
         bg_tm(static_cast<std::size_t>(s.nt_inner * s.nshots * b.nbg));
     if (opt.autotune) {
       auto r = Timers::region(context.timers, "autotune");
+      ScalarState<T> copy, copy_scattered;  // assigned again before each trial
       autotune_forward<T>(device, s, "scalar_born_forward",
                           [&](const kernels::ScalarProblem<T>& p) {
-                            ScalarState<T> copy = out.state, copy_scattered = out.scattered_state;
+                            copy = out.state;
+                            copy_scattered = out.scattered_state;
                             const Context quiet{device, nullptr};  // not the call's timings
                             SCIPROXY_RUN_KERNEL(quiet, scalar_born_forward, p, fields_of(s, copy),
                                                 fields_of(s, copy_scattered), sources.data(),
