@@ -241,8 +241,22 @@ std::string parse_dtype(const std::string& text, std::string_view option) {
   throw UsageError(fmt::format("{}: expected float32 or float64, got \"{}\"", option, text));
 }
 
+namespace {
+Communicator& ranks_of_command() {
+  static Communicator comm;
+  return comm;
+}
+}  // namespace
+
+const Communicator& ranks() {
+  return ranks_of_command();
+}
+void set_ranks(const Communicator& comm) {
+  ranks_of_command() = comm;
+}
+
 int finish_case_run(const CaseResult& result, const std::string& json_path, int threads) {
-  if (!json_path.empty()) {
+  if (!json_path.empty() && ranks().rank() == 0) {
     nlohmann::json j = nlohmann::json::parse(case_result_json(result));
     j["environment"] = environment_record(threads);
     write_file_atomically(json_path, j.dump(2) + "\n");

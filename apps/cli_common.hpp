@@ -15,6 +15,7 @@
 
 #include "core/json.hpp"
 #include "sciproxy/core/bench.hpp"
+#include "sciproxy/core/communicator.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/harness.hpp"
@@ -47,6 +48,11 @@ Command add_bench_command(
 Command add_demo_command(CLI::App& root);
 Command add_run_command(CLI::App& root);     // any case of the registry
 Command add_verify_command(CLI::App& root);  // two savepoints compared field by field
+
+// The ranks the command runs on: MPI_COMM_WORLD under mpirun, else this process alone (set once
+// by main). Every rank runs the command; rank 0 alone prints and writes files.
+const Communicator& ranks();
+void set_ranks(const Communicator& comm);
 
 // The options of a command that set a case's settings: the library's errors name settings
 // ("ntraces: expected at least 1, got 0"), the command's user knows options ("--ntraces").

@@ -233,6 +233,7 @@ void run_sweep(const std::vector<SweepPoint>& points, const std::vector<Device>&
                const SweepOptions& opt,
                const std::function<void(const SweepPoint&, const CaseResult&)>& row) {
   HarnessOptions harness;
+  harness.comm = ranks();
   harness.repetitions = opt.reps;
   harness.threads = opt.threads;
   harness.verify = false;

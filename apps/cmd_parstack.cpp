@@ -112,6 +112,7 @@ int run_parstack_command(const ParstackCliOptions& opt) {
   std::fflush(stdout);
 
   HarnessOptions harness;
+  harness.comm = ranks();
   harness.repetitions = opt.reps;
   harness.threads = opt.threads;
   harness.verify = verify;

@@ -44,6 +44,7 @@ int run_case_command(const RunCaseOptions& opt) {
   }
   const Device device = select_device_option(opt.device);
   HarnessOptions harness;
+  harness.comm = ranks();
   harness.repetitions = opt.reps;
   harness.warmup = opt.warmup;
   harness.threads = opt.threads;

@@ -129,6 +129,7 @@ int run_scalar_command(const ScalarCliOptions& opt) {
   std::fflush(stdout);
 
   HarnessOptions harness;
+  harness.comm = ranks();
   harness.repetitions = opt.reps;
   harness.threads = opt.threads;
   harness.verify = opt.verify && device.backend != Backend::reference;

@@ -121,6 +121,7 @@ int run_tti_command(const TtiCliOptions& opt) {
   std::fflush(stdout);
 
   HarnessOptions harness;
+  harness.comm = ranks();
   harness.repetitions = opt.reps;
   harness.warmup = opt.warmup;
   harness.threads = opt.threads;

@@ -8,10 +8,12 @@
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <optional>
 #include <vector>
 
 #include "cli_common.hpp"
 #include "sciproxy/core/cancel.hpp"
+#include "sciproxy/core/communicator.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/version.hpp"
 
@@ -21,7 +23,12 @@ namespace {
 constexpr int kRuntimeFailure = 1;
 constexpr int kUsage = 2;
 
+// Under mpirun every rank runs the command and fails alike (the library's errors on a
+// communicator are every rank's); rank 0 alone says so.
+bool quiet_rank = false;
+
 int fail(int status, const std::string& message) {
+  if (quiet_rank) return status;
   // One line, whatever the message: a multi-line what() would read like a stack trace.
   std::string line = message;
   for (char& c : line)
@@ -58,6 +65,7 @@ void install_stop_handlers() {
 // The shells' convention: 128 + the signal's number (130 for SIGINT, 143 for SIGTERM).
 int interrupted(const std::string& what) {
   const int signal = received_signal;
+  if (quiet_rank) return signal == 0 ? kRuntimeFailure : 128 + signal;
   std::fflush(stdout);
   if (signal == 0) {  // a cancellation no signal asked for: an ordinary failure
     fmt::print(stderr, "sciproxy: error: {}\n", what);
@@ -89,6 +97,19 @@ std::string unknown_command(CLI::App& app, int argc, char** argv, int position) 
 
 int main(int argc, char** argv) {
   using namespace sciproxy;
+  // Under an MPI launcher (mpirun -n N sciproxy ...) every rank runs the command on the world's
+  // ranks; rank 0 alone prints.
+  std::optional<MpiSession> mpi;
+  try {
+    mpi.emplace(&argc, &argv);
+  } catch (const std::exception& e) {
+    return fail(kRuntimeFailure, e.what());
+  }
+  app::set_ranks(mpi->world());
+  if (mpi->world().rank() != 0) {
+    quiet_rank = true;
+    if (!std::freopen("/dev/null", "w", stdout)) return kRuntimeFailure;
+  }
   CLI::App root{
       "sciproxy: GPU-ready scientific kernels, verified against a reference and measured "
       "against this machine's roofline."};

@@ -6,6 +6,9 @@
 // counting only samples inside trace i; traces with weight exactly 0 are skipped. Semantics of
 // pyrocko's parstack; see docs/kernels/parstack.md.
 //
+// On several ranks (ParstackOptions::comm) the shift sets are split across them in contiguous
+// blocks, and each rank stacks its own; each output row is the same bits as a one-process run.
+//
 // Long calls stop between batches of shifts when asked (sciproxy/core/cancel.hpp): they throw
 // Cancelled and their outputs (result, even with accumulate) are unspecified.
 #pragma once
@@ -15,6 +18,7 @@
 #include <span>
 #include <vector>
 
+#include "sciproxy/core/communicator.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/metrics.hpp"
 #include "sciproxy/core/timers.hpp"
@@ -22,6 +26,18 @@
 namespace sciproxy::stack {
 
 enum class Method : int { stack = 0, max = 1 };
+
+// Which shift sets a rank passes when the call runs on several ranks.
+enum class ShiftSets : int {
+  all = 0,  // every rank passes all of them (the same arrays); the call splits them
+  own = 1,  // each rank passes its own block; the whole is the ranks' blocks in rank order
+};
+// Where the result goes when the call runs on several ranks.
+enum class ResultLayout : int {
+  all_ranks = 0,  // every rank receives the whole result
+  root = 1,       // rank 0 receives the whole result; the others pass an empty one
+  own = 2,        // each rank keeps the rows of its own shift sets (parstack_shift_block)
+};
 
 // The inputs of one parstack call. Spans only: nothing is copied.
 template <class T>
@@ -53,7 +69,24 @@ struct ParstackOptions {
   // machine, shape, dtype and thread count (sciproxy/core/autotune.hpp); later calls read the
   // choice from the cache. Overrides chunk_samples.
   bool autotune = false;
+  // The ranks the call runs on (collective; sciproxy/core/communicator.hpp): the shift sets are
+  // split across them, each rank stacks its block, and the rows are gathered as result_layout
+  // says. Every rank passes the same traces, offsets and options; with ShiftSets::all also the
+  // same shifts and weights. Without a communicator (the default) the call runs here alone.
+  Communicator comm;
+  ShiftSets shift_sets = ShiftSets::all;
+  ResultLayout result_layout = ResultLayout::all_ranks;
 };
+
+// The shift sets [first, first + count) of the whole that this rank stacks: its block of
+// nshifts (ShiftSets::all), or where its own nshifts fall among the ranks' (ShiftSets::own;
+// collective then). With ResultLayout::own the result holds these rows.
+struct ShiftBlock {
+  std::int64_t first = 0;
+  std::int64_t count = 0;
+  std::int64_t total = 0;  // shift sets on all ranks
+};
+ShiftBlock parstack_shift_block(std::int64_t nshifts, const ParstackOptions& opt);
 
 // The cpu backend's static chunk: 16 KiB of output samples per job.
 inline constexpr std::int64_t kDefaultChunkBytes = 16384;
@@ -103,10 +136,10 @@ class ParstackPlan {
   std::unique_ptr<State> state_;
 };
 
-// Runs parstack on `device`, writing `result` (see parstack_result_size), and returns the output
-// window. `timers` (optional) receives the regions "parstack/…"; `plan` (optional) keeps device
-// buffers alive between calls. Throws InvalidArgument / TypeError / NotCompiled /
-// DeviceUnavailable.
+// Runs parstack on `device`, writing `result` (see parstack_result_size; on several ranks, the
+// rows result_layout gives the rank), and returns the output window. `timers` (optional) receives
+// the regions "parstack/…"; `plan` (optional) keeps device buffers alive between calls. Throws
+// InvalidArgument / TypeError / NotCompiled / DeviceUnavailable.
 template <class T>
 Extent parstack(const Device& device, const ParstackInput<T>& in, std::span<T> result,
                 const ParstackOptions& opt = {}, Timers* timers = nullptr,

@@ -9,7 +9,9 @@
 #include <cmath>
 #include <cstdio>
 #include <ostream>
+#include <thread>
 
+#include "core/collective.hpp"
 #include "core/json.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/resources.hpp"
@@ -141,6 +143,21 @@ void verify_outputs(const Case& c, const std::vector<Expected>& expected, Kernel
 
 std::optional<Roofline> roofline_of(const Device& device, int threads, const HarnessOptions& opt) {
   const int t = device.backend == Backend::reference ? 1 : threads;
+  const Communicator& comm = opt.comm;
+  if (comm.distributed()) {
+    // Ranks share their node: its ceilings are those measured with all the node's threads, times
+    // the nodes. Measured only by `sciproxy roofline` (never while the other ranks run).
+    if (device.backend != Backend::cpu) return std::nullopt;
+    const int node_threads = std::min(t * comm.ranks_on_node(),
+                                      std::max(1, int(std::thread::hardware_concurrency())));
+    auto node = cached_roofline(device, node_threads);
+    if (!node) return std::nullopt;
+    node->bandwidth_gbs *= comm.nodes();
+    node->cache_bandwidth_gbs *= comm.nodes();
+    node->peak_gflops_fp32 *= comm.nodes();
+    node->peak_gflops_fp64 *= comm.nodes();
+    return node;
+  }
   try {
     if (auto cached = cached_roofline(device, t)) return cached;
     if (!opt.measure_roofline) return std::nullopt;
@@ -156,7 +173,44 @@ std::optional<Roofline> roofline_of(const Device& device, int threads, const Har
   }
 }
 
+// The ranks' traffic and timers over the timed calls, per call, on rank 0.
+RankSummary rank_summary(const Communicator& comm, const Timers& timers,
+                         const Communicator::Traffic& traffic, const HarnessOptions& options) {
+  RankSummary summary;
+  summary.ranks = comm.size();
+  summary.nodes = comm.nodes();
+  const double calls = options.repetitions;
+  std::vector<double> mine{traffic.bytes_sent / calls, traffic.wait_seconds / calls};
+  // Each rank's (bytes, wait) on every rank, gathered as integers of nanoseconds and bytes.
+  const std::int64_t values[2] = {static_cast<std::int64_t>(mine[0]),
+                                  static_cast<std::int64_t>(mine[1] * 1e9)};
+  const auto all = collective::allgather(comm, values);
+  summary.wait_min = 1e300;
+  for (int r = 0; r < comm.size(); ++r) {
+    const double bytes = double(all[2 * r]), wait = double(all[2 * r + 1]) * 1e-9;
+    summary.bytes_exchanged += bytes;
+    summary.wait_avg += wait / comm.size();
+    summary.wait_min = std::min(summary.wait_min, wait);
+    if (wait > summary.wait_max || r == 0) summary.wait_max = wait, summary.rank_of_max_wait = r;
+  }
+  summary.timers = RankTimers::gather(timers, comm, 0);
+  return summary;
+}
+
 }  // namespace
+
+namespace {
+[[noreturn]] void refuse_ranks(const std::string& name, const Communicator& comm) {
+  throw InvalidArgument(fmt::format(
+      "ranks: case {} runs on one rank only in this version, and this run has {} ranks; run it "
+      "without mpirun, or with -n 1",
+      name, comm.size()));
+}
+}  // namespace
+
+void Case::distribute(const Communicator& comm) {
+  refuse_ranks(kernel(), comm);
+}
 
 std::vector<CaseResult> run_case(const CaseEntry& entry, const CaseSettings& settings,
                                  const std::vector<Device>& devices,
@@ -168,28 +222,34 @@ std::vector<CaseResult> run_case(const CaseEntry& entry, const CaseSettings& set
   ThreadCount thread_count(options.threads);
   const int threads = max_threads();
 
+  const Communicator& comm = options.comm;
+  if (comm.distributed() && !entry.runs_on_ranks) refuse_ranks(entry.name, comm);
   std::vector<Expected> expected;
-  if (options.verify) {
-    auto reference = entry.make(settings);
-    if (options.log) {
-      *options.log << fmt::format(
-          "{}: verification: the reference backend runs {} (or the part of it the case checks) "
-          "...\n",
-          entry.name, reference->label());
-      options.log->flush();
+  // On several ranks, rank 0 alone runs the reference; a failure there stops every rank.
+  collective::on_every_rank(comm, [&] {
+    if (options.verify && comm.rank() == 0) {
+      auto reference = entry.make(settings);
+      if (options.log) {
+        *options.log << fmt::format(
+            "{}: verification: the reference backend runs {} (or the part of it the case checks) "
+            "...\n",
+            entry.name, reference->label());
+        options.log->flush();
+      }
+      const auto t0 = Clock::now();
+      reference->run_reference_window();
+      expected = copy_outputs(*reference);
+      if (options.log)
+        *options.log << fmt::format("{}: reference done in {:.2f} s\n", entry.name,
+                                    seconds_since(t0));
     }
-    const auto t0 = Clock::now();
-    reference->run_reference_window();
-    expected = copy_outputs(*reference);
-    if (options.log)
-      *options.log << fmt::format("{}: reference done in {:.2f} s\n", entry.name,
-                                  seconds_since(t0));
-  }
+  });
 
   const bool show_progress = options.progress && isatty(STDERR_FILENO) != 0;
   std::vector<CaseResult> results;
   for (const Device& device : devices) {
     auto problem = entry.make(settings);
+    if (comm.distributed()) problem->distribute(comm);
     CaseResult result;
     KernelReport& report = result.report;
     report.kernel = problem->kernel();
@@ -200,10 +260,12 @@ std::vector<CaseResult> run_case(const CaseEntry& entry, const CaseSettings& set
                                          : (device.backend == Backend::reference ? 1 : threads));
     report.roofline = roofline_of(device, threads, options);
     int call = 0;
+    Communicator::Traffic traffic;  // of the timed calls, without the harness's own
     auto once = [&]() -> double {
       if (call++ == options.warmup) {  // the table shows timed calls only
         report.timers.clear();
         problem->start_timing();
+        traffic = {};
       }
       if (show_progress)
         std::fprintf(stderr, "\r%s%s on %s: %s %d/%d\033[K", options.progress_prefix.c_str(),
@@ -211,11 +273,20 @@ std::vector<CaseResult> run_case(const CaseEntry& entry, const CaseSettings& set
                      call <= options.warmup ? "warm-up" : "repetition",
                      call <= options.warmup ? call : call - options.warmup,
                      call <= options.warmup ? options.warmup : options.repetitions);
+      collective::barrier(comm);  // every rank starts together
+      const Communicator::Traffic before = comm.traffic();
       const auto t0 = Clock::now();
       const double own = problem->run(device, &report.timers);
-      return own > 0 ? own : seconds_since(t0);
+      const double seconds = own > 0 ? own : seconds_since(t0);
+      const Communicator::Traffic after = comm.traffic();
+      traffic.bytes_sent += after.bytes_sent - before.bytes_sent;
+      traffic.bytes_received += after.bytes_received - before.bytes_received;
+      traffic.messages += after.messages - before.messages;
+      traffic.wait_seconds += after.wait_seconds - before.wait_seconds;
+      return collective::allreduce_max(comm, seconds);  // the call lasts until the slowest rank
     };
     result.stats = run_benchmark(once, options.warmup, options.repetitions);
+    if (comm.distributed()) report.ranks = rank_summary(comm, report.timers, traffic, options);
     if (show_progress) std::fprintf(stderr, "\r\033[K");
     report.work = problem->work();
     report.seconds = result.stats.median;
@@ -224,9 +295,9 @@ std::vector<CaseResult> run_case(const CaseEntry& entry, const CaseSettings& set
     report.parameters.set("repetitions", options.repetitions);
     if (options.verify) {
       problem->run_device_window(device);
-      verify_outputs(*problem, expected, report);
+      if (comm.rank() == 0) verify_outputs(*problem, expected, report);
     }
-    result.details = problem->details(report);
+    if (comm.rank() == 0) result.details = problem->details(report);
     results.push_back(std::move(result));
   }
   return results;

@@ -18,6 +18,7 @@ nlohmann::json to_json(const Roofline& roofline);
 Roofline roofline_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const Rates& rates, const WorkModel& work);
 nlohmann::json to_json(const Timers& timers);
+nlohmann::json to_json(const RankTimers& timers);
 nlohmann::json to_json(const Comparison& comparison);
 nlohmann::json to_json(const Parameters& parameters);
 Parameters parameters_from_json(const nlohmann::json& object);

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "core/json.hpp"
+#include "sciproxy/core/resources.hpp"
 
 namespace sciproxy {
 
@@ -33,7 +34,17 @@ void KernelReport::print(std::ostream& out) const {
   } else if (verification) {
     out << "Verification against reference: " << verification->summary() << "\n";
   }
-  if (!timers.stats().empty()) out << timers.table();
+  if (ranks) {
+    out << fmt::format(
+        "Ranks: {} on {} node{}; exchanged {} per call (all ranks); waiting in MPI per call: "
+        "min {:.4f} s, avg {:.4f} s, max {:.4f} s (rank {})\n",
+        ranks->ranks, ranks->nodes, ranks->nodes == 1 ? "" : "s",
+        format_bytes(ranks->bytes_exchanged), ranks->wait_min, ranks->wait_avg, ranks->wait_max,
+        ranks->rank_of_max_wait);
+    if (!ranks->timers.stats().empty()) out << ranks->timers.table();
+  } else if (!timers.stats().empty()) {
+    out << timers.table();
+  }
 }
 
 void KernelReport::add_check(Comparison c) {
@@ -56,6 +67,16 @@ nlohmann::json to_json(const KernelReport& r) {
                       {"timers", to_json(r.timers)}};
   j["roofline"] = r.roofline ? to_json(*r.roofline) : nlohmann::json(nullptr);
   j["verification"] = r.verification ? to_json(*r.verification) : nlohmann::json(nullptr);
+  if (r.ranks)
+    j["ranks"] = {{"ranks", r.ranks->ranks},
+                  {"nodes", r.ranks->nodes},
+                  {"bytes_exchanged_per_call", r.ranks->bytes_exchanged},
+                  {"wait_per_call",
+                   {{"min", r.ranks->wait_min},
+                    {"avg", r.ranks->wait_avg},
+                    {"max", r.ranks->wait_max},
+                    {"max_rank", r.ranks->rank_of_max_wait}}},
+                  {"timers", to_json(r.ranks->timers)}};
   if (r.checks.size() > 1) {
     j["checks"] = nlohmann::json::array();
     for (const auto& c : r.checks) j["checks"].push_back(to_json(c));

@@ -6,6 +6,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -198,10 +199,18 @@ MemoryAvailable available_memory_under(const std::string& proc_meminfo,
 
 }  // namespace detail
 
+namespace {
+std::atomic<int> sharing_processes{1};
+}  // namespace
+
 int usable_cores() {
   static const int cores =
       detail::usable_cores_under(kCgroupRoot, kProcSelfCgroup, affinity_cores());
-  return cores;
+  return std::max(1, cores / sharing_processes.load());
+}
+
+void share_cores_with(int processes) {
+  sharing_processes = std::max(1, processes);
 }
 
 int resolve_threads(long long requested, std::string_view argument) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "case.hpp"
+#include "core/collective.hpp"
 #include "core/recorded_call.hpp"
 #include "kernels.hpp"
 #include "math.hpp"
@@ -31,7 +32,10 @@ void check_input(const ParstackInput<T>& in, const ParstackOptions& opt) {
   require(in.offsets.size() == in.traces.size(), "offsets",
           fmt::format("one offset per trace ({} values)", ntraces),
           fmt::format("{} values", in.offsets.size()));
-  require(in.nshifts >= 1, "shifts", "at least one shift set (shape (nshifts, ntraces))",
+  // With ShiftSets::own a rank may hold none (more ranks than shift sets).
+  const bool own = opt.comm.distributed() && opt.shift_sets == ShiftSets::own;
+  require(in.nshifts >= (own ? 0 : 1), "shifts",
+          "at least one shift set (shape (nshifts, ntraces))",
           fmt::format("nshifts = {}", in.nshifts));
   const auto nterms = static_cast<std::size_t>(in.nshifts * ntraces);
   require(
@@ -240,14 +244,9 @@ Extent checked_memory(const Extent& e, std::int64_t nshifts, const ParstackOptio
   return e;
 }
 
+// pyrocko's default window: from the earliest shifted trace start to the latest end.
 template <class T>
-Extent parstack_extent(const ParstackInput<T>& in, const ParstackOptions& opt) {
-  check_input(in, opt);
-  if (opt.lengthout > 0) {
-    const Extent e{opt.offsetout, opt.lengthout};
-    return checked_memory<T>(e, in.nshifts, opt,
-                             opt.method == Method::max ? covered_samples(in, e) : e.lengthout);
-  }
+std::pair<std::int64_t, std::int64_t> default_window_bounds(const ParstackInput<T>& in) {
   const auto ntraces = static_cast<std::int64_t>(in.traces.size());
   std::int64_t first = std::numeric_limits<std::int64_t>::max();
   std::int64_t last = std::numeric_limits<std::int64_t>::min();
@@ -257,6 +256,50 @@ Extent parstack_extent(const ParstackInput<T>& in, const ParstackOptions& opt) {
       first = std::min(first, start);
       last = std::max(last, start + static_cast<std::int64_t>(in.traces[i].size()));
     }
+  return {first, last};
+}
+
+template <class T>
+Extent default_window(const ParstackInput<T>& in, const ParstackOptions& opt, std::int64_t first,
+                      std::int64_t last);
+
+template <class T>
+Extent given_window(const ParstackInput<T>& in, const ParstackOptions& opt) {
+  const Extent e{opt.offsetout, opt.lengthout};
+  return checked_memory<T>(e, in.nshifts, opt,
+                           opt.method == Method::max ? covered_samples(in, e) : e.lengthout);
+}
+
+template <class T>
+Extent parstack_extent(const ParstackInput<T>& in, const ParstackOptions& opt) {
+  const Communicator& comm = opt.comm;
+  if (comm.distributed() && opt.shift_sets == ShiftSets::own) {
+    // The window of every rank's shift sets; collective, so every failure is every rank's.
+    std::int64_t first = std::numeric_limits<std::int64_t>::max();
+    std::int64_t last = std::numeric_limits<std::int64_t>::min();
+    Extent e;
+    collective::on_every_rank(comm, [&] {
+      check_input(in, opt);
+      if (opt.lengthout > 0)
+        e = given_window(in, opt);
+      else if (in.nshifts > 0)
+        std::tie(first, last) = default_window_bounds(in);
+    });
+    if (opt.lengthout > 0) return e;
+    first = collective::allreduce_min(comm, first);
+    last = collective::allreduce_max(comm, last);
+    collective::on_every_rank(comm, [&] { e = default_window<T>(in, opt, first, last); });
+    return e;
+  }
+  check_input(in, opt);
+  if (opt.lengthout > 0) return given_window(in, opt);
+  const auto [first, last] = default_window_bounds(in);
+  return default_window<T>(in, opt, first, last);
+}
+
+template <class T>
+Extent default_window(const ParstackInput<T>& in, const ParstackOptions& opt, std::int64_t first,
+                      std::int64_t last) {
   require(last > first, in.traces_name ? in.traces_name : "traces",
           "at least one non-empty trace (the default window is empty)", "only empty traces");
   require(first >= std::numeric_limits<std::int32_t>::min() &&
@@ -296,14 +339,19 @@ WorkModel parstack_work(const ParstackInput<T>& in, const Extent& e, Method meth
   return w;
 }
 
+namespace {
+
+// One process's parstack; `region` names its timer region ("parstack", or "stack" inside the
+// ranks' call).
 template <class T>
-Extent parstack(const Device& device, const ParstackInput<T>& in, std::span<T> result,
-                const ParstackOptions& opt, Timers* timers, ParstackPlan* plan) {
+Extent parstack_here(const Device& device, const ParstackInput<T>& in, std::span<T> result,
+                     const ParstackOptions& opt, Timers* timers, ParstackPlan* plan,
+                     const char* region_name) {
   RecordedCall call("parstack", device, timers);
   Extent extent;
   std::vector<T> reference_result;  // when verifying
   {
-    auto region = Timers::region(call.timers(), "parstack");  // closed before the reference rerun
+    auto region = Timers::region(call.timers(), region_name);  // closed before the reference rerun
     extent = parstack_extent(in, opt);
     const std::int64_t expected = parstack_result_size(in.nshifts, extent, opt.method);
     require(static_cast<std::int64_t>(result.size()) == expected, "result",
@@ -355,6 +403,165 @@ Extent parstack(const Device& device, const ParstackInput<T>& in, std::span<T> r
     call.compare<T>("result", result, reference_result, parstack_tolerance<T>());
   }
   return extent;
+}
+
+// The shift sets of each rank (collective with ShiftSets::own).
+std::vector<std::int64_t> shift_counts(std::int64_t nshifts, const ParstackOptions& opt) {
+  const Communicator& comm = opt.comm;
+  if (opt.shift_sets == ShiftSets::own) return collective::allgather(comm, std::span(&nshifts, 1));
+  std::vector<std::int64_t> counts;
+  for (int r = 0; r < comm.size(); ++r)
+    counts.push_back(collective::block_of(nshifts, r, comm.size()).count);
+  return counts;
+}
+
+ShiftBlock block_from_counts(const std::vector<std::int64_t>& counts, int rank) {
+  ShiftBlock b;
+  for (int r = 0; r < static_cast<int>(counts.size()); ++r) {
+    if (r < rank) b.first += counts[static_cast<std::size_t>(r)];
+    b.total += counts[static_cast<std::size_t>(r)];
+  }
+  b.count = counts[static_cast<std::size_t>(rank)];
+  return b;
+}
+
+// What every rank must pass alike: the options, the traces and offsets, and with ShiftSets::all
+// the shifts and weights too.
+template <class T>
+std::vector<collective::Field> agreed_fields(const ParstackInput<T>& in,
+                                             const ParstackOptions& opt) {
+  std::vector<collective::Field> f{{"dtype (bytes per sample)", sizeof(T)},
+                                   {"method", static_cast<int>(opt.method)},
+                                   {"shift_sets", static_cast<int>(opt.shift_sets)},
+                                   {"result_layout", static_cast<int>(opt.result_layout)},
+                                   {"lengthout", opt.lengthout},
+                                   {"offsetout", opt.lengthout > 0 ? opt.offsetout : 0},
+                                   {"accumulate", opt.accumulate},
+                                   {"clamp_max_at_zero", opt.clamp_max_at_zero},
+                                   {"ntraces", static_cast<std::int64_t>(in.traces.size())}};
+  std::vector<std::int64_t> lengths;
+  std::uint64_t samples = 0;
+  for (const auto& t : in.traces) {
+    lengths.push_back(static_cast<std::int64_t>(t.size()));
+    samples = collective::hash_bytes(t.data(), t.size_bytes(), samples);
+  }
+  f.push_back({"trace lengths", collective::hash_of(std::span<const std::int64_t>(lengths)), true});
+  f.push_back({"offsets", collective::hash_of(in.offsets), true});
+  f.push_back(
+      {in.traces_name ? in.traces_name : "traces", static_cast<std::int64_t>(samples), true});
+  if (opt.shift_sets == ShiftSets::all) {
+    f.push_back({"nshifts", in.nshifts});
+    f.push_back({"shifts", collective::hash_of(in.shifts), true});
+    f.push_back({"weights", collective::hash_of(in.weights), true});
+  }
+  return f;
+}
+
+// parstack on the ranks of opt.comm: each stacks its block of shift sets into its rows of the
+// result (in place where the rank holds them), then the rows go where result_layout says. Every
+// row is computed as one process computes it, so the bits are the same.
+template <class T>
+Extent parstack_on_ranks(const Device& device, const ParstackInput<T>& in, std::span<T> result,
+                         const ParstackOptions& opt, Timers* timers, ParstackPlan* plan) {
+  const Communicator& comm = opt.comm;
+  auto region = Timers::region(timers, "parstack");
+  collective::on_every_rank(comm, [&] {
+    check_input(in, opt);
+    require(opt.shift_sets == ShiftSets::all || opt.shift_sets == ShiftSets::own, "shift_sets",
+            "0 (all: every rank passes all) or 1 (own: each rank its own block)",
+            std::to_string(static_cast<int>(opt.shift_sets)));
+    require(opt.result_layout == ResultLayout::all_ranks ||
+                opt.result_layout == ResultLayout::root || opt.result_layout == ResultLayout::own,
+            "result_layout", "0 (all ranks), 1 (rank 0) or 2 (each rank its own rows)",
+            std::to_string(static_cast<int>(opt.result_layout)));
+  });
+  const auto fields = agreed_fields(in, opt);
+  collective::require_same(comm, fields, "parstack");
+
+  const std::vector<std::int64_t> counts = shift_counts(in.nshifts, opt);
+  const ShiftBlock block = block_from_counts(counts, comm.rank());
+
+  ParstackOptions local = opt;
+  local.comm = Communicator();
+  Extent extent;
+  if (opt.shift_sets == ShiftSets::own) {
+    extent = parstack_extent(in, opt);  // collective
+  } else {
+    collective::on_every_rank(comm, [&] { extent = parstack_extent(in, local); });
+  }
+  local.lengthout = extent.lengthout;
+  local.offsetout = extent.offsetout;
+  const std::int64_t row = opt.method == Method::stack ? extent.lengthout : 1;
+  const bool root = comm.rank() == 0;
+  const ResultLayout layout = opt.result_layout;
+
+  // This rank's rows: in the caller's result where it holds them, else in a buffer of its own.
+  std::vector<T> buffer;
+  std::span<T> mine;
+  collective::on_every_rank(comm, [&] {
+    const std::int64_t whole = block.total * row, own = block.count * row;
+    const bool holds_all =
+        layout == ResultLayout::all_ranks || (layout == ResultLayout::root && root);
+    if (holds_all || layout == ResultLayout::own) {
+      const std::int64_t expected = holds_all ? whole : own;
+      require(static_cast<std::int64_t>(result.size()) == expected, "result",
+              fmt::format("{} elements ({} {}shift sets x {}, rank {} of {})", expected,
+                          holds_all ? block.total : block.count, holds_all ? "" : "own ", row,
+                          comm.rank(), comm.size()),
+              fmt::format("{} elements", result.size()));
+      require(expected == 0 || result.data() != nullptr, "result", "a pointer to writable memory",
+              "a null pointer");
+      mine = holds_all ? result.subspan(static_cast<std::size_t>(block.first * row),
+                                        static_cast<std::size_t>(own))
+                       : result;
+    } else {
+      buffer.resize(static_cast<std::size_t>(own));
+      mine = buffer;
+    }
+  });
+  // An accumulating call adds to rank 0's rows of the whole: each rank receives its part first.
+  if (layout == ResultLayout::root && opt.accumulate && opt.method == Method::stack) {
+    auto scatter = Timers::region(timers, "exchange");
+    collective::scatter_rows<T>(comm, root ? std::span<const T>(result) : std::span<const T>(),
+                                mine, counts, row, 0);
+  }
+  const ParstackInput<T> part{
+      in.traces,
+      in.offsets,
+      opt.shift_sets == ShiftSets::all
+          ? in.shifts.subspan(
+                static_cast<std::size_t>(block.first * std::int64_t(in.traces.size())),
+                static_cast<std::size_t>(block.count * std::int64_t(in.traces.size())))
+          : in.shifts,
+      opt.shift_sets == ShiftSets::all
+          ? in.weights.subspan(
+                static_cast<std::size_t>(block.first * std::int64_t(in.traces.size())),
+                static_cast<std::size_t>(block.count * std::int64_t(in.traces.size())))
+          : in.weights,
+      block.count,
+      in.traces_name};
+  collective::on_every_rank(comm, [&] {
+    if (block.count > 0) parstack_here<T>(device, part, mine, local, timers, plan, "stack");
+  });
+  auto exchange = Timers::region(timers, "exchange");
+  if (layout == ResultLayout::all_ranks)
+    collective::allgather_rows<T>(comm, result, counts, row);
+  else if (layout == ResultLayout::root)
+    collective::gather_rows<T>(comm, mine, root ? result : std::span<T>(), counts, row, 0);
+  return extent;
+}
+
+}  // namespace
+
+ShiftBlock parstack_shift_block(std::int64_t nshifts, const ParstackOptions& opt) {
+  return block_from_counts(shift_counts(nshifts, opt), opt.comm.rank());
+}
+
+template <class T>
+Extent parstack(const Device& device, const ParstackInput<T>& in, std::span<T> result,
+                const ParstackOptions& opt, Timers* timers, ParstackPlan* plan) {
+  if (opt.comm.distributed()) return parstack_on_ranks(device, in, result, opt, timers, plan);
+  return parstack_here(device, in, result, opt, timers, plan, "parstack");
 }
 
 template <class T>

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "sciproxy/core/bench.hpp"
+#include "sciproxy/core/communicator.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/metrics.hpp"
 #include "sciproxy/core/report.hpp"
@@ -73,6 +74,11 @@ class Case {
   // stored, section times, the verification window), as extra fields of the JSON record. Called
   // last, with the report complete (rates, roofline, checks).
   virtual Parameters details(const KernelReport& /*report*/) const { return {}; }
+  // Runs the case's calls on the ranks of `comm` from now on (called once, before the first
+  // run, on every rank). run() is then collective; work() stays the whole problem's, and
+  // outputs() on rank 0 are the whole problem's, gathered, so they verify against the
+  // reference of one process. The default refuses: the case runs on one rank only.
+  virtual void distribute(const Communicator& comm);
 };
 
 using CaseFactory = std::function<std::unique_ptr<Case>(const CaseSettings&)>;
@@ -97,6 +103,9 @@ struct CaseEntry {
   // making the case: what Case::tolerance returns, for callers that compare results of their
   // own (the Python tests, through sciproxy.tolerance).
   std::function<Tolerance(const CaseSettings&, const std::string& output)> tolerance = {};
+  // Whether the case runs on several MPI ranks (Case::distribute); those that do not refuse a
+  // communicator of more than one rank, and `sciproxy demo` under mpirun lists them as skipped.
+  bool runs_on_ranks = false;
 };
 
 // The tolerance of `output` of case `name` (find_case) for `settings`.
@@ -118,6 +127,10 @@ struct HarnessOptions {
   // place; shown only when stderr is a terminal, so logs and pipes stay clean.
   bool progress = false;
   std::string progress_prefix;  // e.g. "[3/12] " when the caller runs many cases
+  // The ranks the case runs on (collective): each timed call starts together on every rank and
+  // lasts until the slowest ends. Rank 0 runs the reference and verifies; its report carries
+  // the ranks' traffic and timers (KernelReport::ranks).
+  Communicator comm;
 };
 
 struct CaseResult {

@@ -37,6 +37,18 @@ class Parameters {
   std::vector<std::pair<std::string, std::string>> entries_;
 };
 
+// A call run on the ranks of a communicator: what they exchanged and waited for, and their timers
+// side by side. Rates of the report are then for the whole communicator: the work of every rank
+// over the time of the slowest.
+struct RankSummary {
+  int ranks = 1;
+  int nodes = 1;
+  double bytes_exchanged = 0;  // per call: the payload every rank sent, summed over ranks
+  double wait_min = 0, wait_avg = 0, wait_max = 0;  // per call: seconds inside MPI, over ranks
+  int rank_of_max_wait = 0;
+  RankTimers timers;
+};
+
 struct KernelReport {
   std::string kernel;  // "parstack"
   Device device;
@@ -50,6 +62,7 @@ struct KernelReport {
   // first failing one, else the first (verification), which decides pass or fail.
   std::optional<Comparison> verification;
   std::vector<Comparison> checks;
+  std::optional<RankSummary> ranks;  // when the call ran on several ranks
   bool passed() const { return !verification || verification->pass; }
   void add_check(Comparison c);
 

@@ -23,6 +23,9 @@ constexpr int kMaxThreads = 4096;
 // Cores this process may run on: its CPU affinity mask, bounded by a cgroup CPU quota (cpu.max,
 // or v1 cpu.cfs_quota_us / cpu.cfs_period_us) when there is one. At least 1.
 int usable_cores();
+// Several processes of one program on this node (MPI ranks whose CPU sets overlap): from now on
+// usable_cores() is this process's share, so "all cores" does not oversubscribe the node.
+void share_cores_with(int processes);
 
 // The thread count a call runs with: 0 -> usable_cores(); 1..kMaxThreads -> at most
 // usable_cores(); otherwise InvalidArgument naming `argument`.

@@ -11,6 +11,8 @@
 
 namespace sciproxy {
 
+class Communicator;
+
 class Timers {
  public:
   struct Stat {
@@ -61,6 +63,36 @@ class Timers {
 
   std::vector<Stat> stats_;        // in order of first appearance
   std::vector<std::string> open_;  // paths of the open regions, innermost last
+};
+
+// The timers of every rank of a communicator, region by region, in the form of ICON's parallel
+// timer report: per call the min, average and max over ranks, and the total's min, average and
+// max with the rank of each extreme (the max's rank is where the others wait).
+class RankTimers {
+ public:
+  struct Stat {
+    std::string path;
+    int depth = 0;
+    int ranks = 0;   // ranks that opened the region (a rank with no shots may not)
+    long calls = 0;  // summed over ranks
+    double t_min = 0, t_avg = 0, t_max = 0;              // one call, over all ranks' calls
+    double total_min = 0, total_avg = 0, total_max = 0;  // total per rank, over ranks
+    int rank_of_min = 0, rank_of_max = 0;
+    std::string leaf() const;
+  };
+
+  // Collective over `comm`: every rank's timers on `root` (elsewhere: no regions).
+  static RankTimers gather(const Timers& timers, const Communicator& comm, int root = 0);
+
+  int ranks() const { return ranks_; }
+  const std::vector<Stat>& stats() const { return stats_; }
+  const Stat* find(std::string_view path) const;
+  std::string table() const;
+  std::string json() const;
+
+ private:
+  int ranks_ = 1;
+  std::vector<Stat> stats_;  // rank 0's order of first appearance, then other ranks' new regions
 };
 
 }  // namespace sciproxy
