@@ -60,16 +60,30 @@ Communicator::State& state_of(const Communicator& c) {
 
 Communicator::Communicator() : state_(std::make_shared<State>()) {}
 
-int Communicator::rank() const { return state_->rank; }
-int Communicator::size() const { return state_->size; }
-std::int64_t Communicator::handle() const { return state_->handle; }
-int Communicator::ranks_on_node() const { return state_->ranks_on_node; }
-int Communicator::nodes() const { return state_->nodes; }
-Communicator::Traffic Communicator::traffic() const { return state_->traffic; }
+int Communicator::rank() const {
+  return state_->rank;
+}
+int Communicator::size() const {
+  return state_->size;
+}
+std::int64_t Communicator::handle() const {
+  return state_->handle;
+}
+int Communicator::ranks_on_node() const {
+  return state_->ranks_on_node;
+}
+int Communicator::nodes() const {
+  return state_->nodes;
+}
+Communicator::Traffic Communicator::traffic() const {
+  return state_->traffic;
+}
 
 #ifdef SCIPROXY_HAVE_MPI
 
-bool mpi_compiled() { return true; }
+bool mpi_compiled() {
+  return true;
+}
 
 std::string mpi_library_version() {
   char version[MPI_MAX_LIBRARY_VERSION_STRING];
@@ -111,7 +125,9 @@ class Waiting {
   std::chrono::steady_clock::time_point start_;
 };
 
-MPI_Comm mpi_comm(const Communicator& comm) { return state_of(comm).comm; }
+MPI_Comm mpi_comm(const Communicator& comm) {
+  return state_of(comm).comm;
+}
 
 void check_mpi(int status, std::string_view what) {
   if (status == MPI_SUCCESS) return;
@@ -400,8 +416,7 @@ void broadcast(const Communicator& comm, std::string& text, int root) {
             comm.rank() == root ? 0.0 : double(text.size()));
   MPI_Bcast(&length, 1, MPI_INT64_T, root, mpi_comm(comm));
   text.resize(static_cast<std::size_t>(length));
-  if (length > 0)
-    MPI_Bcast(text.data(), static_cast<int>(length), MPI_CHAR, root, mpi_comm(comm));
+  if (length > 0) MPI_Bcast(text.data(), static_cast<int>(length), MPI_CHAR, root, mpi_comm(comm));
 }
 
 std::vector<std::string> gather(const Communicator& comm, const std::string& text, int root) {
@@ -426,12 +441,12 @@ std::vector<std::string> gather(const Communicator& comm, const std::string& tex
   return out;
 }
 
-#define SCIPROXY_INSTANTIATE_ROWS(T)                                                          \
-  template void gather_rows<T>(const Communicator&, std::span<const T>, std::span<T>,         \
-                               std::span<const std::int64_t>, std::int64_t, int);             \
-  template void allgather_rows<T>(const Communicator&, std::span<T>,                          \
-                                  std::span<const std::int64_t>, std::int64_t);               \
-  template void scatter_rows<T>(const Communicator&, std::span<const T>, std::span<T>,        \
+#define SCIPROXY_INSTANTIATE_ROWS(T)                                                   \
+  template void gather_rows<T>(const Communicator&, std::span<const T>, std::span<T>,  \
+                               std::span<const std::int64_t>, std::int64_t, int);      \
+  template void allgather_rows<T>(const Communicator&, std::span<T>,                   \
+                                  std::span<const std::int64_t>, std::int64_t);        \
+  template void scatter_rows<T>(const Communicator&, std::span<const T>, std::span<T>, \
                                 std::span<const std::int64_t>, std::int64_t, int);
 SCIPROXY_INSTANTIATE_ROWS(float)
 SCIPROXY_INSTANTIATE_ROWS(double)
@@ -448,8 +463,12 @@ template void allreduce_sum<std::int64_t>(const Communicator&, std::span<std::in
 
 #else  // built without MPI: every communicator is this process alone
 
-bool mpi_compiled() { return false; }
-std::string mpi_library_version() { return {}; }
+bool mpi_compiled() {
+  return false;
+}
+std::string mpi_library_version() {
+  return {};
+}
 
 Communicator Communicator::from_handle(std::int64_t handle, std::string_view argument) {
   if (handle == kNoCommunicator) return Communicator();
@@ -459,7 +478,9 @@ Communicator Communicator::from_handle(std::int64_t handle, std::string_view arg
       argument));
 }
 
-Communicator Communicator::world() { return Communicator(); }
+Communicator Communicator::world() {
+  return Communicator();
+}
 
 MpiSession::MpiSession(int*, char***) {}
 MpiSession::~MpiSession() = default;
@@ -469,9 +490,15 @@ namespace collective {
 void barrier(const Communicator&) {}
 template <class T>
 void allreduce_sum(const Communicator&, std::span<T>) {}
-double allreduce_max(const Communicator&, double value) { return value; }
-std::int64_t allreduce_max(const Communicator&, std::int64_t value) { return value; }
-std::int64_t allreduce_min(const Communicator&, std::int64_t value) { return value; }
+double allreduce_max(const Communicator&, double value) {
+  return value;
+}
+std::int64_t allreduce_max(const Communicator&, std::int64_t value) {
+  return value;
+}
+std::int64_t allreduce_min(const Communicator&, std::int64_t value) {
+  return value;
+}
 std::vector<std::int64_t> allgather(const Communicator&, std::span<const std::int64_t> mine) {
   return {mine.begin(), mine.end()};
 }
@@ -497,12 +524,12 @@ std::vector<std::string> gather(const Communicator&, const std::string& text, in
   return {text};
 }
 
-#define SCIPROXY_INSTANTIATE_ROWS(T)                                                          \
-  template void gather_rows<T>(const Communicator&, std::span<const T>, std::span<T>,         \
-                               std::span<const std::int64_t>, std::int64_t, int);             \
-  template void allgather_rows<T>(const Communicator&, std::span<T>,                          \
-                                  std::span<const std::int64_t>, std::int64_t);               \
-  template void scatter_rows<T>(const Communicator&, std::span<const T>, std::span<T>,        \
+#define SCIPROXY_INSTANTIATE_ROWS(T)                                                   \
+  template void gather_rows<T>(const Communicator&, std::span<const T>, std::span<T>,  \
+                               std::span<const std::int64_t>, std::int64_t, int);      \
+  template void allgather_rows<T>(const Communicator&, std::span<T>,                   \
+                                  std::span<const std::int64_t>, std::int64_t);        \
+  template void scatter_rows<T>(const Communicator&, std::span<const T>, std::span<T>, \
                                 std::span<const std::int64_t>, std::int64_t, int);
 SCIPROXY_INSTANTIATE_ROWS(float)
 SCIPROXY_INSTANTIATE_ROWS(double)
@@ -531,14 +558,22 @@ namespace {
 
 [[noreturn]] void throw_error(ErrorCode code, const std::string& message) {
   switch (code) {
-    case ErrorCode::invalid_argument: throw InvalidArgument(message);
-    case ErrorCode::type_error: throw TypeError(message);
-    case ErrorCode::not_compiled: throw NotCompiled(message);
-    case ErrorCode::device_unavailable: throw DeviceUnavailable(message);
-    case ErrorCode::io_error: throw IoError(message);
-    case ErrorCode::cancelled: throw Cancelled(message);
-    case ErrorCode::out_of_memory: throw OutOfMemory(message);
-    default: throw RuntimeError(message);
+    case ErrorCode::invalid_argument:
+      throw InvalidArgument(message);
+    case ErrorCode::type_error:
+      throw TypeError(message);
+    case ErrorCode::not_compiled:
+      throw NotCompiled(message);
+    case ErrorCode::device_unavailable:
+      throw DeviceUnavailable(message);
+    case ErrorCode::io_error:
+      throw IoError(message);
+    case ErrorCode::cancelled:
+      throw Cancelled(message);
+    case ErrorCode::out_of_memory:
+      throw OutOfMemory(message);
+    default:
+      throw RuntimeError(message);
   }
 }
 
@@ -592,12 +627,13 @@ void require_same(const Communicator& comm, std::span<const Field> fields, std::
       const std::int64_t mine = all[r * fields.size() + i], first = all[i];
       if (mine == first) continue;
       throw InvalidArgument(
-          fields[i].hashed ? fmt::format("{}: the ranks disagree on the values of {}: rank 0 and rank {} "
-                               "passed different values; every rank must pass the same",
-                               call, fields[i].name, r)
-                 : fmt::format("{}: the ranks disagree on {}: rank 0 passed {}, rank {} passed "
-                               "{}; every rank must pass the same",
-                               call, fields[i].name, first, r, mine));
+          fields[i].hashed
+              ? fmt::format("{}: the ranks disagree on the values of {}: rank 0 and rank {} "
+                            "passed different values; every rank must pass the same",
+                            call, fields[i].name, r)
+              : fmt::format("{}: the ranks disagree on {}: rank 0 passed {}, rank {} passed "
+                            "{}; every rank must pass the same",
+                            call, fields[i].name, first, r, mine));
     }
 }
 

@@ -148,8 +148,8 @@ std::optional<Roofline> roofline_of(const Device& device, int threads, const Har
     // Ranks share their node: its ceilings are those measured with all the node's threads, times
     // the nodes. Measured only by `sciproxy roofline` (never while the other ranks run).
     if (device.backend != Backend::cpu) return std::nullopt;
-    const int node_threads = std::min(t * comm.ranks_on_node(),
-                                      std::max(1, int(std::thread::hardware_concurrency())));
+    const int node_threads =
+        std::min(t * comm.ranks_on_node(), std::max(1, int(std::thread::hardware_concurrency())));
     auto node = cached_roofline(device, node_threads);
     if (!node) return std::nullopt;
     node->bandwidth_gbs *= comm.nodes();

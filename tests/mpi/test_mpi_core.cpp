@@ -1,0 +1,214 @@
+// The communicator and the collective calls under mpiexec (1, 2 and 3 ranks): blocks, rows
+// gathered, scattered and shared, errors every rank throws alike, disagreement detected, the
+// multi-rank timer table, the traffic counted, bad handles refused.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <numeric>
+
+#include "core/collective.hpp"
+#include "mpi_test.hpp"
+#include "sciproxy/core/timers.hpp"
+
+namespace sciproxy::test {
+namespace {
+
+TEST(MpiCore, WorldIsTheLaunchersRanks) {
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  EXPECT_EQ(world().rank(), rank);
+  EXPECT_EQ(world().size(), size);
+  EXPECT_EQ(world().distributed(), size > 1);
+  EXPECT_EQ(world().nodes(), 1);  // the tests run on one machine
+  EXPECT_EQ(world().ranks_on_node(), size);
+  EXPECT_TRUE(mpi_compiled());
+  EXPECT_NE(mpi_library_version(), "");
+}
+
+TEST(MpiCore, BlocksCoverEveryRowOnce) {
+  for (std::int64_t n : {0, 1, 2, 7, 1000, 1001})
+    for (int size : {1, 2, 3, 5}) {
+      std::int64_t next = 0;
+      for (int r = 0; r < size; ++r) {
+        const auto b = collective::block_of(n, r, size);
+        EXPECT_EQ(b.first, next) << n << " rows, rank " << r << " of " << size;
+        EXPECT_GE(b.count, n / size);
+        EXPECT_LE(b.count, n / size + 1);
+        next += b.count;
+      }
+      EXPECT_EQ(next, n);
+    }
+}
+
+// Rows of 3 values, rank r owning r + 1 rows (uneven on purpose; the last rank's block is the
+// longest), value = 100 * row + column.
+TEST(MpiCore, RowsGatherScatterAndShare) {
+  const auto& comm = world();
+  const std::int64_t row = 3;
+  std::vector<std::int64_t> counts;
+  for (int r = 0; r < comm.size(); ++r) counts.push_back(r + 1);
+  const std::int64_t total = std::accumulate(counts.begin(), counts.end(), std::int64_t(0));
+  std::int64_t first = 0;
+  for (int r = 0; r < comm.rank(); ++r) first += counts[r];
+  const std::int64_t own = counts[comm.rank()];
+  std::vector<double> expected(total * row);
+  for (std::int64_t i = 0; i < total * row; ++i) expected[i] = 100.0 * (i / row) + double(i % row);
+  std::vector<double> mine(expected.begin() + first * row, expected.begin() + (first + own) * row);
+
+  const int root = comm.size() - 1;
+  std::vector<double> gathered(comm.rank() == root ? total * row : 0);
+  collective::gather_rows<double>(comm, mine, gathered, counts, row, root);
+  if (comm.rank() == root) EXPECT_EQ(gathered, expected);
+
+  std::vector<double> shared(total * row, -1.0);
+  std::copy(mine.begin(), mine.end(), shared.begin() + first * row);
+  collective::allgather_rows<double>(comm, shared, counts, row);
+  EXPECT_EQ(shared, expected);
+
+  std::vector<double> received(own * row, -1.0);
+  collective::scatter_rows<double>(comm, comm.rank() == root ? expected : std::vector<double>(),
+                                   received, counts, row, root);
+  EXPECT_EQ(received, mine);
+
+  std::vector<double> sum{double(comm.rank()), 1.0};
+  collective::allreduce_sum<double>(comm, sum);
+  EXPECT_EQ(sum[0], comm.size() * (comm.size() - 1) / 2.0);
+  EXPECT_EQ(sum[1], comm.size());
+}
+
+TEST(MpiCore, AnErrorOnOneRankIsEveryRanksError) {
+  const auto& comm = world();
+  const int failing = comm.size() - 1;
+  expect_error_on_every_rank<InvalidArgument>(
+      [&] {
+        collective::on_every_rank(comm, [&] {
+          if (comm.rank() == failing) throw_invalid_argument("shifts", "finite values", "NaN");
+        });
+      },
+      comm.distributed() ? fmt::format("rank {} of {}: shifts: expected finite values, got NaN",
+                                       failing, comm.size())
+                         : "shifts: expected finite values, got NaN");
+  // The kind survives: an out-of-memory refusal stays one, and the next call works.
+  expect_error_on_every_rank<OutOfMemory>(
+      [&] {
+        collective::on_every_rank(comm, [&] {
+          if (comm.rank() == 0) throw OutOfMemory("the stack needs 90 GiB");
+        });
+      },
+      "the stack needs 90 GiB");
+  EXPECT_NO_THROW(collective::on_every_rank(comm, [] {}));
+}
+
+TEST(MpiCore, RanksThatDisagreeAreToldWhere) {
+  const auto& comm = world();
+  if (!comm.distributed()) GTEST_SKIP() << "needs 2 ranks or more";
+  const int odd = comm.size() - 1;
+  std::vector<collective::Field> fields{{"ntraces", 30},
+                                        {"nshifts", comm.rank() == odd ? 999 : 1000}};
+  expect_error_on_every_rank<InvalidArgument>(
+      [&] { collective::require_same(comm, fields, "parstack"); },
+      fmt::format("parstack: the ranks disagree on nshifts: rank 0 passed 1000, rank {} passed 999",
+                  odd));
+  std::vector<double> weights(10, 1.0);
+  if (comm.rank() == odd) weights[7] = 2.0;
+  const std::vector<collective::Field> hashed{
+      {"weights", collective::hash_of(std::span<const double>(weights)), true}};
+  expect_error_on_every_rank<InvalidArgument>(
+      [&] { collective::require_same(comm, hashed, "parstack"); },
+      fmt::format("the ranks disagree on the values of weights: rank 0 and rank {}", odd));
+  // A rank on another code path passes another list of fields.
+  std::vector<collective::Field> other = fields;
+  other[1].value = 1000;
+  if (comm.rank() == odd) other.push_back({"accumulate", 1});
+  expect_error_on_every_rank<InvalidArgument>(
+      [&] { collective::require_same(comm, other, "parstack"); }, "different kinds of arguments");
+  fields[1].value = 1000;
+  EXPECT_NO_THROW(collective::require_same(comm, fields, "parstack"));
+}
+
+TEST(MpiCore, TimerTableHasEveryRanksMinAvgMax) {
+  const auto& comm = world();
+  Timers timers;
+  // Rank r spends r + 1 units in "work"; only the last rank opens "extra".
+  timers.record("work", 0.01 * (comm.rank() + 1));
+  if (comm.rank() == comm.size() - 1) timers.record("extra", 0.5);
+  const auto table = RankTimers::gather(timers, comm, 0);
+  if (comm.rank() != 0) {
+    EXPECT_TRUE(table.stats().empty());
+    return;
+  }
+  const auto* work = table.find("work");
+  ASSERT_NE(work, nullptr);
+  EXPECT_EQ(work->ranks, comm.size());
+  EXPECT_EQ(work->calls, comm.size());
+  EXPECT_DOUBLE_EQ(work->total_min, 0.01);
+  EXPECT_EQ(work->rank_of_min, 0);
+  EXPECT_DOUBLE_EQ(work->total_max, 0.01 * comm.size());
+  EXPECT_EQ(work->rank_of_max, comm.size() - 1);
+  EXPECT_NEAR(work->total_avg, 0.01 * (comm.size() + 1) / 2.0, 1e-15);
+  const auto* extra = table.find("extra");
+  ASSERT_NE(extra, nullptr);
+  EXPECT_EQ(extra->ranks, 1);
+  if (comm.distributed()) EXPECT_EQ(extra->rank_of_min, -1);  // some ranks never opened it
+  EXPECT_NE(table.table().find("total max (rank)"), std::string::npos);
+}
+
+TEST(MpiCore, TrafficCountsWhatARankSent) {
+  const auto& comm = world();
+  const auto before = comm.traffic();
+  std::vector<std::int64_t> counts(comm.size(), 2);
+  std::vector<float> all(2 * 4 * comm.size(), 1.0f);
+  collective::allgather_rows<float>(comm, all, counts, 4);
+  const auto after = comm.traffic();
+  if (!comm.distributed()) {
+    EXPECT_EQ(after.bytes_sent, before.bytes_sent);  // nothing leaves a lone process
+    return;
+  }
+  // Its 2 rows of 4 floats to each other rank.
+  EXPECT_DOUBLE_EQ(after.bytes_sent - before.bytes_sent, 2 * 4 * 4.0 * (comm.size() - 1));
+  EXPECT_DOUBLE_EQ(after.bytes_received - before.bytes_received, 2 * 4 * 4.0 * (comm.size() - 1));
+  EXPECT_EQ(after.messages, before.messages + 1);
+  EXPECT_GE(after.wait_seconds, before.wait_seconds);
+}
+
+TEST(MpiCore, HandlesThatAreNoCommunicatorAreRefused) {
+  EXPECT_EQ(Communicator::from_handle(kNoCommunicator).size(), 1);
+  expect_error_on_every_rank<InvalidArgument>(
+      [] { Communicator::from_handle(MPI_Comm_c2f(MPI_COMM_NULL), "comm"); },
+      "comm: expected the handle of a communicator");
+  expect_error_on_every_rank<InvalidArgument>(
+      [] { Communicator::from_handle(1 << 30, "options.comm"); },
+      "options.comm: expected the handle of a communicator");
+  // An intercommunicator between the even and the odd ranks.
+  const auto& comm = world();
+  if (comm.size() < 2) return;
+  MPI_Comm half, inter;
+  MPI_Comm_split(MPI_COMM_WORLD, comm.rank() % 2, comm.rank(), &half);
+  MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, comm.rank() % 2 == 0 ? 1 : 0, 7, &inter);
+  expect_error_on_every_rank<InvalidArgument>(
+      [&] { Communicator::from_handle(MPI_Comm_c2f(inter), "comm"); },
+      "comm: expected an intracommunicator, got an intercommunicator");
+  MPI_Comm_free(&inter);
+  MPI_Comm_free(&half);
+}
+
+TEST(MpiCore, ASubCommunicatorIsItsOwnWorld) {
+  const auto& comm = world();
+  MPI_Comm half;
+  MPI_Comm_split(MPI_COMM_WORLD, comm.rank() % 2, comm.rank(), &half);
+  const Communicator sub = Communicator::from_handle(MPI_Comm_c2f(half));
+  int size = 0;
+  MPI_Comm_size(half, &size);
+  EXPECT_EQ(sub.size(), size);
+  EXPECT_EQ(sub.rank(), comm.rank() / 2);
+  std::vector<double> one{1.0};
+  collective::allreduce_sum<double>(sub, one);
+  EXPECT_EQ(one[0], size);
+  MPI_Comm_free(&half);  // the library holds a duplicate: still usable
+  collective::allreduce_sum<double>(sub, one);
+  EXPECT_EQ(one[0], double(size) * size);
+}
+
+}  // namespace
+}  // namespace sciproxy::test
