@@ -15,8 +15,12 @@ Communicator& world_storage() {
 }
 }  // namespace
 
-const Communicator& world() { return world_storage(); }
-void release_world() { world_storage() = Communicator(); }
+const Communicator& world() {
+  return world_storage();
+}
+void release_world() {
+  world_storage() = Communicator();
+}
 
 }  // namespace sciproxy::test
 

@@ -52,11 +52,9 @@ struct Problem {
   // Shift sets [first, first + count) only: what a rank passes with ShiftSets::own.
   ParstackInput<T> rows(std::int64_t first, std::int64_t count) const {
     const auto n = static_cast<std::int64_t>(traces.size());
-    return {std::span<const std::span<const T>>(traces),
-            offsets,
+    return {std::span<const std::span<const T>>(traces), offsets,
             std::span<const std::int32_t>(shifts).subspan(first * n, count * n),
-            std::span<const T>(weights).subspan(first * n, count * n),
-            count};
+            std::span<const T>(weights).subspan(first * n, count * n), count};
   }
 };
 
@@ -64,9 +62,8 @@ template <class T>
 std::vector<T> one_process(const Problem<T>& p, const ParstackOptions& opt,
                            const std::vector<T>& start = {}) {
   const auto e = stack::parstack_extent(p.input(), opt);
-  std::vector<T> out = start.empty()
-                           ? std::vector<T>(stack::parstack_result_size(p.nshifts, e, opt.method))
-                           : start;
+  std::vector<T> out =
+      start.empty() ? std::vector<T>(stack::parstack_result_size(p.nshifts, e, opt.method)) : start;
   stack::parstack<T>(kCpu, p.input(), std::span<T>(out), opt);
   return out;
 }
@@ -103,8 +100,8 @@ void check_every_layout(std::int64_t nshifts, Method method, bool accumulate) {
       const auto e = stack::parstack_extent(input, opt);
       EXPECT_EQ(e.offsetout, extent.offsetout);
       EXPECT_EQ(e.lengthout, extent.lengthout);
-      const bool whole = layout == ResultLayout::all_ranks ||
-                         (layout == ResultLayout::root && comm.rank() == 0);
+      const bool whole =
+          layout == ResultLayout::all_ranks || (layout == ResultLayout::root && comm.rank() == 0);
       std::vector<T> result;
       if (whole)
         result = accumulate ? start : std::vector<T>(nshifts * row, T(-7));
@@ -188,7 +185,9 @@ TEST(MpiStack, BadInputOnOneRankFailsOnEveryRankNamingIt) {
   std::vector<double> result(20 * e.lengthout + (comm.rank() == 0 ? 1 : 0));
   expect_error_on_every_rank<InvalidArgument>(
       [&] { stack::parstack<double>(kCpu, q.input(), std::span<double>(result), opt); },
-      "result: expected " + std::to_string(20 * e.lengthout) + " elements");
+      comm.distributed()
+          ? fmt::format("rank 0 of {}: result: expected {} elements", comm.size(), 20 * e.lengthout)
+          : fmt::format("= {} elements, got {}", 20 * e.lengthout, 20 * e.lengthout + 1));
 }
 
 // The harness's parstack case on the ranks verifies against one process's reference on rank 0
