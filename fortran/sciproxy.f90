@@ -194,7 +194,8 @@ module sciproxy
   public :: sciproxy_parstack, sciproxy_parstack_window
 
   ! The C functions, under their C names.
-  public :: sciproxy_cuda_compiled, sciproxy_cuda_device_count, sciproxy_max_threads
+  public :: sciproxy_cuda_compiled, sciproxy_cuda_device_count, sciproxy_max_threads, &
+            sciproxy_mpi_compiled
   public :: sciproxy_recording_begin, sciproxy_recording_end, sciproxy_recording_json, &
             sciproxy_recording_text, sciproxy_recording_count, sciproxy_recording_passed
   public :: sciproxy_set_cancellation, sciproxy_request_cancellation, &
@@ -232,6 +233,10 @@ module sciproxy
       integer(c_size_t) :: n
     end function
     function sciproxy_cuda_compiled() bind(C) result(r)
+      import :: c_int
+      integer(c_int) :: r
+    end function
+    function sciproxy_mpi_compiled() bind(C) result(r)
       import :: c_int
       integer(c_int) :: r
     end function

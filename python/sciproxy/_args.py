@@ -206,3 +206,27 @@ def per_dimension(name: str, value, ndim: int, *, positive: bool = True) -> list
         raise ValueError(f"{name}: expected a number or {ndim} (one per dimension), "
                          f"got {len(items)} values")
     return [real(f"{name}[{i}]", x, positive=positive) for i, x in enumerate(items)]
+
+
+NO_COMM = -1  # the library's "this process alone" (kNoCommunicator)
+
+
+def communicator(name: str, comm) -> int:
+    """The Fortran handle of an mpi4py intracommunicator (``comm.py2f()``), or NO_COMM for None.
+
+    The library checks the rest (MPI running, the build's MPI support) and names ``name``."""
+    if comm is None:
+        return NO_COMM
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        raise TypeError(f"{name}: expected an mpi4py communicator or None, got {describe(comm)} "
+                        "(mpi4py is not installed)") from None
+    if not isinstance(comm, MPI.Comm):
+        raise TypeError(f"{name}: expected an mpi4py communicator (MPI.Intracomm) or None, "
+                        f"got {describe(comm)}")
+    if isinstance(comm, MPI.Intercomm):
+        raise TypeError(f"{name}: expected an intracommunicator, got an mpi4py Intercomm")
+    if comm == MPI.COMM_NULL:
+        raise ValueError(f"{name}: expected a communicator, got MPI.COMM_NULL")
+    return comm.py2f()

@@ -20,6 +20,7 @@
 
 #include "arrays.hpp"
 #include "interrupt.hpp"
+#include "sciproxy/core/communicator.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/resources.hpp"
@@ -215,6 +216,8 @@ nb::dict info() {
   if (sciproxy::cuda_compiled()) backends.append("cuda");
   d["backends"] = backends;
   d["cuda_compiled"] = sciproxy::cuda_compiled();
+  d["mpi_compiled"] = sciproxy::mpi_compiled();
+  d["mpi_library"] = sciproxy::mpi_library_version();
   nb::list devices;
   for (const auto& c : sciproxy::cuda_devices()) {
     nb::dict dev;

@@ -8,6 +8,7 @@
 
 #include "capi/guarded.hpp"
 #include "sciproxy/core/cancel.hpp"
+#include "sciproxy/core/communicator.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/recording.hpp"
@@ -63,6 +64,10 @@ const char* sciproxy_last_error(void) {
 
 const char* sciproxy_version(void) {
   return sciproxy::build_info().version.c_str();
+}
+
+int sciproxy_mpi_compiled(void) {
+  return sciproxy::mpi_compiled() ? 1 : 0;
 }
 
 int sciproxy_cuda_compiled(void) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -55,6 +56,36 @@ void allgather_rows(const Communicator& comm, std::span<T> all,
 template <class T>
 void scatter_rows(const Communicator& comm, std::span<const T> all, std::span<T> mine,
                   std::span<const std::int64_t> counts, std::int64_t row, int root);
+
+// Point to point: messages to and from neighbours (halo exchanges), started together so the
+// caller computes while they travel, completed by wait(). A message with an empty send or
+// receive span sends or receives nothing; spans must stay valid until wait() returns. The
+// destructor waits for messages still pending.
+template <class T>
+struct Message {
+  int rank = 0;             // the other rank
+  std::span<const T> send;  // to it
+  std::span<T> receive;     // from it
+};
+class Pending;
+// `tag` tells apart exchanges that may be in flight together (several fields of one step).
+template <class T>
+Pending start_exchange(const Communicator& comm, std::span<const Message<T>> messages, int tag = 0);
+
+class Pending {
+ public:
+  Pending();
+  ~Pending();
+  Pending(Pending&&) noexcept;
+  Pending& operator=(Pending&&) noexcept;
+  void wait();  // the time spent here counts as the communicator's waiting
+  struct Requests;
+
+ private:
+  template <class T>
+  friend Pending start_exchange(const Communicator&, std::span<const Message<T>>, int);
+  std::unique_ptr<Requests> requests_;
+};
 
 // root's text on every rank.
 void broadcast(const Communicator& comm, std::string& text, int root);

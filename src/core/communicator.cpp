@@ -441,13 +441,90 @@ std::vector<std::string> gather(const Communicator& comm, const std::string& tex
   return out;
 }
 
+struct Pending::Requests {
+  std::vector<MPI_Request> requests;
+  Communicator comm;
+};
+
+Pending::Pending() = default;
+Pending::~Pending() {
+  try {
+    wait();
+  } catch (...) {  // a destructor does not throw; the messages are complete or failed anyway
+  }
+}
+Pending::Pending(Pending&&) noexcept = default;
+Pending& Pending::operator=(Pending&& other) noexcept {
+  if (this != &other) {
+    try {
+      wait();
+    } catch (...) {
+    }
+    requests_ = std::move(other.requests_);
+  }
+  return *this;
+}
+
+void Pending::wait() {
+  if (!requests_ || requests_->requests.empty()) return;
+  const auto start = std::chrono::steady_clock::now();
+  const int status = MPI_Waitall(static_cast<int>(requests_->requests.size()),
+                                 requests_->requests.data(), MPI_STATUSES_IGNORE);
+  requests_->requests.clear();
+  state_of(requests_->comm).traffic.wait_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  check_mpi(status, "MPI_Waitall");
+}
+
+template <class T>
+Pending start_exchange(const Communicator& comm, std::span<const Message<T>> messages, int tag) {
+  Pending pending;
+  if (!comm.distributed()) {
+    for (const auto& m : messages)
+      require(m.send.empty() && m.receive.empty(), "message rank",
+              "another rank (this process is alone)", std::to_string(m.rank));
+    return pending;
+  }
+  auto requests = std::make_unique<Pending::Requests>();
+  requests->comm = comm;
+  auto count_of = [](std::size_t n) {
+    require(n <= INT_MAX, "message", fmt::format("at most {} values", INT_MAX), std::to_string(n));
+    return static_cast<int>(n);
+  };
+  for (const auto& m : messages)
+    require(m.rank >= 0 && m.rank < comm.size() && m.rank != comm.rank(), "message rank",
+            fmt::format("another rank of 0 to {}", comm.size() - 1), std::to_string(m.rank));
+  Waiting w(comm, 0, 0);  // posting is not free either
+  Communicator::Traffic& traffic = state_of(comm).traffic;
+  for (const auto& m : messages)
+    if (!m.receive.empty()) {
+      requests->requests.emplace_back();
+      check_mpi(MPI_Irecv(m.receive.data(), count_of(m.receive.size()), datatype<T>(), m.rank, tag,
+                          mpi_comm(comm), &requests->requests.back()),
+                "MPI_Irecv");
+      traffic.bytes_received += double(m.receive.size_bytes());
+    }
+  for (const auto& m : messages)
+    if (!m.send.empty()) {
+      requests->requests.emplace_back();
+      check_mpi(MPI_Isend(m.send.data(), count_of(m.send.size()), datatype<T>(), m.rank, tag,
+                          mpi_comm(comm), &requests->requests.back()),
+                "MPI_Isend");
+      traffic.bytes_sent += double(m.send.size_bytes());
+      ++traffic.messages;
+    }
+  pending.requests_ = std::move(requests);
+  return pending;
+}
+
 #define SCIPROXY_INSTANTIATE_ROWS(T)                                                   \
   template void gather_rows<T>(const Communicator&, std::span<const T>, std::span<T>,  \
                                std::span<const std::int64_t>, std::int64_t, int);      \
   template void allgather_rows<T>(const Communicator&, std::span<T>,                   \
                                   std::span<const std::int64_t>, std::int64_t);        \
   template void scatter_rows<T>(const Communicator&, std::span<const T>, std::span<T>, \
-                                std::span<const std::int64_t>, std::int64_t, int);
+                                std::span<const std::int64_t>, std::int64_t, int);     \
+  template Pending start_exchange<T>(const Communicator&, std::span<const Message<T>>, int);
 SCIPROXY_INSTANTIATE_ROWS(float)
 SCIPROXY_INSTANTIATE_ROWS(double)
 SCIPROXY_INSTANTIATE_ROWS(std::int32_t)
@@ -524,13 +601,29 @@ std::vector<std::string> gather(const Communicator&, const std::string& text, in
   return {text};
 }
 
+struct Pending::Requests {};
+Pending::Pending() = default;
+Pending::~Pending() = default;
+Pending::Pending(Pending&&) noexcept = default;
+Pending& Pending::operator=(Pending&&) noexcept = default;
+void Pending::wait() {}
+
+template <class T>
+Pending start_exchange(const Communicator&, std::span<const Message<T>> messages, int) {
+  for (const auto& m : messages)
+    require(m.send.empty() && m.receive.empty(), "message rank",
+            "another rank (this process is alone)", std::to_string(m.rank));
+  return Pending();
+}
+
 #define SCIPROXY_INSTANTIATE_ROWS(T)                                                   \
   template void gather_rows<T>(const Communicator&, std::span<const T>, std::span<T>,  \
                                std::span<const std::int64_t>, std::int64_t, int);      \
   template void allgather_rows<T>(const Communicator&, std::span<T>,                   \
                                   std::span<const std::int64_t>, std::int64_t);        \
   template void scatter_rows<T>(const Communicator&, std::span<const T>, std::span<T>, \
-                                std::span<const std::int64_t>, std::int64_t, int);
+                                std::span<const std::int64_t>, std::int64_t, int);     \
+  template Pending start_exchange<T>(const Communicator&, std::span<const Message<T>>, int);
 SCIPROXY_INSTANTIATE_ROWS(float)
 SCIPROXY_INSTANTIATE_ROWS(double)
 SCIPROXY_INSTANTIATE_ROWS(std::int32_t)

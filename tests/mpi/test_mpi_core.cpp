@@ -172,6 +172,38 @@ TEST(MpiCore, TrafficCountsWhatARankSent) {
   EXPECT_GE(after.wait_seconds, before.wait_seconds);
 }
 
+// A ring: each rank sends its rank's values to the next and receives the previous rank's,
+// computing while they travel.
+TEST(MpiCore, NeighboursExchangeWhileTheCallerComputes) {
+  const auto& comm = world();
+  if (!comm.distributed()) {
+    EXPECT_NO_THROW(collective::start_exchange<double>(comm, {}).wait());
+    return;
+  }
+  const int next = (comm.rank() + 1) % comm.size();
+  const int previous = (comm.rank() + comm.size() - 1) % comm.size();
+  std::vector<double> send(1000, comm.rank()), from_previous(1000, -1), from_next(1000, -1);
+  std::vector<collective::Message<double>> messages{{next, send, {}},
+                                                    {previous, {}, from_previous}};
+  if (comm.size() > 2) {  // both ways: two messages to one neighbour need two tags or one list
+    messages.push_back({previous, send, {}});
+    messages.push_back({next, {}, from_next});
+  }
+  const auto before = comm.traffic();
+  auto pending = collective::start_exchange<double>(comm, messages, 3);
+  double busy = 0;
+  for (int i = 0; i < 1000; ++i) busy += i;  // the interior's work
+  pending.wait();
+  EXPECT_EQ(busy, 499500.0);
+  EXPECT_EQ(from_previous, std::vector<double>(1000, previous));
+  if (comm.size() > 2) EXPECT_EQ(from_next, std::vector<double>(1000, next));
+  const auto after = comm.traffic();
+  EXPECT_DOUBLE_EQ(after.bytes_sent - before.bytes_sent, 8000.0 * (comm.size() > 2 ? 2 : 1));
+  // A message to oneself is refused, on this rank.
+  std::vector<collective::Message<double>> self{{comm.rank(), send, {}}};
+  EXPECT_THROW(collective::start_exchange<double>(comm, self), InvalidArgument);
+}
+
 TEST(MpiCore, HandlesThatAreNoCommunicatorAreRefused) {
   EXPECT_EQ(Communicator::from_handle(kNoCommunicator).size(), 1);
   expect_error_on_every_rank<InvalidArgument>(

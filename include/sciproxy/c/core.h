@@ -63,6 +63,15 @@ const char* sciproxy_version(void);
 int sciproxy_cuda_compiled(void);     /* 1 when the cuda backend was built */
 int sciproxy_cuda_device_count(void); /* 0 when not built or no GPU */
 int sciproxy_max_threads(void);       /* OpenMP threads a parallel region gets by default */
+int sciproxy_mpi_compiled(void);      /* 1 when MPI support was built */
+
+/* MPI: the options of a call that can run on several ranks have an `int64_t comm` field, the
+ * communicator's Fortran handle: MPI_Comm_c2f(comm) from C, the integer handle (or
+ * comm%MPI_VAL) from Fortran. The call is then collective over its ranks, and an error on any
+ * rank is every rank's (the message names the rank). SCIPROXY_NO_COMM (the default) runs the
+ * call on this process alone. */
+#define SCIPROXY_NO_COMM ((int64_t)-1)
+
 /* Resolves a device string ("auto", "reference", "cpu", "cuda", "cuda:N") as the kernels do,
  * checking that it can run here, and writes its name ("cpu", "cuda:0") into name[size]
  * (truncated, always NUL-terminated when size > 0; name may be NULL when size is 0). */
