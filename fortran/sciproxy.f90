@@ -29,6 +29,8 @@ module sciproxy
   integer(c_int), parameter, public :: SCIPROXY_STORAGE_DEVICE = 0, SCIPROXY_STORAGE_HOST = 1, &
     SCIPROXY_STORAGE_DISK = 2, SCIPROXY_STORAGE_NONE = 3
   integer(c_int), parameter, public :: SCIPROXY_TTI_DEMO_TWO_PASS = 0, SCIPROXY_TTI_DEMO_FUSED = 1
+  ! MPI (c/core.h): the comm field's "this process alone".
+  integer(c_int64_t), parameter, public :: SCIPROXY_NO_COMM = -1
 
   ! ---- stack (c/stack.h) ----
   type, bind(c), public :: sciproxy_parstack_input
@@ -49,6 +51,10 @@ module sciproxy
     integer(c_int64_t) :: lengthout = -1
     integer(c_int) :: accumulate = 0, clamp_max_at_zero = 0, nparallel = 0
     integer(c_int) :: autotune = 0  ! cpu: the chunk chosen by timing (cached)
+    ! MPI: the communicator's handle (MPI_COMM_WORLD, or comm%MPI_VAL with mpi_f08);
+    ! SCIPROXY_NO_COMM: this process alone. Shift sets and result as in c/stack.h.
+    integer(c_int64_t) :: comm = SCIPROXY_NO_COMM
+    integer(c_int) :: shift_sets = 0, result_layout = 0
   end type
 
   type, bind(c), public :: sciproxy_argmax_input

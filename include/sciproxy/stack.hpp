@@ -97,7 +97,9 @@ struct Extent {
 };
 
 // Output window: the given one, or pyrocko's default (offsetout = min(offsets + shifts),
-// lengthout = max(offsets + shifts + lengths) - offsetout). Checks the input first.
+// lengthout = max(offsets + shifts + lengths) - offsetout). Checks the input first. With
+// opt.comm of several ranks it is collective: with ShiftSets::own the window of every rank's
+// shift sets, and a bad input on any rank fails every rank.
 template <class T>
 Extent parstack_extent(const ParstackInput<T>& in, const ParstackOptions& opt);
 

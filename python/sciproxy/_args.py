@@ -230,3 +230,25 @@ def communicator(name: str, comm) -> int:
     if comm == MPI.COMM_NULL:
         raise ValueError(f"{name}: expected a communicator, got MPI.COMM_NULL")
     return comm.py2f()
+
+
+def agree(comm, check):
+    """Runs ``check()`` (the argument checks of a call on `comm`) on every rank; when it raises
+    on any rank, every rank raises the same kind, naming the lowest failing rank, so that no rank
+    waits forever in the call's first collective. Returns what ``check()`` returns."""
+    if comm is None or comm.Get_size() == 1:
+        return check()
+    from mpi4py import MPI
+
+    error, value = None, None
+    try:
+        value = check()
+    except (TypeError, ValueError) as e:
+        error = e
+    size, rank = comm.Get_size(), comm.Get_rank()
+    failing = comm.allreduce(rank if error is not None else size, op=MPI.MIN)
+    if failing == size:
+        return value
+    kind, text = comm.bcast((type(error).__name__, str(error)) if rank == failing else None,
+                            root=failing)
+    raise (TypeError if kind == "TypeError" else ValueError)(f"rank {failing} of {size}: {text}")

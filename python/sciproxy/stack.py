@@ -108,6 +108,9 @@ def parstack(
     impl="auto",
     clamp_max_at_zero=False,
     autotune=False,
+    comm=None,
+    shift_sets="all",
+    result_layout="all",
 ):
     """Weighted delay-and-sum of traces, like ``pyrocko.parstack.parstack``.
 
@@ -141,11 +144,64 @@ def parstack(
         this call's problem, the first time a shape is seen (that call takes several times
         longer); the choice is cached per machine, shape, dtype and thread count, and later
         calls read it. The result does not depend on it.
+    comm : an mpi4py intracommunicator (None: this process alone). The call is then collective:
+        the shift sets are split across the ranks in contiguous blocks, each rank stacks its
+        own, and every row is the same bits as one process computes. Every rank passes the same
+        arrays, offsets and options; an error on any rank is raised on every rank.
+    shift_sets : with `comm`: 'all' (every rank passes every shift set) or 'own' (each rank
+        passes its own block; the whole is the ranks' blocks in rank order).
+    result_layout : with `comm`: 'all' (every rank receives the whole result), 'root' (rank 0
+        receives it, the others get None) or 'own' (each rank the rows of its own shift sets).
 
     Returns
     -------
     (result, offsetout) : the output and the absolute index of its first sample.
     """
+    handle = _args.communicator("comm", comm)
+    sets = _choice("shift_sets", shift_sets, _SHIFT_SETS)
+    layout = _choice("result_layout", result_layout, _RESULT_LAYOUTS)
+    prepared = _args.agree(comm, lambda: _prepare(
+        arrays, offsets, shifts, weights, method, lengthout, offsetout, result, nparallel,
+        dtype, impl, clamp_max_at_zero, autotune, comm is not None and sets == 1))
+    dt, method, lengthout, offsetout, traces, offsets, shifts, w, accumulate, threads, device = prepared
+    kernel = _sciproxy.parstack_float32 if dt == np.float32 else _sciproxy.parstack_float64
+    out, offset = kernel(
+        traces, offsets, shifts, w, method, lengthout, offsetout, result, accumulate,
+        bool(clamp_max_at_zero), threads, device, bool(autotune), handle, sets, layout,
+    )
+    if comm is not None and layout == 1 and comm.Get_rank() != 0:
+        return None, int(offset)
+    if method == 0 and out.ndim == 1:  # a flat result given: 2-D, one row per shift set it holds
+        rows = _rows_held(comm, shifts.shape[0], sets, layout)
+        out = out.reshape((rows, out.size // rows))
+    return out, int(offset)
+
+
+def _rows_held(comm, nshifts, sets, layout):
+    """The shift sets whose rows this rank's result holds (the library's split: contiguous
+    blocks, the first nshifts % size ranks one more)."""
+    if comm is None or comm.Get_size() == 1:
+        return nshifts
+    size, rank = comm.Get_size(), comm.Get_rank()
+    if layout == 2:  # its own rows
+        return nshifts if sets == 1 else nshifts // size + (1 if rank < nshifts % size else 0)
+    return comm.allreduce(nshifts) if sets == 1 else nshifts
+
+
+_SHIFT_SETS = {"all": 0, "own": 1}
+_RESULT_LAYOUTS = {"all": 0, "root": 1, "own": 2}
+
+
+def _choice(name, value, choices):
+    if not isinstance(value, str) or value not in choices:
+        accepted = " or ".join(repr(c) for c in choices)
+        raise ValueError(f"{name}: expected {accepted}, got {_args.describe(value)}")
+    return choices[value]
+
+
+def _prepare(arrays, offsets, shifts, weights, method, lengthout, offsetout, result, nparallel,
+             dtype, impl, clamp_max_at_zero, autotune, own_shift_sets):
+    """The arguments checked and converted; raises TypeError or ValueError naming one."""
     device = _device_spec(impl)
     dt = _args.dtype(dtype)
     method = _args.integer("method", method, 0, 1, "0 (stack) or 1 (maximum of the stack)")
@@ -177,7 +233,7 @@ def parstack(
             f"got shape {shifts.shape}"
         )
     nshifts = shifts.shape[0]
-    if nshifts == 0:
+    if nshifts == 0 and not own_shift_sets:  # with shift_sets='own' a rank may hold none
         raise ValueError(f"shifts: expected at least one shift set, got shape {shifts.shape}")
 
     w = _args.as_array("weights", weights)
@@ -198,14 +254,7 @@ def parstack(
         _check_result(result, dt, method, nshifts, lengthout)
         accumulate = method == 0
 
-    kernel = _sciproxy.parstack_float32 if dt == np.float32 else _sciproxy.parstack_float64
-    out, offset = kernel(
-        traces, offsets, shifts, w, method, lengthout, offsetout, result, accumulate,
-        bool(clamp_max_at_zero), threads, device, bool(autotune),
-    )
-    if method == 0 and out.ndim == 1:
-        out = out.reshape((nshifts, out.size // nshifts))
-    return out, int(offset)
+    return dt, method, lengthout, offsetout, traces, offsets, shifts, w, accumulate, threads, device
 
 
 def _check_result(result, dt: np.dtype, method: int, nshifts: int, lengthout: int) -> None:

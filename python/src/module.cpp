@@ -106,7 +106,8 @@ template <class T>
 nb::tuple parstack(nb::sequence arrays, Indices offsets, IndexMatrix shifts, Matrix<T> weights,
                    int method, std::int64_t lengthout, std::int32_t offsetout, nb::object result,
                    bool accumulate, bool clamp_max_at_zero, int nparallel,
-                   const std::string& device_spec, bool autotune) {
+                   const std::string& device_spec, bool autotune, std::int64_t comm, int shift_sets,
+                   int result_layout) {
   namespace st = sciproxy::stack;
 
   // Keep the trace arrays referenced (they hold their Python objects) until the call returns.
@@ -140,6 +141,9 @@ nb::tuple parstack(nb::sequence arrays, Indices offsets, IndexMatrix shifts, Mat
   opt.clamp_max_at_zero = clamp_max_at_zero;
   opt.nparallel = nparallel;
   opt.autotune = autotune;
+  opt.comm = sciproxy::Communicator::from_handle(comm, "comm");
+  opt.shift_sets = static_cast<st::ShiftSets>(shift_sets);
+  opt.result_layout = static_cast<st::ResultLayout>(result_layout);
 
   const sciproxy::Device device = sciproxy::select_device(device_spec);
 
@@ -148,15 +152,22 @@ nb::tuple parstack(nb::sequence arrays, Indices offsets, IndexMatrix shifts, Mat
     const Interruptible interruptible;      // GIL released; Ctrl-C stops the call
     extent = st::parstack_extent(in, opt);  // checks the input (a pass over the traces)
   }
-  const std::int64_t size = st::parstack_result_size(in.nshifts, extent, opt.method);
+  // The rows this rank receives: every shift set, or none (rank 0 receives them), or its own.
+  const st::ShiftBlock block = st::parstack_shift_block(in.nshifts, opt);
+  const bool root = opt.comm.rank() == 0;
+  const std::int64_t rows = !opt.comm.distributed()                                ? in.nshifts
+                            : opt.result_layout == st::ResultLayout::own           ? block.count
+                            : opt.result_layout == st::ResultLayout::root && !root ? 0
+                                                                                   : block.total;
+  const std::int64_t size = st::parstack_result_size(rows, extent, opt.method);
 
   nb::object out_object;
   if (result.is_none()) {
     if (opt.accumulate)
       sciproxy::throw_invalid_argument("result", "an array to accumulate into", "None");
     out_object = opt.method == st::Method::stack
-                     ? numpy_empty({in.nshifts, extent.lengthout}, dtype_name<T>())
-                     : numpy_empty({in.nshifts}, dtype_name<T>());
+                     ? numpy_empty({rows, extent.lengthout}, dtype_name<T>())
+                     : numpy_empty({rows}, dtype_name<T>());
   } else {
     out_object = result;
   }
@@ -168,8 +179,8 @@ nb::tuple parstack(nb::sequence arrays, Indices offsets, IndexMatrix shifts, Mat
   if (static_cast<std::int64_t>(out.size()) != size)
     sciproxy::throw_invalid_argument("result",
                                      opt.method == st::Method::stack
-                                         ? "nshifts x lengthout = " + std::to_string(in.nshifts) +
-                                               " x " + std::to_string(extent.lengthout) + " = " +
+                                         ? "nshifts x lengthout = " + std::to_string(rows) + " x " +
+                                               std::to_string(extent.lengthout) + " = " +
                                                std::to_string(size) + " elements"
                                          : "nshifts = " + std::to_string(size) + " elements",
                                      describe(out_object));
@@ -279,11 +290,11 @@ NB_MODULE(_sciproxy, m) {
   m.def("parstack_float32", &parstack<float>, "arrays"_a, "offsets"_a.noconvert(),
         "shifts"_a.noconvert(), "weights"_a.noconvert(), "method"_a, "lengthout"_a, "offsetout"_a,
         "result"_a.none(), "accumulate"_a, "clamp_max_at_zero"_a, "nparallel"_a, "device"_a,
-        "autotune"_a);
+        "autotune"_a, "comm"_a, "shift_sets"_a, "result_layout"_a);
   m.def("parstack_float64", &parstack<double>, "arrays"_a, "offsets"_a.noconvert(),
         "shifts"_a.noconvert(), "weights"_a.noconvert(), "method"_a, "lengthout"_a, "offsetout"_a,
         "result"_a.none(), "accumulate"_a, "clamp_max_at_zero"_a, "nparallel"_a, "device"_a,
-        "autotune"_a);
+        "autotune"_a, "comm"_a, "shift_sets"_a, "result_layout"_a);
   m.def("argmax_float32", &argmax<float>, "a"_a.noconvert(), "nparallel"_a, "pyrocko_compat"_a);
   m.def("argmax_float64", &argmax<double>, "a"_a.noconvert(), "nparallel"_a, "pyrocko_compat"_a);
   m.def("info", &info, "What this build contains and what hardware is present.");

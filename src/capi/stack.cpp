@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "capi/guarded.hpp"
+#include "core/collective.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/sciproxy.h"
 
@@ -68,21 +69,40 @@ sciproxy::stack::ParstackOptions options_of(const sciproxy_parstack_options& c) 
   o.clamp_max_at_zero = c.clamp_max_at_zero != 0;
   o.nparallel = c.nparallel > 0 ? c.nparallel : 0;
   o.autotune = c.autotune != 0;
-  return o;
+  // The enums are checked by parstack itself, naming shift_sets and result_layout.
+  o.shift_sets = static_cast<sciproxy::stack::ShiftSets>(c.shift_sets);
+  o.result_layout = static_cast<sciproxy::stack::ResultLayout>(c.result_layout);
+  return o;  // without the communicator: the callers below make it first, then agree on checks
+}
+
+// Runs the wrapper's own checks on every rank of comm, so that a null pointer on one rank fails
+// every rank instead of leaving the others waiting in the call's first collective.
+template <class F>
+void checked_on_every_rank(const sciproxy::Communicator& comm, F&& checks) {
+  sciproxy::collective::on_every_rank(comm, std::forward<F>(checks));
 }
 
 template <class T, class CInput>
 sciproxy_status extent_impl(const CInput* input, const sciproxy_parstack_options* options,
                             int32_t* offsetout, int64_t* lengthout) {
   return guarded([&] {
-    require_pointer(offsetout, "offsetout");
-    require_pointer(lengthout, "lengthout");
     const auto c = read(options);
-    Traces<T> t = input_of<T>(input, false);
-    // Weights do not shape the window; unit weights let the shared checks run.
-    std::vector<T> ones(static_cast<std::size_t>(t.input.shifts.size()), T(1));
-    t.input.weights = ones;
-    const auto e = sciproxy::stack::parstack_extent(t.input, options_of(c));
+    auto opt = options_of(c);
+    opt.comm = sciproxy::Communicator::from_handle(c.comm, "options.comm");
+    // Collective only when each rank passes its own shift sets (the window is every rank's).
+    const auto& comm =
+        opt.shift_sets == sciproxy::stack::ShiftSets::own ? opt.comm : sciproxy::Communicator();
+    Traces<T> t;
+    std::vector<T> ones;
+    checked_on_every_rank(comm, [&] {
+      require_pointer(offsetout, "offsetout");
+      require_pointer(lengthout, "lengthout");
+      t = input_of<T>(input, false);
+      // Weights do not shape the window; unit weights let the shared checks run.
+      ones.assign(static_cast<std::size_t>(t.input.shifts.size()), T(1));
+      t.input.weights = ones;
+    });
+    const auto e = sciproxy::stack::parstack_extent(t.input, opt);
     *offsetout = e.offsetout;
     *lengthout = e.lengthout;
   });
@@ -94,11 +114,18 @@ sciproxy_status parstack_impl(const CInput* input, const sciproxy_parstack_optio
                               int64_t* lengthout) {
   return guarded([&] {
     const auto c = read(options);
-    require_pointer(result, "result");
-    sciproxy::require(result_size >= 0, "result_size", "a size >= 0", std::to_string(result_size));
-    const auto opt = options_of(c);
-    const Traces<T> t = input_of<T>(input, true);
-    const auto dev = sciproxy::capi::device_of(c.device);
+    auto opt = options_of(c);
+    opt.comm = sciproxy::Communicator::from_handle(c.comm, "options.comm");
+    Traces<T> t;
+    sciproxy::Device dev;
+    checked_on_every_rank(opt.comm, [&] {
+      // A rank receiving no rows (result_layout 1 off rank 0) may pass NULL and 0.
+      if (result_size != 0) require_pointer(result, "result");
+      sciproxy::require(result_size >= 0, "result_size", "a size >= 0",
+                        std::to_string(result_size));
+      t = input_of<T>(input, true);
+      dev = sciproxy::capi::device_of(c.device);
+    });
     const auto e = sciproxy::stack::parstack<T>(
         dev, t.input, {result, static_cast<std::size_t>(result_size)}, opt);
     if (offsetout) *offsetout = e.offsetout;
@@ -141,6 +168,9 @@ void sciproxy_parstack_options_default(sciproxy_parstack_options* options) {
   options->clamp_max_at_zero = d.clamp_max_at_zero ? 1 : 0;
   options->nparallel = d.nparallel;
   options->autotune = d.autotune ? 1 : 0;
+  options->comm = SCIPROXY_NO_COMM;
+  options->shift_sets = static_cast<int>(d.shift_sets);
+  options->result_layout = static_cast<int>(d.result_layout);
 }
 
 void sciproxy_argmax_options_default(sciproxy_argmax_options* options) {
@@ -171,6 +201,28 @@ sciproxy_status sciproxy_parstack_f32(const sciproxy_parstack_input_f32* input,
                                       const sciproxy_parstack_options* options, float* result,
                                       int64_t result_size, int32_t* offsetout, int64_t* lengthout) {
   return parstack_impl<float>(input, options, result, result_size, offsetout, lengthout);
+}
+
+sciproxy_status sciproxy_parstack_shift_block(int64_t nshifts,
+                                              const sciproxy_parstack_options* options,
+                                              int64_t* first, int64_t* count, int64_t* total) {
+  return guarded([&] {
+    const auto c = read(options);
+    auto opt = options_of(c);
+    opt.comm = sciproxy::Communicator::from_handle(c.comm, "options.comm");
+    const auto& comm =
+        opt.shift_sets == sciproxy::stack::ShiftSets::own ? opt.comm : sciproxy::Communicator();
+    checked_on_every_rank(comm, [&] {
+      require_pointer(first, "first");
+      require_pointer(count, "count");
+      require_pointer(total, "total");
+      sciproxy::require(nshifts >= 0, "nshifts", "0 or more", std::to_string(nshifts));
+    });
+    const auto b = sciproxy::stack::parstack_shift_block(nshifts, opt);
+    *first = b.first;
+    *count = b.count;
+    *total = b.total;
+  });
 }
 
 sciproxy_status sciproxy_argmax_f64(const sciproxy_argmax_input_f64* input,

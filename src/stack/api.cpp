@@ -273,6 +273,14 @@ Extent given_window(const ParstackInput<T>& in, const ParstackOptions& opt) {
 template <class T>
 Extent parstack_extent(const ParstackInput<T>& in, const ParstackOptions& opt) {
   const Communicator& comm = opt.comm;
+  if (comm.distributed() && opt.shift_sets == ShiftSets::all) {
+    // Each rank's window is the whole's; collective only so a failure is every rank's.
+    ParstackOptions here = opt;
+    here.comm = Communicator();
+    Extent e;
+    collective::on_every_rank(comm, [&] { e = parstack_extent(in, here); });
+    return e;
+  }
   if (comm.distributed() && opt.shift_sets == ShiftSets::own) {
     // The window of every rank's shift sets; collective, so every failure is every rank's.
     std::int64_t first = std::numeric_limits<std::int64_t>::max();

@@ -43,7 +43,21 @@ typedef struct sciproxy_parstack_options {
   /* cpu, non-zero: choose the chunk of output samples per job by timing candidates on this
    * problem, cached per machine, shape, dtype and threads (the same bits; 0) */
   int autotune;
+  /* MPI (c/core.h): the Fortran handle of the ranks the call runs on (SCIPROXY_NO_COMM: this
+   * process alone). The shift sets are split across the ranks; every rank passes the same
+   * traces, offsets and options. */
+  int64_t comm;
+  int shift_sets;    /* 0: every rank passes all shift sets (default); 1: each rank its own block,
+                      * the whole being the blocks in rank order */
+  int result_layout; /* 0: every rank receives the whole result (default); 1: rank 0 only (the
+                      * others pass result_size 0); 2: each rank its own shift sets' rows */
 } sciproxy_parstack_options;
+
+/* The shift sets [*first, *first + *count) of the whole (*total) this rank stacks, for
+ * options->result_layout 2 (collective when options->shift_sets is 1). */
+sciproxy_status sciproxy_parstack_shift_block(int64_t nshifts,
+                                              const sciproxy_parstack_options* options,
+                                              int64_t* first, int64_t* count, int64_t* total);
 
 void sciproxy_parstack_options_default(sciproxy_parstack_options* options);
 
