@@ -806,7 +806,7 @@ contains
   ! result(lengthout, nshifts) for method 0, result(1, nshifts) for method 1.
   ! lengthout < 0 on entry asks for the default window; offsetout and lengthout then receive it.
   function sciproxy_parstack(traces, offsets, shifts, weights, method, offsetout, lengthout, &
-                             result, device, accumulate, nparallel) result(status)
+                             result, device, accumulate, nparallel, comm) result(status)
     real(c_double), intent(in), target, contiguous :: traces(:, :)
     integer(c_int32_t), intent(in), target, contiguous :: offsets(:), shifts(:, :)
     real(c_double), intent(in), target, contiguous :: weights(:, :)
@@ -817,6 +817,9 @@ contains
     character(len=*), intent(in), optional :: device
     logical, intent(in), optional :: accumulate
     integer, intent(in), optional :: nparallel
+    ! MPI: the ranks' communicator (MPI_COMM_WORLD, or comm%MPI_VAL with mpi_f08); every rank
+    ! passes the same arrays and receives the whole result.
+    integer, intent(in), optional :: comm
     integer :: status
     type(c_ptr), target :: pointers(size(traces, 2))
     integer(c_int64_t), target :: lengths(size(traces, 2))
@@ -833,6 +836,7 @@ contains
       if (accumulate) options%accumulate = 1
     end if
     if (present(nparallel)) options%nparallel = int(nparallel, c_int)
+    if (present(comm)) options%comm = int(comm, c_int64_t)
     status = sciproxy_parstack_f64(input, options, result, size(result, kind=c_int64_t), &
                                    offsetout, lengthout)
   end function

@@ -1,0 +1,106 @@
+/* The C ABI under mpiexec: sciproxy_parstack_f64 with options.comm = MPI_Comm_c2f(world) gives
+ * every rank the one-process result bit for bit (every layout); a bad handle and bad input on
+ * one rank fail every rank with the rank named. Exit status: the worst rank's. */
+#include <math.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sciproxy/sciproxy.h"
+
+static int failures = 0;
+static int rank = 0, size = 1;
+
+static void check(int ok, const char* what) {
+  if (!ok) {
+    ++failures;
+    fprintf(stderr, "rank %d: FAILED: %s (%s)\n", rank, what, sciproxy_last_error());
+  }
+}
+
+enum { NTRACES = 4, NSHIFTS = 11, LENGTH = 64, MAXOUT = NSHIFTS * 256 };
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  check(sciproxy_mpi_compiled() == 1, "sciproxy_mpi_compiled");
+
+  double data[NTRACES][LENGTH], weights[NSHIFTS * NTRACES];
+  const double* traces[NTRACES];
+  int64_t lengths[NTRACES];
+  int32_t offsets[NTRACES], shifts[NSHIFTS * NTRACES];
+  for (int i = 0; i < NTRACES; ++i) {
+    for (int k = 0; k < LENGTH; ++k) data[i][k] = sin(0.3 * k + i) + 0.01 * k;
+    traces[i] = data[i];
+    lengths[i] = LENGTH - 5 * i;
+    offsets[i] = 2 * i;
+  }
+  for (int j = 0; j < NSHIFTS * NTRACES; ++j) {
+    shifts[j] = (j * 37) % 41 - 20;
+    weights[j] = 0.5 + 0.05 * (j % 7);
+  }
+  sciproxy_parstack_input_f64 input = {traces, lengths, NTRACES, offsets, shifts, weights, NSHIFTS};
+
+  /* One process. */
+  sciproxy_parstack_options options;
+  sciproxy_parstack_options_default(&options);
+  check(options.comm == SCIPROXY_NO_COMM && options.shift_sets == 0 && options.result_layout == 0,
+        "defaults");
+  options.device = "cpu";
+  static double expected[MAXOUT], result[MAXOUT];
+  int32_t offsetout = 0;
+  int64_t lengthout = 0;
+  check(sciproxy_parstack_extent_f64(&input, &options, &offsetout, &lengthout) == SCIPROXY_OK,
+        "extent");
+  const int64_t whole = NSHIFTS * lengthout;
+  check(sciproxy_parstack_f64(&input, &options, expected, whole, NULL, NULL) == SCIPROXY_OK,
+        "one process");
+
+  /* On the ranks: every rank the whole; rank 0 only; each its own rows. */
+  options.comm = MPI_Comm_c2f(MPI_COMM_WORLD);
+  memset(result, 0, sizeof result);
+  check(sciproxy_parstack_f64(&input, &options, result, whole, NULL, NULL) == SCIPROXY_OK, "all");
+  check(memcmp(result, expected, (size_t)whole * sizeof(double)) == 0, "all: the same bits");
+  options.result_layout = 1;
+  memset(result, 0, sizeof result);
+  check(sciproxy_parstack_f64(&input, &options, rank == 0 ? result : NULL, rank == 0 ? whole : 0,
+                              NULL, NULL) == SCIPROXY_OK,
+        "root");
+  if (rank == 0) check(memcmp(result, expected, (size_t)whole * sizeof(double)) == 0, "root bits");
+  options.result_layout = 2;
+  int64_t first = -1, count = -1, total = -1;
+  check(sciproxy_parstack_shift_block(NSHIFTS, &options, &first, &count, &total) == SCIPROXY_OK &&
+            total == NSHIFTS,
+        "shift block");
+  memset(result, 0, sizeof result);
+  check(sciproxy_parstack_f64(&input, &options, result, count * lengthout, NULL, NULL) ==
+            SCIPROXY_OK,
+        "own");
+  check(memcmp(result, expected + first * lengthout, (size_t)(count * lengthout) * sizeof(double)) ==
+            0,
+        "own: the same bits");
+
+  /* A null result pointer on the last rank only: every rank fails, naming it. */
+  options.result_layout = 0;
+  const int bad = size - 1;
+  const sciproxy_status status =
+      sciproxy_parstack_f64(&input, &options, rank == bad ? NULL : result, whole, NULL, NULL);
+  check(status == SCIPROXY_ERROR_INVALID_ARGUMENT, "null result on one rank: status");
+  char want[128];
+  snprintf(want, sizeof want, size > 1 ? "rank %d of %d: result" : "result", bad, size);
+  check(strstr(sciproxy_last_error(), want) != NULL, "null result on one rank: message");
+
+  /* MPI_COMM_NULL's handle. */
+  options.comm = MPI_Comm_c2f(MPI_COMM_NULL);
+  check(sciproxy_parstack_f64(&input, &options, result, whole, NULL, NULL) ==
+                SCIPROXY_ERROR_INVALID_ARGUMENT &&
+            strstr(sciproxy_last_error(), "options.comm: expected the handle of a communicator"),
+        "MPI_COMM_NULL refused");
+
+  int worst = 0;
+  MPI_Allreduce(&failures, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  if (rank == 0) printf("test_mpi_capi: %d ranks: %s\n", size, worst ? "FAILED" : "all checks passed");
+  MPI_Finalize();
+  return worst ? 1 : 0;
+}
