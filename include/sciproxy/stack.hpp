@@ -27,17 +27,12 @@ namespace sciproxy::stack {
 
 enum class Method : int { stack = 0, max = 1 };
 
-// Which shift sets a rank passes when the call runs on several ranks.
-enum class ShiftSets : int {
-  all = 0,  // every rank passes all of them (the same arrays); the call splits them
-  own = 1,  // each rank passes its own block; the whole is the ranks' blocks in rank order
-};
-// Where the result goes when the call runs on several ranks.
-enum class ResultLayout : int {
-  all_ranks = 0,  // every rank receives the whole result
-  root = 1,       // rank 0 receives the whole result; the others pass an empty one
-  own = 2,        // each rank keeps the rows of its own shift sets (parstack_shift_block)
-};
+// On several ranks: which shift sets a rank passes (all of them, the same arrays on every rank,
+// or its own block), and where the result's rows go (the whole on every rank, the whole on rank
+// 0 with the others passing an empty result, or each rank the rows of its own shift sets, see
+// parstack_shift_block).
+using ShiftSets = RankItems;
+using sciproxy::ResultLayout;
 
 // The inputs of one parstack call. Spans only: nothing is copied.
 template <class T>

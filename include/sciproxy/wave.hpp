@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "sciproxy/core/communicator.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/metrics.hpp"
 #include "sciproxy/core/timers.hpp"
@@ -94,6 +95,16 @@ struct ScalarOptions {
   // cached per machine, shape, accuracy, dtype and thread count (sciproxy/core/autotune.hpp) and
   // later calls read it. It changes the speed, never a bit of the results.
   bool autotune = false;
+  // MPI (sciproxy/core/communicator.hpp): the ranks the call runs on, collectively. The shots
+  // are split across them in contiguous blocks and each rank propagates its own. `shots`: every
+  // rank passes every shot (the same arrays), or its own block (then the model is shared,
+  // nmodels 1). `results`: receiver data, states and the source and initial-state gradients of
+  // the shots on every rank, on rank 0 (the others receive none), or each rank its own shots'.
+  // A model shared by the shots gets its gradient summed over the ranks (one allreduce per
+  // call) on every rank; models per shot are rows like the rest.
+  Communicator comm;
+  RankItems shots = RankItems::all;
+  ResultLayout results = ResultLayout::all_ranks;
 };
 
 template <class T>

@@ -44,16 +44,14 @@ struct Communicator::State {
 #endif
 };
 
-namespace detail {
 struct CommunicatorAccess {
   static Communicator::State& state(const Communicator& c) { return *c.state_; }
 };
-}  // namespace detail
 
 namespace {
 
 Communicator::State& state_of(const Communicator& c) {
-  return detail::CommunicatorAccess::state(c);
+  return CommunicatorAccess::state(c);
 }
 
 }  // namespace

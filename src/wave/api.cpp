@@ -27,6 +27,7 @@
 #include "core/recorded_call.hpp"
 #include "cpu_plan.hpp"
 #include "gradient_storage.hpp"
+#include "on_ranks.hpp"
 #include "sciproxy/core/autotune.hpp"
 #include "sciproxy/core/cancel.hpp"
 #include "sciproxy/core/error.hpp"
@@ -342,6 +343,7 @@ std::array<std::int64_t, kMaxDims> scalar_state_shape(const ScalarInput<T>& in,
 template <class T>
 ScalarOutput<T> scalar(const Device& device, const ScalarInput<T>& in, const ScalarOptions& opt,
                        const ScalarState<T>* initial, Timers* timers) {
+  if (opt.comm.distributed()) return detail::scalar_on_ranks(device, in, opt, initial, timers);
   RecordedCall call("scalar", device, timers);
   ScalarOutput<T> out;
   int ndim = 0;
@@ -569,6 +571,9 @@ ScalarGradient<T> scalar_gradient(const Device& device, const ScalarInput<T>& in
                                   std::span<const T> grad_receiver_amplitudes,
                                   const ScalarState<T>* initial, const ScalarState<T>* grad_final,
                                   Timers* timers) {
+  if (opt.comm.distributed())
+    return detail::scalar_gradient_on_ranks(device, in, opt, grad_receiver_amplitudes, initial,
+                                            grad_final, timers);
   RecordedCall call("scalar_gradient", device, timers);
   ScalarGradient<T> grad =
       detail::gradient<T>(Context{device, call.timers()}, in, opt, grad_receiver_amplitudes,

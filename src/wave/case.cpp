@@ -406,6 +406,14 @@ Data<T> forward_data(const Device& device, const Spec& s, const Problem<T>& p,
   return d;
 }
 
+// The options on this process alone: the reference window's data, cached per process, are
+// computed by each rank for itself (a collective call there would wait for ranks that found
+// them in their cache).
+ScalarOptions one_process(ScalarOptions options) {
+  options.comm = Communicator();
+  return options;
+}
+
 template <class T>
 const Data<T>& reference_window_data(const CaseSettings& settings, const Spec& s,
                                      const Problem<T>& window, const ScalarOptions& options) {
@@ -536,6 +544,10 @@ class ScalarCase final : public Case {
     return output_tolerance(spec_.kind, precision(), compressed(), output);
   }
 
+  // The shots split across the ranks; every rank receives the whole outputs (the gradients'
+  // receiver data are every rank's input), and rank 0 verifies them.
+  void distribute(const Communicator& comm) override { options_.comm = comm; }
+
   Parameters details(const KernelReport& report) const override {
     Parameters d;
     d.set("step_ratio", static_cast<long long>(spec_.step_ratio));
@@ -578,7 +590,7 @@ class ScalarCase final : public Case {
       window_ = std::make_unique<Problem<T>>(spec_, spec_.window_shots(), spec_.window_nt());
     const Data<T>* data = nullptr;
     if (is_gradient(spec_.kind))
-      data = &reference_window_data<T>(settings_, spec_, *window_, options_);
+      data = &reference_window_data<T>(settings_, spec_, *window_, one_process(options_));
     call(device, *window_, data, nullptr);
   }
 
@@ -696,6 +708,7 @@ void register_cases(std::vector<CaseEntry>& registry) {
                       make<Kind::forward>,
                       {CaseSettings{}},
                       scalar_sweep()});
+  registry.back().runs_on_ranks = true;
   registry.push_back({"scalar_gradient",
                       "wave",
                       "forward + adjoint: gradient with respect to velocity and source amplitudes",
@@ -716,6 +729,7 @@ void register_cases(std::vector<CaseEntry>& registry) {
   registry[registry.size() - 3].tolerance = entry_tolerance<Kind::gradient>;
   registry[registry.size() - 2].tolerance = entry_tolerance<Kind::born>;
   registry[registry.size() - 1].tolerance = entry_tolerance<Kind::born_gradient>;
+  registry[registry.size() - 3].runs_on_ranks = true;
 }
 
 }  // namespace sciproxy::wave

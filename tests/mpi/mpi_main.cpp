@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cstdlib>
+
 #include "mpi_test.hpp"
 
 namespace sciproxy::test {
@@ -30,7 +32,9 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (rank != 0) {  // their failures still count, through the exit status below
+  // SCIPROXY_MPI_TEST_ALL_RANKS=1 keeps every rank's report (to see another rank's failures).
+  if (rank != 0 && !std::getenv("SCIPROXY_MPI_TEST_ALL_RANKS")) {
+    // their failures still count, through the exit status below
     auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
     delete listeners.Release(listeners.default_result_printer());
   }

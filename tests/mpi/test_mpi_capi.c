@@ -74,11 +74,11 @@ int main(int argc, char** argv) {
             total == NSHIFTS,
         "shift block");
   memset(result, 0, sizeof result);
-  check(sciproxy_parstack_f64(&input, &options, result, count * lengthout, NULL, NULL) ==
-            SCIPROXY_OK,
-        "own");
-  check(memcmp(result, expected + first * lengthout, (size_t)(count * lengthout) * sizeof(double)) ==
-            0,
+  check(
+      sciproxy_parstack_f64(&input, &options, result, count * lengthout, NULL, NULL) == SCIPROXY_OK,
+      "own");
+  check(memcmp(result, expected + first * lengthout,
+               (size_t)(count * lengthout) * sizeof(double)) == 0,
         "own: the same bits");
 
   /* A null result pointer on the last rank only: every rank fails, naming it. */
@@ -100,7 +100,8 @@ int main(int argc, char** argv) {
 
   int worst = 0;
   MPI_Allreduce(&failures, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (rank == 0) printf("test_mpi_capi: %d ranks: %s\n", size, worst ? "FAILED" : "all checks passed");
+  if (rank == 0)
+    printf("test_mpi_capi: %d ranks: %s\n", size, worst ? "FAILED" : "all checks passed");
   MPI_Finalize();
   return worst ? 1 : 0;
 }

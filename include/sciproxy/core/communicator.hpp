@@ -19,9 +19,14 @@
 
 namespace sciproxy {
 
-namespace detail {
 struct CommunicatorAccess;  // the library's way to the MPI handle
-}  // namespace detail
+
+// What a call on several ranks is given on each: every item (shift set, shot, bundle) or the
+// rank's own block of them (the whole being the ranks' blocks in rank order).
+enum class RankItems : int { all = 0, own = 1 };
+// Where a call on several ranks puts its per-item results: the whole on every rank, the whole on
+// rank 0 (the others receive none), or each rank its own items' results.
+enum class ResultLayout : int { all_ranks = 0, root = 1, own = 2 };
 
 // The C ABI's "no communicator": the call runs on this process alone.
 inline constexpr std::int64_t kNoCommunicator = -1;
@@ -60,7 +65,7 @@ class Communicator {
   struct State;  // the library's; opaque here
 
  private:
-  friend struct detail::CommunicatorAccess;
+  friend struct CommunicatorAccess;
   std::shared_ptr<State> state_;
 };
 
