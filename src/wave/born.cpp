@@ -16,6 +16,7 @@
 
 #include "case.hpp"
 #include "core/recorded_call.hpp"
+#include "on_ranks.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/wave.hpp"
 #include "setup.hpp"
@@ -151,6 +152,8 @@ template <class T>
 ScalarBornOutput<T> scalar_born(const Device& device, const ScalarBornInput<T>& in,
                                 const ScalarOptions& opt, const ScalarState<T>* initial,
                                 const ScalarState<T>* initial_scattered, Timers* timers) {
+  if (opt.comm.distributed())
+    return detail::scalar_born_on_ranks(device, in, opt, initial, initial_scattered, timers);
   RecordedCall call("scalar_born", device, timers);
   ScalarBornOutput<T> out;
   int ndim = 0;
@@ -323,6 +326,10 @@ ScalarBornGradient<T> scalar_born_gradient(const Device& device, const ScalarBor
                                            std::span<const T> grad_bg_receiver_amplitudes,
                                            bool source_gradient, const ScalarState<T>* initial,
                                            Timers* timers) {
+  if (opt.comm.distributed())
+    return detail::scalar_born_gradient_on_ranks(device, in, opt, grad_receiver_amplitudes,
+                                                 grad_bg_receiver_amplitudes, source_gradient,
+                                                 initial, timers);
   RecordedCall call("scalar_born_gradient", device, timers);
   ScalarBornGradient<T> grad;
   {

@@ -161,12 +161,25 @@ template <class T>
 std::vector<T> place_model_gradient(const Communicator& comm, const Shots& s, std::vector<T> mine,
                                     std::size_t model_cells, ResultLayout layout) {
   if (!s.shared_model) return place_rows(comm, s, std::move(mine), layout);
-  const std::int64_t any = collective::allreduce_max(
-      comm, static_cast<std::int64_t>(s.count > 0 && !mine.empty()));
+  const std::int64_t any =
+      collective::allreduce_max(comm, static_cast<std::int64_t>(s.count > 0 && !mine.empty()));
   if (!any) return {};
   if (s.count == 0 || mine.empty()) mine.assign(model_cells, T(0));
   collective::allreduce_sum<T>(comm, mine);
   return mine;
+}
+
+template <class T>
+ScalarOutput<T> place_forward(const Communicator& comm, const Shots& s, ScalarOutput<T> mine,
+                              ResultLayout layout) {
+  ScalarOutput<T> out;
+  out.receiver_amplitudes = place_rows(comm, s, std::move(mine.receiver_amplitudes), layout);
+  out.state = place_state(comm, s, std::move(mine.state), layout);
+  out.step_ratio = collective::allreduce_max(comm, s.count > 0 ? mine.step_ratio : std::int64_t(0));
+  out.inner_dt = collective::allreduce_max(comm, s.count > 0 ? mine.inner_dt : 0.0);
+  out.storage_bytes = collective::allreduce_max(comm, mine.storage_bytes);
+  out.work = total_work(comm, mine.work, s.count > 0, precision_of<T>());
+  return out;
 }
 
 // What every rank must pass alike, and the checks of the shape of the split.
@@ -182,11 +195,12 @@ std::vector<collective::Field> agreed_fields(const ScalarInput<T>& in, const Sca
       {"nsources", in.nsources},
       {"nreceivers", in.nreceivers},
       {"dt", collective::hash_of(std::span<const double>(&in.dt, 1)), true},
-      {"grid", collective::hash_of(std::span<const std::int64_t>(in.grid.shape.data(),
-                                                                 in.grid.shape.size())),
+      {"grid",
+       collective::hash_of(
+           std::span<const std::int64_t>(in.grid.shape.data(), in.grid.shape.size())),
        true},
-      {"grid spacing", collective::hash_of(std::span<const double>(in.grid.spacing.data(),
-                                                                   in.grid.spacing.size())),
+      {"grid spacing",
+       collective::hash_of(std::span<const double>(in.grid.spacing.data(), in.grid.spacing.size())),
        true},
       {"pml_width", collective::hash_of(std::span<const std::int64_t>(opt.pml_width)), true},
       {"storage", static_cast<int>(opt.storage)},
@@ -304,8 +318,9 @@ ScalarGradient<T> scalar_gradient_on_ranks(const Device& device, const ScalarInp
   const Shots s = split_shots(comm, in, opt);
   if (opt.shots == RankItems::all)
     collective::require_same(
-        comm, std::vector<collective::Field>{{"grad_receiver_amplitudes",
-                                              collective::hash_of(grad_receiver_amplitudes), true}},
+        comm,
+        std::vector<collective::Field>{
+            {"grad_receiver_amplitudes", collective::hash_of(grad_receiver_amplitudes), true}},
         "scalar_gradient");
   const ScalarInput<T> local = local_input(in, s, opt.shots);
   const ScalarState<T> local_initial =
@@ -329,25 +344,130 @@ ScalarGradient<T> scalar_gradient_on_ranks(const Device& device, const ScalarInp
   out.v = place_model_gradient(comm, s, std::move(mine.v), cells, opt.results);
   out.source_amplitudes = place_rows(comm, s, std::move(mine.source_amplitudes), opt.results);
   out.initial_state = place_state(comm, s, std::move(mine.initial_state), opt.results);
-  out.forward.receiver_amplitudes =
-      place_rows(comm, s, std::move(mine.forward.receiver_amplitudes), opt.results);
-  out.forward.state = place_state(comm, s, std::move(mine.forward.state), opt.results);
-  out.forward.step_ratio =
-      collective::allreduce_max(comm, s.count > 0 ? mine.forward.step_ratio : std::int64_t(0));
-  out.forward.inner_dt = collective::allreduce_max(comm, s.count > 0 ? mine.forward.inner_dt : 0.0);
-  out.forward.storage_bytes = collective::allreduce_max(comm, mine.forward.storage_bytes);
-  out.forward.work = total_work(comm, mine.forward.work, s.count > 0, precision_of<T>());
+  out.forward = place_forward(comm, s, std::move(mine.forward), opt.results);
   out.work = total_work(comm, mine.work, s.count > 0, precision_of<T>());
   return out;
 }
 
-#define SCIPROXY_INSTANTIATE(T)                                                                \
-  template ScalarOutput<T> scalar_on_ranks<T>(const Device&, const ScalarInput<T>&,           \
-                                              const ScalarOptions&, const ScalarState<T>*,   \
-                                              Timers*);                                      \
-  template ScalarGradient<T> scalar_gradient_on_ranks<T>(                                     \
-      const Device&, const ScalarInput<T>&, const ScalarOptions&, std::span<const T>,         \
-      const ScalarState<T>*, const ScalarState<T>*, Timers*);
+namespace {
+
+// This rank's part of a Born input: its shots, their models and scatters (one per shot).
+template <class T>
+ScalarBornInput<T> local_born_input(const ScalarBornInput<T>& in, const Shots& s, RankItems given) {
+  if (given == RankItems::own) return in;
+  ScalarBornInput<T> local = in;
+  local.background = local_input(in.background, s, given);
+  if (!s.shared_model) local.scatter = rows_of(in.scatter, in.background.nmodels, s.first, s.count);
+  local.bg_receiver_locations =
+      rows_of(in.bg_receiver_locations, in.background.nshots, s.first, s.count);
+  return local;
+}
+
+template <class T>
+void check_born(const Communicator& comm, const ScalarBornInput<T>& in, const ScalarOptions& opt) {
+  check_split(comm, in.background, opt);
+  std::vector<collective::Field> f{{"nbg_receivers", in.nbg_receivers}};
+  if (opt.shots == RankItems::all || in.background.nmodels == 1)
+    f.push_back({"scatter", collective::hash_of(in.scatter), true});
+  if (opt.shots == RankItems::all)
+    f.push_back({"bg_receiver_locations", collective::hash_of(in.bg_receiver_locations), true});
+  collective::require_same(comm, f, "scalar_born");
+}
+
+}  // namespace
+
+template <class T>
+ScalarBornOutput<T> scalar_born_on_ranks(const Device& device, const ScalarBornInput<T>& in,
+                                         const ScalarOptions& opt, const ScalarState<T>* initial,
+                                         const ScalarState<T>* initial_scattered, Timers* timers) {
+  const Communicator& comm = opt.comm;
+  auto top = Timers::region(timers, "scalar_born_ranks");
+  check_born(comm, in, opt);
+  check_whole(comm, in.background, opt, initial);
+  const Shots s = split_shots(comm, in.background, opt);
+  const auto local = local_born_input(in, s, opt.shots);
+  const std::int64_t nshots = in.background.nshots;
+  const ScalarState<T> local_initial =
+      initial ? local_state(*initial, s, opt.shots, nshots) : ScalarState<T>();
+  const ScalarState<T> local_scattered =
+      initial_scattered ? local_state(*initial_scattered, s, opt.shots, nshots) : ScalarState<T>();
+  ScalarBornOutput<T> mine;
+  collective::on_every_rank(comm, [&] {
+    if (s.count > 0)
+      mine = scalar_born<T>(device, local, part_options(opt, in.background),
+                            initial ? &local_initial : nullptr,
+                            initial_scattered ? &local_scattered : nullptr, timers);
+  });
+  auto exchange = Timers::region(timers, "exchange");
+  ScalarBornOutput<T> out;
+  out.state = place_state(comm, s, std::move(mine.state), opt.results);
+  out.scattered_state = place_state(comm, s, std::move(mine.scattered_state), opt.results);
+  out.bg_receiver_amplitudes =
+      place_rows(comm, s, std::move(mine.bg_receiver_amplitudes), opt.results);
+  out.receiver_amplitudes = place_rows(comm, s, std::move(mine.receiver_amplitudes), opt.results);
+  out.step_ratio = collective::allreduce_max(comm, s.count > 0 ? mine.step_ratio : std::int64_t(0));
+  out.inner_dt = collective::allreduce_max(comm, s.count > 0 ? mine.inner_dt : 0.0);
+  out.work = total_work(comm, mine.work, s.count > 0, precision_of<T>());
+  return out;
+}
+
+template <class T>
+ScalarBornGradient<T> scalar_born_gradient_on_ranks(
+    const Device& device, const ScalarBornInput<T>& in, const ScalarOptions& opt,
+    std::span<const T> grad_receiver_amplitudes, std::span<const T> grad_bg_receiver_amplitudes,
+    bool source_gradient, const ScalarState<T>* initial, Timers* timers) {
+  const Communicator& comm = opt.comm;
+  auto top = Timers::region(timers, "scalar_born_ranks");
+  check_born(comm, in, opt);
+  check_whole(comm, in.background, opt, initial);
+  const Shots s = split_shots(comm, in.background, opt);
+  const std::int64_t nshots = in.background.nshots;
+  if (opt.shots == RankItems::all)
+    collective::require_same(
+        comm,
+        std::vector<collective::Field>{
+            {"grad_receiver_amplitudes", collective::hash_of(grad_receiver_amplitudes), true},
+            {"grad_bg_receiver_amplitudes", collective::hash_of(grad_bg_receiver_amplitudes), true},
+            {"source_gradient", source_gradient}},
+        "scalar_born_gradient");
+  const auto local = local_born_input(in, s, opt.shots);
+  const ScalarState<T> local_initial =
+      initial ? local_state(*initial, s, opt.shots, nshots) : ScalarState<T>();
+  const bool all = opt.shots == RankItems::all;
+  const auto grad =
+      all ? rows_of(grad_receiver_amplitudes, nshots, s.first, s.count) : grad_receiver_amplitudes;
+  const auto grad_bg = all ? rows_of(grad_bg_receiver_amplitudes, nshots, s.first, s.count)
+                           : grad_bg_receiver_amplitudes;
+  ScalarBornGradient<T> mine;
+  collective::on_every_rank(comm, [&] {
+    if (s.count > 0)
+      mine = scalar_born_gradient<T>(device, local, part_options(opt, in.background), grad, grad_bg,
+                                     source_gradient, initial ? &local_initial : nullptr, timers);
+  });
+  auto exchange = Timers::region(timers, "exchange");
+  std::size_t cells = 1;
+  for (int d = 0; d < in.background.grid.ndim; ++d)
+    cells *= static_cast<std::size_t>(in.background.grid.shape[d]);
+  ScalarBornGradient<T> out;
+  out.scatter = place_model_gradient(comm, s, std::move(mine.scatter), cells, opt.results);
+  out.source_amplitudes = place_rows(comm, s, std::move(mine.source_amplitudes), opt.results);
+  out.forward = place_forward(comm, s, std::move(mine.forward), opt.results);
+  out.work = total_work(comm, mine.work, s.count > 0, precision_of<T>());
+  return out;
+}
+
+#define SCIPROXY_INSTANTIATE(T)                                                                    \
+  template ScalarOutput<T> scalar_on_ranks<T>(                                                     \
+      const Device&, const ScalarInput<T>&, const ScalarOptions&, const ScalarState<T>*, Timers*); \
+  template ScalarGradient<T> scalar_gradient_on_ranks<T>(                                          \
+      const Device&, const ScalarInput<T>&, const ScalarOptions&, std::span<const T>,              \
+      const ScalarState<T>*, const ScalarState<T>*, Timers*);                                      \
+  template ScalarBornOutput<T> scalar_born_on_ranks<T>(                                            \
+      const Device&, const ScalarBornInput<T>&, const ScalarOptions&, const ScalarState<T>*,       \
+      const ScalarState<T>*, Timers*);                                                             \
+  template ScalarBornGradient<T> scalar_born_gradient_on_ranks<T>(                                 \
+      const Device&, const ScalarBornInput<T>&, const ScalarOptions&, std::span<const T>,          \
+      std::span<const T>, bool, const ScalarState<T>*, Timers*);
 SCIPROXY_INSTANTIATE(float)
 SCIPROXY_INSTANTIATE(double)
 #undef SCIPROXY_INSTANTIATE

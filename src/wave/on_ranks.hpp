@@ -1,5 +1,6 @@
-// The scalar family's calls on several MPI ranks (on_ranks.cpp): scalar() and scalar_gradient()
-// hand over to these when ScalarOptions::comm has more than one rank.
+// The scalar family's calls on several MPI ranks (on_ranks.cpp): scalar(), scalar_gradient(),
+// scalar_born() and scalar_born_gradient() hand over to these when ScalarOptions::comm has more
+// than one rank.
 #pragma once
 
 #include "sciproxy/wave.hpp"
@@ -17,5 +18,16 @@ ScalarGradient<T> scalar_gradient_on_ranks(const Device& device, const ScalarInp
                                            std::span<const T> grad_receiver_amplitudes,
                                            const ScalarState<T>* initial,
                                            const ScalarState<T>* grad_final, Timers* timers);
+
+template <class T>
+ScalarBornOutput<T> scalar_born_on_ranks(const Device& device, const ScalarBornInput<T>& in,
+                                         const ScalarOptions& opt, const ScalarState<T>* initial,
+                                         const ScalarState<T>* initial_scattered, Timers* timers);
+
+template <class T>
+ScalarBornGradient<T> scalar_born_gradient_on_ranks(
+    const Device& device, const ScalarBornInput<T>& in, const ScalarOptions& opt,
+    std::span<const T> grad_receiver_amplitudes, std::span<const T> grad_bg_receiver_amplitudes,
+    bool source_gradient, const ScalarState<T>* initial, Timers* timers);
 
 }  // namespace sciproxy::wave::detail

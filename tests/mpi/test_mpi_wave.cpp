@@ -104,19 +104,20 @@ void check_forward(int ndim, std::int64_t nshots, bool model_per_shot) {
     if (given == RankItems::own && model_per_shot) continue;  // own shots share the model
     for (const ResultLayout layout :
          {ResultLayout::all_ranks, ResultLayout::root, ResultLayout::own}) {
-      SCOPED_TRACE(::testing::Message() << ndim << "-D, " << nshots << " shots, given "
-                                        << int(given) << ", layout " << int(layout) << ", ranks "
-                                        << comm.size());
+      SCOPED_TRACE(::testing::Message()
+                   << ndim << "-D, " << nshots << " shots, given " << int(given) << ", layout "
+                   << int(layout) << ", ranks " << comm.size());
       ScalarOptions opt = small_pml();
       opt.comm = comm;
       opt.shots = given;
       opt.results = layout;
-      const auto in = given == RankItems::all ? survey.input() : survey.shots(block.first, block.count);
+      const auto in =
+          given == RankItems::all ? survey.input() : survey.shots(block.first, block.count);
       const auto got = scalar<T>(kCpu, in, opt);
       EXPECT_EQ(got.step_ratio, expected.step_ratio);
       EXPECT_EQ(got.state.padded_shape, expected.state.padded_shape);
-      const bool whole = layout == ResultLayout::all_ranks ||
-                         (layout == ResultLayout::root && comm.rank() == 0);
+      const bool whole =
+          layout == ResultLayout::all_ranks || (layout == ResultLayout::root && comm.rank() == 0);
       if (whole) {
         EXPECT_EQ(got.receiver_amplitudes, expected.receiver_amplitudes);
         EXPECT_EQ(got.state.wavefield, expected.state.wavefield);
@@ -153,8 +154,8 @@ void check_gradient(std::int64_t nshots, bool model_per_shot, double shared_rtol
     residual[i] = static_cast<T>(std::sin(0.37 * double(i)));
   const auto expected = scalar_gradient<T>(kCpu, in, small_pml(), residual);
   for (const ResultLayout layout : {ResultLayout::all_ranks, ResultLayout::root}) {
-    SCOPED_TRACE(::testing::Message() << nshots << " shots, layout " << int(layout) << ", ranks "
-                                      << comm.size());
+    SCOPED_TRACE(::testing::Message()
+                 << nshots << " shots, layout " << int(layout) << ", ranks " << comm.size());
     ScalarOptions opt = small_pml();
     opt.comm = comm;
     opt.results = layout;
@@ -165,8 +166,8 @@ void check_gradient(std::int64_t nshots, bool model_per_shot, double shared_rtol
     } else {
       Tolerance tolerance;
       tolerance.rel_l2 = shared_rtol;
-      const auto c = compare<T, T>(std::span<const T>(got.v), std::span<const T>(expected.v),
-                                   tolerance);
+      const auto c =
+          compare<T, T>(std::span<const T>(got.v), std::span<const T>(expected.v), tolerance);
       EXPECT_TRUE(c.pass) << c.summary();
       if (!comm.distributed()) {
         EXPECT_EQ(got.v, expected.v);
@@ -188,6 +189,40 @@ TEST(MpiWave, GradientsAreTheOneProcessGradients) {
   check_gradient<float>(4, false, 1e-5);
   check_gradient<double>(3, true, 0);
   check_gradient<double>(1, false, 1e-13);  // fewer shots than ranks
+}
+
+// Born modelling of a box scatter, and its adjoint: per-shot data bit for bit, the shared
+// image summed over the ranks to the tolerance of check_gradient.
+TEST(MpiWave, BornIsTheOneProcessBorn) {
+  const auto& comm = world();
+  const Survey<double> survey(2, 4, false);
+  std::vector<double> scatter(survey.v.size(), 0.0);
+  for (std::size_t i = 300; i < 340; ++i) scatter[i] = 50;
+  ScalarBornInput<double> in;
+  in.background = survey.input();
+  in.scatter = scatter;
+  in.nbg_receivers = survey.nreceivers;
+  in.bg_receiver_locations = survey.receivers;
+  const auto expected = scalar_born<double>(kCpu, in, small_pml());
+  ScalarOptions opt = small_pml();
+  opt.comm = comm;
+  const auto got = scalar_born<double>(kCpu, in, opt);
+  EXPECT_EQ(got.receiver_amplitudes, expected.receiver_amplitudes);
+  EXPECT_EQ(got.bg_receiver_amplitudes, expected.bg_receiver_amplitudes);
+  EXPECT_EQ(got.scattered_state.wavefield, expected.scattered_state.wavefield);
+
+  const auto& residual = expected.receiver_amplitudes;
+  const auto want = scalar_born_gradient<double>(kCpu, in, small_pml(), residual,
+                                                 expected.bg_receiver_amplitudes);
+  const auto image =
+      scalar_born_gradient<double>(kCpu, in, opt, residual, expected.bg_receiver_amplitudes);
+  EXPECT_EQ(image.source_amplitudes, want.source_amplitudes);
+  EXPECT_EQ(image.forward.receiver_amplitudes, want.forward.receiver_amplitudes);
+  Tolerance tolerance;
+  tolerance.rel_l2 = 1e-13;
+  const auto c = compare<double, double>(std::span<const double>(image.scatter),
+                                         std::span<const double>(want.scatter), tolerance);
+  EXPECT_TRUE(c.pass) << c.summary();
 }
 
 TEST(MpiWave, RanksThatDisagreeFailOnEveryRank) {
@@ -220,7 +255,7 @@ TEST(MpiWave, RanksThatDisagreeFailOnEveryRank) {
       fmt::format("rank {} of {}: source_locations", odd, comm.size()));
 }
 
-TEST(MpiWave, HarnessRunsTheScalarCaseOnTheRanks) {
+TEST(MpiWave, HarnessRunsTheScalarCasesOnTheRanks) {
   const auto& comm = world();
   HarnessOptions options;
   options.comm = comm;
@@ -228,7 +263,7 @@ TEST(MpiWave, HarnessRunsTheScalarCaseOnTheRanks) {
   options.measure_roofline = false;
   const CaseSettings settings{
       {{"shots", "3"}, {"receivers", "20"}, {"nt", "40"}, {"shape0", "30"}, {"shape1", "40"}}};
-  for (const char* name : {"scalar", "scalar_gradient"}) {
+  for (const char* name : {"scalar", "scalar_gradient", "scalar_born", "scalar_born_gradient"}) {
     const auto results = run_case(find_case(name), settings, {kCpu}, options);
     if (comm.rank() == 0) {
       ASSERT_TRUE(results.front().report.verification.has_value()) << name;
