@@ -103,6 +103,9 @@ module sciproxy
     type(c_ptr) :: storage_directory = c_null_ptr
     integer(c_int) :: nparallel = 0
     integer(c_int) :: autotune = 0  ! cpu: sweep and block sizes chosen by timing (cached)
+    ! MPI: the communicator's handle; shots and results as in c/wave.h
+    integer(c_int64_t) :: comm = SCIPROXY_NO_COMM
+    integer(c_int) :: shots = 0, results = 0
   end type
 
   type, bind(c), public :: sciproxy_scalar_state

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "capi/guarded.hpp"
+#include "core/collective.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/sciproxy.h"
@@ -123,8 +124,43 @@ Options options_of(const sciproxy_scalar_options* options, int ndim) {
         wv::detail::storage_directory(opt.storage_directory, "options.storage_directory").string();
   opt.nparallel = std::max(0, c.nparallel);
   opt.autotune = c.autotune != 0;
+  // MPI: C's outputs are sized by the input's shots, so the rows a rank receives are those:
+  // every shot given, the whole results on every rank (or on rank 0, the others' pointers unused);
+  // each rank's own shots, its own shots' results.
+  opt.comm = sciproxy::Communicator::from_handle(c.comm, "options.comm");
+  sciproxy::require(c.shots == 0 || c.shots == 1, "options.shots",
+                    "0 (every rank passes every shot) or 1 (each rank its own)",
+                    std::to_string(c.shots));
+  opt.shots = static_cast<sciproxy::RankItems>(c.shots);
+  sciproxy::require(c.shots == 0 ? (c.results == 0 || c.results == 1) : c.results == 2,
+                    "options.results",
+                    c.shots == 0 ? "0 (every rank) or 1 (rank 0) with shots 0"
+                                 : "2 (each rank its own shots) with shots 1",
+                    std::to_string(c.results));
+  opt.results = static_cast<sciproxy::ResultLayout>(c.results);
   o.device = sciproxy::capi::device_of(c.device);
   return o;
+}
+
+// The communicator of the options (none when they are NULL), read before the other checks so that
+// those run on every rank together (checked_on_every_rank).
+sciproxy::Communicator comm_of(const sciproxy_scalar_options* options) {
+  if (options == nullptr) return {};
+  const auto c = sciproxy::capi::read_options(options, sciproxy_scalar_options_default,
+                                              "sciproxy_scalar_options");
+  return sciproxy::Communicator::from_handle(c.comm, "options.comm");
+}
+
+// Whether this rank receives the shots' results (not off rank 0 with results 1).
+bool receives_results(const wv::ScalarOptions& o) {
+  return !(o.comm.distributed() && o.results == sciproxy::ResultLayout::root && o.comm.rank() != 0);
+}
+
+// The wrapper's own checks on every rank of the call, so that one rank's bad pointer fails every
+// rank instead of leaving the others waiting in the call's first collective.
+template <class F>
+void checked_on_every_rank(const sciproxy::Communicator& comm, F&& checks) {
+  sciproxy::collective::on_every_rank(comm, std::forward<F>(checks));
 }
 
 // A C state as the library's (NULL: none; a NULL array: zero).
@@ -192,14 +228,20 @@ template <class T, class CInput, class CState>
 sciproxy_status scalar_impl(const CInput* input, const sciproxy_scalar_options* options,
                             const CState* initial, T* receiver_amplitudes, CState* final_state) {
   return guarded([&] {
-    const auto in = input_of<T>(input);
-    const int ndim = in.grid.ndim;
-    if (in.nreceivers > 0) require_pointer(receiver_amplitudes, "receiver_amplitudes");
-    const auto opt = options_of(options, ndim);
-    const auto start = state_in<T>(initial, ndim, in.nshots, "initial");
+    wv::ScalarInput<T> in;
+    Options opt;
+    wv::ScalarState<T> start;
+    checked_on_every_rank(comm_of(options), [&] {
+      in = input_of<T>(input);
+      opt = options_of(options, in.grid.ndim);
+      if (in.nreceivers > 0 && receives_results(opt.library))
+        require_pointer(receiver_amplitudes, "receiver_amplitudes");
+      start = state_in<T>(initial, in.grid.ndim, in.nshots, "initial");
+    });
     const auto out = wv::scalar<T>(opt.device, in, opt.library, initial ? &start : nullptr);
+    if (!receives_results(opt.library)) return;
     copy_out(out.receiver_amplitudes, receiver_amplitudes, "receiver_amplitudes");
-    state_out(out.state, ndim, in.nshots, final_state);
+    state_out(out.state, in.grid.ndim, in.nshots, final_state);
   });
 }
 
@@ -209,22 +251,28 @@ sciproxy_status gradient_impl(const CInput* input, const sciproxy_scalar_options
                               const CState* grad_final, T* grad_v, T* grad_source_amplitudes,
                               CState* grad_initial) {
   return guarded([&] {
-    require_pointer(grad_v, "grad_v");
-    const auto in = input_of<T>(input);
-    const int ndim = in.grid.ndim;
-    const auto grad_r =
-        input_span(grad_receivers,
-                   checked_product(in.nshots * in.nreceivers, in.nt, "grad_receiver_amplitudes"),
-                   "grad_receiver_amplitudes");
-    const auto opt = options_of(options, ndim);
-    const auto start = state_in<T>(initial, ndim, in.nshots, "initial");
-    const auto end = state_in<T>(grad_final, ndim, in.nshots, "grad_final");
+    wv::ScalarInput<T> in;
+    Options opt;
+    std::span<const T> grad_r;
+    wv::ScalarState<T> start, end;
+    checked_on_every_rank(comm_of(options), [&] {
+      require_pointer(grad_v, "grad_v");  // the model's gradient goes to every rank
+      in = input_of<T>(input);
+      grad_r =
+          input_span(grad_receivers,
+                     checked_product(in.nshots * in.nreceivers, in.nt, "grad_receiver_amplitudes"),
+                     "grad_receiver_amplitudes");
+      opt = options_of(options, in.grid.ndim);
+      start = state_in<T>(initial, in.grid.ndim, in.nshots, "initial");
+      end = state_in<T>(grad_final, in.grid.ndim, in.nshots, "grad_final");
+    });
     const auto g = wv::scalar_gradient<T>(opt.device, in, opt.library, grad_r,
                                           initial ? &start : nullptr, grad_final ? &end : nullptr);
     copy_out(g.v, grad_v, "grad_v");
+    if (!receives_results(opt.library)) return;
     if (grad_source_amplitudes)
       copy_out(g.source_amplitudes, grad_source_amplitudes, "grad_source_amplitudes");
-    state_out(g.initial_state, ndim, in.nshots, grad_initial);
+    state_out(g.initial_state, in.grid.ndim, in.nshots, grad_initial);
   });
 }
 
@@ -250,12 +298,19 @@ template <class T, class CBornInput>
 sciproxy_status born_impl(const CBornInput* input, const sciproxy_scalar_options* options,
                           T* receiver_amplitudes, T* bg_receiver_amplitudes) {
   return guarded([&] {
-    const auto born = born_input_of<T>(input);
-    require_pointer(input->scatter, "scatter");
-    if (born.background.nreceivers > 0) require_pointer(receiver_amplitudes, "receiver_amplitudes");
-    if (born.nbg_receivers > 0) require_pointer(bg_receiver_amplitudes, "bg_receiver_amplitudes");
-    const auto opt = options_of(options, born.background.grid.ndim);
+    wv::ScalarBornInput<T> born;
+    Options opt;
+    checked_on_every_rank(comm_of(options), [&] {
+      born = born_input_of<T>(input);
+      require_pointer(input->scatter, "scatter");
+      opt = options_of(options, born.background.grid.ndim);
+      if (!receives_results(opt.library)) return;
+      if (born.background.nreceivers > 0)
+        require_pointer(receiver_amplitudes, "receiver_amplitudes");
+      if (born.nbg_receivers > 0) require_pointer(bg_receiver_amplitudes, "bg_receiver_amplitudes");
+    });
     const auto out = wv::scalar_born<T>(opt.device, born, opt.library);
+    if (!receives_results(opt.library)) return;
     copy_out(out.receiver_amplitudes, receiver_amplitudes, "receiver_amplitudes");
     copy_out(out.bg_receiver_amplitudes, bg_receiver_amplitudes, "bg_receiver_amplitudes");
   });
@@ -266,26 +321,33 @@ sciproxy_status born_gradient_impl(const CBornInput* input, const sciproxy_scala
                                    const T* grad_receivers, const T* grad_bg_receivers,
                                    T* grad_scatter, T* grad_source_amplitudes) {
   return guarded([&] {
-    require_pointer(grad_scatter, "grad_scatter");
-    // The scatter matters only for the source gradient (NULL: zero).
-    const auto born = born_input_of<T>(input);
+    wv::ScalarBornInput<T> born;
+    Options opt;
+    std::span<const T> grad_r, grad_bg;
+    checked_on_every_rank(comm_of(options), [&] {
+      require_pointer(grad_scatter, "grad_scatter");  // the image goes to every rank
+      // The scatter matters only for the source gradient (NULL: zero).
+      born = born_input_of<T>(input);
+      const auto& in = born.background;
+      grad_r = input_span(grad_receivers,
+                          checked_product(checked_product(in.nshots, in.nreceivers, "nreceivers"),
+                                          in.nt, "grad_receiver_amplitudes"),
+                          "grad_receiver_amplitudes");
+      if (grad_bg_receivers)
+        grad_bg = input_span(
+            grad_bg_receivers,
+            checked_product(checked_product(in.nshots, born.nbg_receivers, "nbg_receivers"), in.nt,
+                            "grad_bg_receiver_amplitudes"),
+            "grad_bg_receiver_amplitudes");
+      opt = options_of(options, in.grid.ndim);
+    });
     const auto& in = born.background;
-    const auto grad_r =
-        input_span(grad_receivers,
-                   checked_product(checked_product(in.nshots, in.nreceivers, "nreceivers"), in.nt,
-                                   "grad_receiver_amplitudes"),
-                   "grad_receiver_amplitudes");
-    std::span<const T> grad_bg;
-    if (grad_bg_receivers)
-      grad_bg = input_span(
-          grad_bg_receivers,
-          checked_product(checked_product(in.nshots, born.nbg_receivers, "nbg_receivers"), in.nt,
-                          "grad_bg_receiver_amplitudes"),
-          "grad_bg_receiver_amplitudes");
-    const auto opt = options_of(options, in.grid.ndim);
+    // Every rank asks for the source gradient alike (the call compares it): a rank that does
+    // not receive results may still pass its pointer or NULL.
     const auto g = wv::scalar_born_gradient<T>(opt.device, born, opt.library, grad_r, grad_bg,
                                                grad_source_amplitudes != nullptr);
     copy_out(g.scatter, grad_scatter, "grad_scatter");
+    if (!receives_results(opt.library)) return;
     if (grad_source_amplitudes) {
       if (g.source_amplitudes.empty())  // no sources or no steps: the gradient is zero
         std::fill_n(grad_source_amplitudes, in.nshots * in.nsources * in.nt, T(0));
@@ -320,6 +382,9 @@ void sciproxy_scalar_options_default(sciproxy_scalar_options* options) {
   options->storage_directory = nullptr;  // the system's temporary directory
   options->nparallel = d.nparallel;
   options->autotune = d.autotune ? 1 : 0;
+  options->comm = SCIPROXY_NO_COMM;
+  options->shots = static_cast<int>(d.shots);
+  options->results = static_cast<int>(d.results);
 }
 
 #define SCIPROXY_SCALAR_C(T, S)                                                                    \

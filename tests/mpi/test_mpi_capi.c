@@ -1,6 +1,7 @@
 /* The C ABI under mpiexec: sciproxy_parstack_f64 with options.comm = MPI_Comm_c2f(world) gives
  * every rank the one-process result bit for bit (every layout); a bad handle and bad input on
- * one rank fail every rank with the rank named. Exit status: the worst rank's. */
+ * one rank fail every rank with the rank named; sciproxy_scalar_f64 and _gradient_f64 on the
+ * ranks against one process. Exit status: the worst rank's. */
 #include <math.h>
 #include <mpi.h>
 #include <stdio.h>
@@ -97,6 +98,67 @@ int main(int argc, char** argv) {
                 SCIPROXY_ERROR_INVALID_ARGUMENT &&
             strstr(sciproxy_last_error(), "options.comm: expected the handle of a communicator"),
         "MPI_COMM_NULL refused");
+
+  /* scalar_gradient on the ranks: receiver data and source gradients bit for bit, on rank 0
+   * only with results 1; the model gradient (summed over the ranks) to 1e-13 relative. */
+  {
+    enum { NZ = 20, NX = 24, NT = 50, NSHOTS = 5, NREC = 4 };
+    static double v[NZ * NX], amplitudes[NSHOTS * NT], residual[NSHOTS * NREC * NT];
+    static double grad_v[NZ * NX], grad_v_ranks[NZ * NX], grad_src[NSHOTS * NT],
+        grad_src_ranks[NSHOTS * NT], receivers[NSHOTS * NREC * NT],
+        receivers_ranks[NSHOTS * NREC * NT];
+    int64_t sources[NSHOTS * 2], receiver_cells[NSHOTS * NREC * 2];
+    for (int i = 0; i < NZ * NX; ++i) v[i] = i < NZ * NX / 2 ? 1500 : 2000;
+    for (int s = 0; s < NSHOTS; ++s) {
+      for (int t = 0; t < NT; ++t) {
+        const double a = 3.14159 * 25 * (t * 0.002 - 0.04);
+        amplitudes[s * NT + t] = (1 - 2 * a * a) * exp(-a * a);
+      }
+      sources[2 * s] = 1;
+      sources[2 * s + 1] = 2 + 4 * s;
+      for (int r = 0; r < NREC; ++r) {
+        receiver_cells[(s * NREC + r) * 2] = 2;
+        receiver_cells[(s * NREC + r) * 2 + 1] = 1 + 5 * r;
+      }
+    }
+    for (int i = 0; i < NSHOTS * NREC * NT; ++i) residual[i] = sin(0.1 * i);
+    sciproxy_scalar_input_f64 in = {2,          {NZ, NX, 1}, {5, 5, 1},     v, 1,
+                                    0.002,      NT,          NSHOTS,        1, NREC,
+                                    amplitudes, sources,     receiver_cells};
+    sciproxy_scalar_options so;
+    sciproxy_scalar_options_default(&so);
+    check(so.comm == SCIPROXY_NO_COMM && so.shots == 0 && so.results == 0, "scalar defaults");
+    so.device = "cpu";
+    for (int d = 0; d < 6; ++d) so.pml_width[d] = 5;
+    check(sciproxy_scalar_f64(&in, &so, NULL, receivers, NULL) == SCIPROXY_OK, "scalar alone");
+    check(sciproxy_scalar_gradient_f64(&in, &so, NULL, residual, NULL, grad_v, grad_src, NULL) ==
+              SCIPROXY_OK,
+          "gradient alone");
+    so.comm = MPI_Comm_c2f(MPI_COMM_WORLD);
+    so.results = 1;
+    check(sciproxy_scalar_f64(&in, &so, NULL, rank == 0 ? receivers_ranks : NULL, NULL) ==
+              SCIPROXY_OK,
+          "scalar on the ranks");
+    if (rank == 0)
+      check(memcmp(receivers, receivers_ranks, sizeof receivers) == 0, "scalar: the same bits");
+    check(sciproxy_scalar_gradient_f64(&in, &so, NULL, residual, NULL, grad_v_ranks,
+                                       rank == 0 ? grad_src_ranks : NULL, NULL) == SCIPROXY_OK,
+          "gradient on the ranks");
+    if (rank == 0)
+      check(memcmp(grad_src, grad_src_ranks, sizeof grad_src) == 0,
+            "source gradient: the same bits");
+    double diff = 0, norm = 0;
+    for (int i = 0; i < NZ * NX; ++i) {
+      diff += (grad_v[i] - grad_v_ranks[i]) * (grad_v[i] - grad_v_ranks[i]);
+      norm += grad_v[i] * grad_v[i];
+    }
+    check(norm > 0 && sqrt(diff / norm) <= 1e-13, "model gradient summed over the ranks");
+    so.results = 2; /* own results need own shots */
+    check(sciproxy_scalar_f64(&in, &so, NULL, receivers_ranks, NULL) ==
+                  SCIPROXY_ERROR_INVALID_ARGUMENT &&
+              strstr(sciproxy_last_error(), "options.results: expected 0 (every rank) or 1"),
+          "results 2 with shots 0 refused");
+  }
 
   int worst = 0;
   MPI_Allreduce(&failures, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

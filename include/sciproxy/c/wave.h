@@ -95,6 +95,15 @@ typedef struct sciproxy_scalar_options {
    * a few steps of this problem, cached per machine, shape, accuracy, dtype and threads (the
    * same bits; 0) */
   int autotune;
+  /* MPI (c/core.h): the Fortran handle of the ranks the call runs on (SCIPROXY_NO_COMM: this
+   * process alone). The shots are split across the ranks; the model (and scatter) gradients are
+   * summed over them and written on every rank. */
+  int64_t comm;
+  int shots;   /* 0: every rank passes every shot, the same arrays (default); 1: each rank its
+                * own shots (one model shared by all) */
+  int results; /* with shots 0: 0, every rank receives every shot's outputs (default); 1, rank 0
+                * does (the others' output pointers are not used and may be NULL). With shots 1:
+                * 2, each rank its own shots' outputs */
 } sciproxy_scalar_options;
 
 void sciproxy_scalar_options_default(sciproxy_scalar_options* options);
