@@ -132,7 +132,7 @@ def _prepare(v, grid_spacing, dt, source_amplitudes, source_locations, receiver_
              accuracy, pml_width, pml_freq, max_vel, survey_pad, state, origin, nt,
              model_gradient_sampling_interval, freq_taper_frac, time_pad_frac, time_taper,
              storage_mode, storage_path, storage_compression, device, nparallel, stacklevel,
-             autotune=False):
+             autotune=False, comm=None, shots="all", results="all"):
     """Checks and normalises the arguments; returns what the extension needs."""
     v = _as_array("v", v)
     if v.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
@@ -275,6 +275,8 @@ def _prepare(v, grid_spacing, dt, source_amplitudes, source_locations, receiver_
         "cpu_tuning": {str(k): int(v) for k, v in cpu_tuning.items()},
         "autotune": _bool("autotune", autotune),
     }
+    if comm is not None:
+        options.update(_ranks(comm, shots, results, nshots))
     if options["freq_taper_frac"] > 1:
         raise ValueError(f"freq_taper_frac: expected a fraction in [0, 1], "
                          f"got {options['freq_taper_frac']}")
@@ -285,6 +287,25 @@ def _prepare(v, grid_spacing, dt, source_amplitudes, source_locations, receiver_
             int(nsources), int(nreceivers), amplitudes, source_locations, receiver_locations,
             options)
     return args, initial, _device(device), dtype
+
+
+_SHOTS = {"all": 0, "own": 1}
+_RESULTS = {"all": 0, "root": 1, "own": 2}
+
+
+def _ranks(comm, shots, results, nshots) -> dict:
+    """The MPI options: the communicator's handle, how the shots are given and where the outputs
+    go, and the shots whose outputs this rank receives (the outputs' first dimension)."""
+    handle = _args.communicator("comm", comm)
+    if not isinstance(shots, str) or shots not in _SHOTS:
+        raise ValueError(f"shots: expected 'all' or 'own', got {_describe(shots)}")
+    allowed = ("all", "root") if shots == "all" else ("own",)
+    if not isinstance(results, str) or results not in allowed:
+        raise ValueError(f"results: expected {' or '.join(repr(a) for a in allowed)} with "
+                         f"shots={shots!r}, got {_describe(results)}")
+    held = 0 if results == "root" and comm.Get_rank() != 0 else nshots
+    return {"comm": handle, "shots": _SHOTS[shots], "results": _RESULTS[results],
+            "held_shots": held}
 
 
 def _state_tuple(state: dict, names: list, ndim: int, nshots: int, dtype, label=None):
@@ -409,17 +430,17 @@ def scalar_run(v, grid_spacing, dt, source_amplitudes=None, source_locations=Non
                model_gradient_sampling_interval=1, freq_taper_frac=0.0, time_pad_frac=0.0,
                time_taper=False, storage_mode="device", storage_path=None,
                storage_compression=False, device="auto", nparallel=None, autotune=False,
-               _stacklevel=2):
+               _stacklevel=2, comm=None, shots="all", results="all"):
     """``scalar`` (kept for callers that used it: ``scalar`` returns the same object now)."""
     state = dict(wavefield_0=wavefield_0, wavefield_m1=wavefield_m1, psiz_m1=psiz_m1,
                  psiy_m1=psiy_m1, psix_m1=psix_m1, zetaz_m1=zetaz_m1, zetay_m1=zetay_m1,
                  zetax_m1=zetax_m1)
-    args, initial, dev, dtype = _prepare(
+    args, initial, dev, dtype = _args.agree(comm, lambda: _prepare(
         v, grid_spacing, dt, source_amplitudes, source_locations, receiver_locations, accuracy,
         pml_width, pml_freq, max_vel, survey_pad, state, origin, nt,
         model_gradient_sampling_interval, freq_taper_frac, time_pad_frac, time_taper,
-        storage_mode, storage_path, storage_compression, device, nparallel, _stacklevel + 2,
-        autotune)
+        storage_mode, storage_path, storage_compression, device, nparallel, _stacklevel + 3,
+        autotune, comm, shots, results))
     return _run(_kernel("scalar", dtype, args[2])(*args, initial, dev), args[2])
 
 
@@ -429,7 +450,8 @@ def scalar(v, grid_spacing, dt, source_amplitudes=None, source_locations=None,
            psix_m1=None, zetaz_m1=None, zetay_m1=None, zetax_m1=None, origin=None, nt=None,
            model_gradient_sampling_interval=1, freq_taper_frac=0.0, time_pad_frac=0.0,
            time_taper=False, storage_mode="device", storage_path=None, storage_compression=False,
-           device="auto", nparallel=None, *, autotune=False):
+           device="auto", nparallel=None, *, autotune=False, comm=None, shots="all",
+           results="all"):
     """Scalar wave propagation, like ``deepwave.scalar`` (numpy arrays in and out).
 
     Parameters
@@ -465,6 +487,15 @@ def scalar(v, grid_spacing, dt, source_amplitudes=None, source_locations=None,
         block (2-D) by timing candidates on a few steps of this problem, cached per machine,
         shape, accuracy, dtype and thread count (later calls read the cache). The results are
         the same bits; ``cpu_tuning`` gives the sizes by hand instead.
+    comm : an mpi4py intracommunicator (None: this process alone). The call is then collective:
+        the shots are split across the ranks, each rank propagates its own, and every shot's
+        outputs are the same bits as one process computes; a model shared by the shots gets its
+        gradient summed over the ranks (scalar_gradient). An error on any rank is raised on
+        every rank.
+    shots : with `comm`: 'all' (every rank passes every shot, the same arrays) or 'own' (each
+        rank passes its own shots; the model is shared).
+    results : with shots='all': 'all' (every rank receives every shot's outputs) or 'root' (rank
+        0 does; the others receive arrays of 0 shots). With shots='own': 'own'.
 
     Returns
     -------
@@ -479,7 +510,8 @@ def scalar(v, grid_spacing, dt, source_amplitudes=None, source_locations=None,
         pml_width, pml_freq, max_vel, survey_pad, wavefield_0, wavefield_m1, psiz_m1, psiy_m1,
         psix_m1, zetaz_m1, zetay_m1, zetax_m1, origin, nt, model_gradient_sampling_interval,
         freq_taper_frac, time_pad_frac, time_taper, storage_mode, storage_path,
-        storage_compression, device, nparallel, autotune=autotune, _stacklevel=3)
+        storage_compression, device, nparallel, autotune=autotune, _stacklevel=3, comm=comm,
+        shots=shots, results=results)
 
 
 def scalar_gradient(v, grid_spacing, dt, source_amplitudes=None, source_locations=None,
@@ -490,7 +522,8 @@ def scalar_gradient(v, grid_spacing, dt, source_amplitudes=None, source_location
                     freq_taper_frac=0.0, time_pad_frac=0.0, time_taper=False,
                     storage_mode="device", storage_path=None, storage_compression=False,
                     device="auto", nparallel=None, *, grad_receiver_amplitudes=None,
-                    grad_final_state=None, return_details=False, autotune=False):
+                    grad_final_state=None, return_details=False, autotune=False, comm=None,
+                    shots="all", results="all"):
     """Gradient of a loss with respect to v and the source amplitudes.
 
     Takes ``scalar``'s arguments and ``grad_receiver_amplitudes`` [n_shots, n_receivers, nt]:
@@ -508,12 +541,37 @@ def scalar_gradient(v, grid_spacing, dt, source_amplitudes=None, source_location
     state = dict(wavefield_0=wavefield_0, wavefield_m1=wavefield_m1, psiz_m1=psiz_m1,
                  psiy_m1=psiy_m1, psix_m1=psix_m1, zetaz_m1=zetaz_m1, zetay_m1=zetay_m1,
                  zetax_m1=zetax_m1)
-    v_shape = np.shape(_as_array("v", v))
-    args, initial, dev, dtype = _prepare(
+    args, initial, dev, dtype = _args.agree(comm, lambda: _prepare(
         v, grid_spacing, dt, source_amplitudes, source_locations, receiver_locations, accuracy,
         pml_width, pml_freq, max_vel, survey_pad, state, origin, nt,
         model_gradient_sampling_interval, freq_taper_frac, time_pad_frac, time_taper,
-        storage_mode, storage_path, storage_compression, device, nparallel, 3, autotune)
+        storage_mode, storage_path, storage_compression, device, nparallel, 4, autotune, comm,
+        shots, results))
+    v_shape = np.shape(v)
+    grad_final, grad_r = _args.agree(comm, lambda: _gradient_inputs(
+        args, dtype, grad_receiver_amplitudes, grad_final_state))
+    ndim = args[2]
+    names = state_names(ndim)
+    out = _kernel("scalar_gradient", dtype, ndim)(*args, initial, grad_r, grad_final, dev)
+    held = args[-1].get("held_shots", args[7])
+    if len(v_shape) > ndim and held != v_shape[0]:  # a model per shot: this rank's models
+        v_shape = (held,) + tuple(v_shape[1:])
+    grad_v = out["grad_v"].reshape(v_shape)
+    grad_src = out["grad_source_amplitudes"] if source_amplitudes is not None else None
+    if not return_details:
+        return PropagatorOutput(("grad_v", "grad_source_amplitudes"), (grad_v, grad_src))
+    gi = out["grad_initial"]
+    grad_initial = None
+    if gi is not None:
+        grad_initial = dict(zip(names, (gi["wavefield_0"], gi["wavefield_m1"], *gi["psi"],
+                                        *gi["zeta"])))
+    return {"grad_v": grad_v, "grad_source_amplitudes": grad_src,
+            "grad_initial_state": grad_initial, "forward": _run(out["forward"], ndim),
+            "timers": dict(out["timers"]), "device": out["device"]}
+
+
+def _gradient_inputs(args, dtype, grad_receiver_amplitudes, grad_final_state):
+    """The receiver and final-state gradients, checked against the call's shapes."""
     ndim, nt_, nshots, nreceivers = args[2], args[6], args[7], args[9]
     names = state_names(ndim)
 
@@ -544,20 +602,7 @@ def scalar_gradient(v, grid_spacing, dt, source_amplitudes=None, source_location
             raise ValueError(f"grad_receiver_amplitudes: expected shape ({nshots}, {nreceivers}, "
                              f"{nt_}) (that of the receiver amplitudes), got {_describe(grad_r)}")
         grad_r = np.ascontiguousarray(grad_r, dtype=dtype)
-
-    out = _kernel("scalar_gradient", dtype, ndim)(*args, initial, grad_r, grad_final, dev)
-    grad_v = out["grad_v"].reshape(v_shape)
-    grad_src = out["grad_source_amplitudes"] if source_amplitudes is not None else None
-    if not return_details:
-        return PropagatorOutput(("grad_v", "grad_source_amplitudes"), (grad_v, grad_src))
-    gi = out["grad_initial"]
-    grad_initial = None
-    if gi is not None:
-        grad_initial = dict(zip(names, (gi["wavefield_0"], gi["wavefield_m1"], *gi["psi"],
-                                        *gi["zeta"])))
-    return {"grad_v": grad_v, "grad_source_amplitudes": grad_src,
-            "grad_initial_state": grad_initial, "forward": _run(out["forward"], ndim),
-            "timers": dict(out["timers"]), "device": out["device"]}
+    return grad_final, grad_r
 
 
 def cfl(grid_spacing, dt, max_vel):
@@ -621,13 +666,15 @@ def scalar_born(v, scatter, grid_spacing, dt, source_amplitudes=None, source_loc
                 pml_freq=None, max_vel=None, survey_pad=None, wavefield_0=None, wavefield_m1=None,
                 wavefield_sc_0=None, wavefield_sc_m1=None, origin=None, nt=None,
                 model_gradient_sampling_interval=1, freq_taper_frac=0.0, time_pad_frac=0.0,
-                time_taper=False, device="auto", nparallel=None, *, autotune=False):
+                time_taper=False, device="auto", nparallel=None, *, autotune=False, comm=None,
+                shots="all", results="all"):
     """Born modelling, like ``deepwave.scalar_born`` (numpy arrays in and out).
 
     ``scatter`` (v's shape, m/s) is the velocity perturbation; the scattered field is the exact
     derivative of ``scalar``'s wavefield in that direction (PML profiles, max_vel and the step
     ratio held at their values for v). ``receiver_locations`` record the scattered field,
-    ``bg_receiver_locations`` (optional) the background. Other arguments as ``scalar``.
+    ``bg_receiver_locations`` (optional) the background. Other arguments as ``scalar``
+    (``comm``, ``shots`` and ``results`` included).
 
     Returns (wavefield_0, wavefield_m1, *psi_m1, *zeta_m1, wavefield_sc_0, wavefield_sc_m1,
     *psi_sc_m1, *zeta_sc_m1, bg_receiver_amplitudes, receiver_amplitudes): Deepwave 0.0.27's
@@ -635,19 +682,25 @@ def scalar_born(v, scatter, grid_spacing, dt, source_amplitudes=None, source_loc
     [n_shots, n_receivers, nt] (background data empty without bg_receiver_locations).
     """
     state = dict(wavefield_0=wavefield_0, wavefield_m1=wavefield_m1)
-    args, initial, dev, dtype = _prepare(
-        v, grid_spacing, dt, source_amplitudes, source_locations, receiver_locations, accuracy,
-        pml_width, pml_freq, max_vel, survey_pad, state, origin, nt,
-        model_gradient_sampling_interval, freq_taper_frac, time_pad_frac, time_taper, "device",
-        ".", False, device, nparallel, 3, autotune)
-    ndim, nshots = args[2], args[7]
-    scatter, bg = _born_arrays(v, scatter, bg_receiver_locations, args, dtype, True)
-    sc_state = {"wavefield_0": None if wavefield_sc_0 is None else _as_array("wavefield_sc_0",
-                                                                              wavefield_sc_0),
-                "wavefield_m1": None if wavefield_sc_m1 is None else _as_array(
-                    "wavefield_sc_m1", wavefield_sc_m1)}
-    initial_sc = _state_tuple(sc_state, state_names(ndim), ndim, nshots, dtype,
-                              lambda k: k.replace("wavefield_", "wavefield_sc_"))
+
+    def prepare():
+        args, initial, dev, dtype = _prepare(
+            v, grid_spacing, dt, source_amplitudes, source_locations, receiver_locations,
+            accuracy, pml_width, pml_freq, max_vel, survey_pad, state, origin, nt,
+            model_gradient_sampling_interval, freq_taper_frac, time_pad_frac, time_taper,
+            "device", ".", False, device, nparallel, 5, autotune, comm, shots, results)
+        ndim, nshots = args[2], args[7]
+        scatter_, bg = _born_arrays(v, scatter, bg_receiver_locations, args, dtype, True)
+        sc_state = {"wavefield_0": None if wavefield_sc_0 is None else _as_array(
+                        "wavefield_sc_0", wavefield_sc_0),
+                    "wavefield_m1": None if wavefield_sc_m1 is None else _as_array(
+                        "wavefield_sc_m1", wavefield_sc_m1)}
+        initial_sc = _state_tuple(sc_state, state_names(ndim), ndim, nshots, dtype,
+                                  lambda k: k.replace("wavefield_", "wavefield_sc_"))
+        return args, initial, dev, dtype, scatter_, bg, initial_sc
+
+    args, initial, dev, dtype, scatter, bg, initial_sc = _args.agree(comm, prepare)
+    ndim = args[2]
     out = _kernel("scalar_born", dtype, ndim)(*args, scatter, bg, int(bg.shape[1]), initial,
                                                initial_sc, dev)
     b, s = out["background"], out["scattered"]
@@ -665,7 +718,8 @@ def scalar_born_gradient(v, scatter, grid_spacing, dt, source_amplitudes=None,
                          time_pad_frac=0.0, time_taper=False, storage_mode="device",
                          storage_path=None, storage_compression=False, device="auto",
                          nparallel=None, *, grad_receiver_amplitudes,
-                         grad_bg_receiver_amplitudes=None, source_gradient=True, autotune=False):
+                         grad_bg_receiver_amplitudes=None, source_gradient=True, autotune=False,
+                         comm=None, shots="all", results="all"):
     """The adjoint of ``scalar_born``: returns (grad_scatter, grad_source_amplitudes).
 
     grad_scatter (v's shape) is the migration image J^T grad_receiver_amplitudes, exactly
@@ -673,12 +727,31 @@ def scalar_born_gradient(v, scatter, grid_spacing, dt, source_amplitudes=None,
     None). grad_source_amplitudes: the gradient of <grad_receiver_amplitudes, Born data> +
     <grad_bg_receiver_amplitudes, background data> with respect to the source amplitudes (one
     more adjoint pass of the coupled fields; None with ``source_gradient=False`` or no sources).
+    ``comm``, ``shots`` and ``results`` as ``scalar``'s: the image is summed over the ranks.
     """
+    return _args.agree(comm, lambda: _born_gradient_inputs(
+        v, scatter, grid_spacing, dt, source_amplitudes, source_locations, receiver_locations,
+        bg_receiver_locations, accuracy, pml_width, pml_freq, max_vel, survey_pad, nt,
+        model_gradient_sampling_interval, freq_taper_frac, time_pad_frac, time_taper,
+        storage_mode, storage_path, storage_compression, device, nparallel,
+        grad_receiver_amplitudes, grad_bg_receiver_amplitudes, source_gradient, autotune, comm,
+        shots, results))()
+
+
+def _born_gradient_inputs(v, scatter, grid_spacing, dt, source_amplitudes, source_locations,
+                          receiver_locations, bg_receiver_locations, accuracy, pml_width,
+                          pml_freq, max_vel, survey_pad, nt, model_gradient_sampling_interval,
+                          freq_taper_frac, time_pad_frac, time_taper, storage_mode, storage_path,
+                          storage_compression, device, nparallel, grad_receiver_amplitudes,
+                          grad_bg_receiver_amplitudes, source_gradient, autotune, comm, shots,
+                          results):
+    """scalar_born_gradient's arguments checked; returns the call to make (every rank makes it
+    once every rank's checks have passed)."""
     args, initial, dev, dtype = _prepare(
         v, grid_spacing, dt, source_amplitudes, source_locations, receiver_locations, accuracy,
         pml_width, pml_freq, max_vel, survey_pad, {}, None, nt, model_gradient_sampling_interval,
         freq_taper_frac, time_pad_frac, time_taper, storage_mode, storage_path,
-        storage_compression, device, nparallel, 3, autotune)
+        storage_compression, device, nparallel, 5, autotune, comm, shots, results)
     ndim, nt_, nshots, nreceivers = args[2], args[6], args[7], args[9]
     scatter, bg = _born_arrays(v, scatter, bg_receiver_locations, args, dtype, False)
 
@@ -697,10 +770,18 @@ def scalar_born_gradient(v, scatter, grid_spacing, dt, source_amplitudes=None,
         grad_bg = trace_gradient("grad_bg_receiver_amplitudes", grad_bg_receiver_amplitudes,
                                  int(bg.shape[1]))
     want_source = _bool("source_gradient", source_gradient) and source_amplitudes is not None
-    out = _kernel("scalar_born_gradient", dtype, ndim)(
-        *args, scatter, bg, int(bg.shape[1]), initial, grad_r, grad_bg, want_source, dev)
-    return PropagatorOutput(("grad_scatter", "grad_source_amplitudes"),
-                            (out["grad_scatter"].reshape(np.shape(v)), out["grad_source_amplitudes"]))
+    v_shape = np.shape(v)
+    held = args[-1].get("held_shots", nshots)
+    if len(v_shape) > ndim and held != v_shape[0]:  # a model per shot: this rank's models
+        v_shape = (held,) + tuple(v_shape[1:])
+
+    def call():
+        out = _kernel("scalar_born_gradient", dtype, ndim)(
+            *args, scatter, bg, int(bg.shape[1]), initial, grad_r, grad_bg, want_source, dev)
+        return PropagatorOutput(("grad_scatter", "grad_source_amplitudes"),
+                                (out["grad_scatter"].reshape(v_shape),
+                                 out["grad_source_amplitudes"]))
+    return call
 
 
 __all__ += ["scalar_born", "scalar_born_gradient"]

@@ -92,6 +92,11 @@ wv::ScalarOptions options_of(const nb::dict& d) {
   o.storage_directory = nb::cast<std::string>(d["storage_path"]);
   o.nparallel = nb::cast<int>(d["nparallel"]);
   o.autotune = d.contains("autotune") && nb::cast<bool>(d["autotune"]);
+  if (d.contains("comm")) {  // MPI: the Python layer checked the names and their pairing
+    o.comm = sciproxy::Communicator::from_handle(nb::cast<std::int64_t>(d["comm"]), "comm");
+    o.shots = static_cast<sciproxy::RankItems>(nb::cast<int>(d["shots"]));
+    o.results = static_cast<sciproxy::ResultLayout>(nb::cast<int>(d["results"]));
+  }
   if (d.contains("cpu_tuning")) {
     wv::ScalarCpuTuning& t = o.cpu;
     const std::pair<const char*, std::int64_t*> keys[] = {
@@ -113,6 +118,12 @@ wv::ScalarOptions options_of(const nb::dict& d) {
     }
   }
   return o;
+}
+
+// The shots whose outputs this rank receives: all of them, or none off rank 0 when the results go
+// to rank 0 (the Python layer computes it, with the communicator's rank).
+std::int64_t held_shots(const nb::dict& options, std::int64_t nshots) {
+  return options.contains("held_shots") ? nb::cast<std::int64_t>(options["held_shots"]) : nshots;
 }
 
 // The arrays of one call; ScalarInput only points into them.
@@ -256,7 +267,7 @@ nb::dict scalar(nb::handle v, std::int64_t nmodels, int ndim,
     const Interruptible interruptible;  // GIL released; Ctrl-C stops the call
     out = wv::scalar<T>(device, x.in, opt, has_initial ? &state : nullptr, &timers);
   }
-  nb::dict d = output_to_python(std::move(out), ndim, nshots, nreceivers, nt);
+  nb::dict d = output_to_python(std::move(out), ndim, held_shots(options, nshots), nreceivers, nt);
   d["timers"] = timers_to_python(timers);
   d["device"] = device.name();
   return d;
@@ -286,15 +297,16 @@ nb::dict scalar_gradient(nb::handle v, std::int64_t nmodels, int ndim,
     g = wv::scalar_gradient<T>(device, x.in, opt, span_of(grad_r), has_initial ? &state : nullptr,
                                has_grad_final ? &grad_state : nullptr, &timers);
   }
-  std::vector<std::int64_t> vshape{nmodels};
+  const std::int64_t held = held_shots(options, nshots);
+  std::vector<std::int64_t> vshape{nmodels > 1 ? held : nmodels};  // a shared model: every rank
   vshape.insert(vshape.end(), shape.begin(), shape.end());
   nb::dict d;
   d["grad_v"] = to_numpy(std::move(g.v), vshape);
-  d["grad_source_amplitudes"] = to_numpy(std::move(g.source_amplitudes), {nshots, nsources, nt});
+  d["grad_source_amplitudes"] = to_numpy(std::move(g.source_amplitudes), {held, nsources, nt});
   d["grad_initial"] = g.initial_state.empty()
                           ? nb::object(nb::none())
-                          : nb::object(state_to_python(std::move(g.initial_state), ndim, nshots));
-  d["forward"] = output_to_python(std::move(g.forward), ndim, nshots, nreceivers, nt);
+                          : nb::object(state_to_python(std::move(g.initial_state), ndim, held));
+  d["forward"] = output_to_python(std::move(g.forward), ndim, held, nreceivers, nt);
   d["timers"] = timers_to_python(timers);
   d["device"] = device.name();
   return d;
@@ -333,11 +345,12 @@ nb::dict scalar_born(nb::handle v, std::int64_t nmodels, int ndim,
                              has_initial_sc ? &state_sc : nullptr, &timers);
   }
   nb::dict d;
-  d["background"] = state_to_python(std::move(out.state), ndim, nshots);
-  d["scattered"] = state_to_python(std::move(out.scattered_state), ndim, nshots);
+  const std::int64_t held = held_shots(options, nshots);
+  d["background"] = state_to_python(std::move(out.state), ndim, held);
+  d["scattered"] = state_to_python(std::move(out.scattered_state), ndim, held);
   d["bg_receiver_amplitudes"] =
-      to_numpy(std::move(out.bg_receiver_amplitudes), {nshots, nbg_receivers, nt});
-  d["receiver_amplitudes"] = to_numpy(std::move(out.receiver_amplitudes), {nshots, nreceivers, nt});
+      to_numpy(std::move(out.bg_receiver_amplitudes), {held, nbg_receivers, nt});
+  d["receiver_amplitudes"] = to_numpy(std::move(out.receiver_amplitudes), {held, nreceivers, nt});
   d["step_ratio"] = out.step_ratio;
   d["inner_dt"] = out.inner_dt;
   d["work"] = work_to_python(out.work);
@@ -383,15 +396,16 @@ nb::dict scalar_born_gradient(nb::handle v, std::int64_t nmodels, int ndim,
                                     grad_bg.is_none() ? std::span<const T>() : span_of(grad_b),
                                     source_gradient, has_initial ? &state : nullptr, &timers);
   }
-  std::vector<std::int64_t> vshape{nmodels};
+  const std::int64_t held = held_shots(options, nshots);
+  std::vector<std::int64_t> vshape{nmodels > 1 ? held : nmodels};  // a shared model: every rank
   vshape.insert(vshape.end(), shape.begin(), shape.end());
   nb::dict d;
   d["grad_scatter"] = to_numpy(std::move(g.scatter), vshape);
   if (source_gradient && g.source_amplitudes.empty())
-    g.source_amplitudes.assign(static_cast<std::size_t>(nshots * nsources * nt), T(0));
-  d["grad_source_amplitudes"] =
-      source_gradient ? to_numpy(std::move(g.source_amplitudes), {nshots, nsources, nt})
-                      : nb::object(nb::none());
+    g.source_amplitudes.assign(static_cast<std::size_t>(held * nsources * nt), T(0));
+  d["grad_source_amplitudes"] = source_gradient
+                                    ? to_numpy(std::move(g.source_amplitudes), {held, nsources, nt})
+                                    : nb::object(nb::none());
   d["timers"] = timers_to_python(timers);
   d["device"] = device.name();
   return d;
