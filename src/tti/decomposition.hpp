@@ -107,11 +107,11 @@ inline std::array<int, 3> choose_process_grid(const Index& cells, int ranks,
   if (best[0] == 0)
     throw_invalid_argument(
         "process_grid",
-        fmt::format("a grid of {} ranks that leaves every rank at least space_order/2 = {} cells "
-                    "along each split axis",
+        fmt::format("a grid of {} ranks (the given entries kept) that leaves every rank at least "
+                    "space_order/2 = {} cells along each split axis",
                     ranks, halo),
-        fmt::format("{} with {} x {} x {} cells of model and sponge: no such grid; use fewer "
-                    "ranks or a larger model",
+        fmt::format("{} with {} x {} x {} cells of model and sponge: no such grid; use other "
+                    "entries, fewer ranks or a larger model",
                     given_text, cells[0], cells[1], cells[2]));
   return best;
 }

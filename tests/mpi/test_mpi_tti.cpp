@@ -254,6 +254,9 @@ TEST(MpiTtiOne, BadProcessGridFailsOnEveryRank) {
   opt.process_grid = {1, 1, world().size() + 1};
   expect_error_on_every_rank<InvalidArgument>([&] { tti::tti_forward<float>(kCpu, p.in, opt); },
                                               "process_grid");
+  opt.process_grid = {0, world().size() + 1, 0};  // the entry kept, no grid of the ranks
+  expect_error_on_every_rank<InvalidArgument>([&] { tti::tti_forward<float>(kCpu, p.in, opt); },
+                                              "process_grid");
   opt.process_grid = {-1, 0, 0};
   expect_error_on_every_rank<InvalidArgument>([&] { tti::tti_forward<float>(kCpu, p.in, opt); },
                                               "process_grid");
