@@ -31,9 +31,10 @@ constexpr std::int64_t kBlockFast = 512;  // cells per block along axis 2
 using Index = std::array<std::int64_t, 3>;
 
 // Calls row(i0, i1, i2_begin, i2_end) for the rows of the box [lo, hi), cache block by block,
-// shared among the threads of the enclosing parallel region (an `omp for` with its barrier).
-template <class F>
-void for_blocks(const Index& lo, const Index& hi, F&& row) {
+// shared among the threads of the enclosing parallel region (an `omp for` with its barrier);
+// thread 0 calls after_block() after each of its blocks.
+template <class F, class G>
+void for_blocks(const Index& lo, const Index& hi, F&& row, G&& after_block) {
   const std::int64_t nb0 = (hi[0] - lo[0] + kBlockSlow - 1) / kBlockSlow;
   const std::int64_t nb1 = (hi[1] - lo[1] + kBlockSlow - 1) / kBlockSlow;
   const std::int64_t nb2 = (hi[2] - lo[2] + kBlockFast - 1) / kBlockFast;
@@ -46,7 +47,13 @@ void for_blocks(const Index& lo, const Index& hi, F&& row) {
         const std::int64_t s2 = lo[2] + b2 * kBlockFast, e2 = std::min(hi[2], s2 + kBlockFast);
         for (std::int64_t i0 = lo[0] + b0 * kBlockSlow; i0 < e0; ++i0)
           for (std::int64_t i1 = lo[1] + b1 * kBlockSlow; i1 < e1; ++i1) row(i0, i1, s2, e2);
+        if (omp_get_thread_num() == 0) after_block();
       }
+}
+
+template <class F>
+void for_blocks(const Index& lo, const Index& hi, F&& row) {
+  for_blocks(lo, hi, row, [] {});
 }
 
 // for_blocks over the cells of the box [lo, hi) outside the box [inner_lo, inner_hi) (the
@@ -106,6 +113,9 @@ void forward_order(const TtiProblem<T>& p, TtiFields<T> fields, const T* sources
     }
   }
   TtiHaloExchange<T>* const exchange = p.subdomain ? p.subdomain->exchange : nullptr;
+  auto progress = [exchange] {
+    if (exchange) exchange->progress();
+  };
   // The interiors computed while the halos travel. A flux reads P and M at offsets
   // -(halo-1) .. +halo along each axis: the flux interior keeps that far from a side where
   // data arrive (a neighbour, or the free surface's mirror rows, written once P has arrived).
@@ -202,7 +212,7 @@ void forward_order(const TtiProblem<T>& p, TtiFields<T> fields, const T* sources
       // Flux pass: the interior while P and M's faces travel, then the mirror and the shell.
       if (exchange) exchange->start_fields(P, M);
 #pragma omp parallel
-      for_blocks(j_in_lo, j_in_hi, flux_row);
+      for_blocks(j_in_lo, j_in_hi, flux_row, progress);
       if (exchange) exchange->finish_fields();
 #pragma omp parallel
       {
@@ -219,7 +229,7 @@ void forward_order(const TtiProblem<T>& p, TtiFields<T> fields, const T* sources
       // Divergence and update: the interior while the fluxes' faces travel, then the shell.
       if (exchange) exchange->start_fluxes({fp0, fp1, fp2}, {fm0, fm1, fm2});
 #pragma omp parallel
-      for_blocks(u_in_lo, u_in_hi, update_row);
+      for_blocks(u_in_lo, u_in_hi, update_row, progress);
       if (exchange) exchange->finish_fluxes();
 #pragma omp parallel
       for_shell(u_lo, u_hi, u_in_lo, u_in_hi, update_row);

@@ -21,8 +21,10 @@
 
 #include <array>
 #include <cstdint>
+#include <exception>
 #include <limits>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "core/collective.hpp"
@@ -205,6 +207,13 @@ class HaloExchange final : public kernels::TtiHaloExchange<T> {
     start(&Face::flux_send, &Face::flux_receive, kFluxesTag);
   }
   void finish_fluxes() override { finish(&Face::flux_receive); }
+  void progress() noexcept override {
+    try {
+      pending_.test();
+    } catch (...) {
+      if (!failed_) failed_ = std::current_exception();
+    }
+  }
 
  private:
   static constexpr int kFieldsTag = 31, kFluxesTag = 32;
@@ -248,6 +257,7 @@ class HaloExchange final : public kernels::TtiHaloExchange<T> {
   }
   void finish(Box Face::*receive) {
     pending_.wait();
+    if (failed_) std::rethrow_exception(std::exchange(failed_, nullptr));
     for (Face& f : faces_) {
       const std::int64_t in = (f.*receive).cells();
       copy(f.*receive, f.first, f.receive.data(), false);
@@ -260,6 +270,7 @@ class HaloExchange final : public kernels::TtiHaloExchange<T> {
   std::vector<Face> faces_;
   std::vector<collective::Message<T>> messages_;
   collective::Pending pending_;
+  std::exception_ptr failed_;  // of a progress() call, thrown by the next finish
 };
 
 }  // namespace sciproxy::tti::decomposition

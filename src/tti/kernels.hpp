@@ -81,6 +81,10 @@ class TtiHaloExchange {
   virtual void finish_fields() = 0;
   virtual void start_fluxes(const std::array<T*, 3>& fp, const std::array<T*, 3>& fm) = 0;
   virtual void finish_fluxes() = 0;
+  // Lets the messages in flight move (MPI moves large ones only inside its calls): called now
+  // and then by thread 0 of the kernel's parallel region while it computes an interior (the
+  // thread that calls start_* and finish_*). Never throws; a failure surfaces in finish_*.
+  virtual void progress() noexcept = 0;
 };
 
 // One rank's part of the padded grid: the fields are its local arrays of shape TtiProblem::n,
