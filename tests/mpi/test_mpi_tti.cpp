@@ -200,6 +200,21 @@ TYPED_TEST(MpiTti, FastAxisSplitRanksWithoutPointsMatchOneProcess) {
   }
 }
 
+// Two OpenMP threads per rank (the messages polled by thread 0 while the others compute), and
+// ranks running different thread counts: the same bits as one process on one thread.
+TEST(MpiTtiOne, ThreadsPerRankDoNotChangeTheBits) {
+  TtiProblem<float> p;
+  make_problem(p, 8, true, 10, {16, 9, 10}, 1, 16);
+  line_of_points(p, 0);
+  TtiOptions alone = p.opt;
+  TtiOptions distributed = p.opt;
+  distributed.comm = world();
+  distributed.nparallel = world().rank() % 2 == 0 ? 2 : 1;
+  const auto one = tti::tti_forward<float>(kCpu, p.in, alone);
+  const auto ranks = tti::tti_forward<float>(kCpu, p.in, distributed);
+  expect_equal_runs(Runs<float>{one, ranks}, p.opt, 1);
+}
+
 // A model long along axis 1: the chosen grid splits axis 1 (the smallest faces).
 TEST(MpiTtiOne, ChosenGridSplitsTheLongAxis) {
   TtiProblem<float> p;
