@@ -3,6 +3,13 @@
 // computed once, the stability limit, the work model, dispatch to a backend (kernels.hpp), and
 // the adjoint. docs/kernels/tti.md.
 //
+// Under MPI (opt.comm of several ranks; docs/kernels/tti.md, "Under MPI"): the ranks' agreement
+// on the inputs is checked first (check_ranks), each rank builds the coefficients and state of
+// its window of the padded grid only (decomposition.hpp), runs the cpu kernel on it with the
+// halo exchange, and the traces recorded by the cells' holders are gathered on every rank
+// (fill_recorded). Every cell is computed by one rank with one process's arithmetic, so the
+// results are one process's bits.
+//
 // Material (Bube et al. 2016; WaveFD.jl): eta^2 = 2 (eps - delta) / (f + 2 eps) in [0, 1],
 //   e = b(1+2eps), g = b(1-f), a = -b(2eps + f eta^2), c = b f eta sqrt(1-eta^2), mm = b f eta^2,
 //   scale = dt^2 vp^2 / b, d = dt 2 pi freq_q / Q.
