@@ -27,6 +27,17 @@
 //
 // Long calls stop between steps when asked (sciproxy/core/cancel.hpp): they throw Cancelled and
 // their outputs are unspecified.
+//
+// Under MPI (TtiOptions::comm of several ranks; docs/kernels/tti.md, "Under MPI"): every rank
+// passes the same whole inputs (model, time axis, traces, locations, options; checked, and
+// ranks that disagree get the same InvalidArgument on every rank). The padded grid (model and
+// sponge) is split into a Cartesian grid of subdomains, one per rank (process_grid); each rank
+// steps its own cells, exchanging halos of space_order/2 cells of P and M and of the fluxes with
+// its neighbours every step while it computes its interior. A source is injected and a receiver
+// recorded by the rank holding its cell; receiver_amplitudes (and the adjoint's
+// source_amplitudes) are whole on every rank. The results are bit for bit one process's (every
+// cell's arithmetic is the same). The cpu backend only: other devices are an InvalidArgument.
+// Cancelling one rank alone leaves the others waiting: cancel every rank.
 #pragma once
 
 #include <array>
@@ -34,6 +45,7 @@
 #include <span>
 #include <vector>
 
+#include "sciproxy/core/communicator.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/metrics.hpp"
 #include "sciproxy/core/timers.hpp"
@@ -67,7 +79,13 @@ struct TtiOptions {
   double freq_q = 5;        // Hz, w = 2 pi freq_q
   double default_f = 0.85;  // f where TtiModel::f is empty
   bool free_surface = false;
-  int nparallel = 0;  // OpenMP threads for the cpu backend; 0: all
+  int nparallel = 0;  // OpenMP threads for the cpu backend; 0: all (per rank under MPI)
+  // The ranks the call runs on (default: this process alone), and the ranks per axis of their
+  // Cartesian grid: entries 0 are chosen (as MPI_Dims_create) to exchange the fewest halo cells.
+  // A grid whose product is not the ranks, or that leaves a rank fewer than space_order/2 cells
+  // (of model and sponge) along a split axis, is an InvalidArgument naming process_grid.
+  Communicator comm;
+  std::array<int, 3> process_grid = {0, 0, 0};
 };
 
 template <class T>
@@ -85,10 +103,17 @@ struct TtiInput {
 
 // P and M at two consecutive steps on the padded grid ([halo | sponge | model | sponge | halo]
 // per axis, halo = space_order / 2), each [nshots, *padded_shape].
+//
+// Under MPI a returned state is the rank's subdomain: the window [subdomain_origin,
+// subdomain_origin + padded_shape) of the padded grid, its own cells with a halo of space_order/2
+// per side, where the cells of other ranks are zero (and model_offset may be negative). It can
+// start the next call on the same ranks as is; an initial state on the whole padded grid
+// (padded_shape the whole grid's, the same on every rank) is read by each rank in its window.
 template <class T>
 struct TtiState {
   std::array<std::int64_t, 3> padded_shape = {1, 1, 1};
-  std::array<std::int64_t, 3> model_offset = {0, 0, 0};  // padded index of model cell (0, 0, 0)
+  std::array<std::int64_t, 3> model_offset = {0, 0, 0};      // index of model cell (0, 0, 0)
+  std::array<std::int64_t, 3> subdomain_origin = {0, 0, 0};  // padded index of index (0, 0, 0)
   std::vector<T> p, p_prev, m, m_prev;
   bool empty() const { return p.empty(); }
 };

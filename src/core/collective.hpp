@@ -79,6 +79,11 @@ class Pending {
   Pending(Pending&&) noexcept;
   Pending& operator=(Pending&&) noexcept;
   void wait();  // the time spent here counts as the communicator's waiting
+  // Lets the messages move without waiting for them (MPI_Testall); true when all are complete
+  // (wait() then returns at once). MPI libraries without a progress thread move a large message
+  // only inside MPI calls, so a caller computing while its messages travel calls this now and
+  // then, from the thread that made the exchange. Its time counts as waiting too.
+  bool test();
   struct Requests;
 
  private:

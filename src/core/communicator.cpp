@@ -474,6 +474,19 @@ void Pending::wait() {
   check_mpi(status, "MPI_Waitall");
 }
 
+bool Pending::test() {
+  if (!requests_ || requests_->requests.empty()) return true;
+  const auto start = std::chrono::steady_clock::now();
+  int done = 0;
+  const int status = MPI_Testall(static_cast<int>(requests_->requests.size()),
+                                 requests_->requests.data(), &done, MPI_STATUSES_IGNORE);
+  state_of(requests_->comm).traffic.wait_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  check_mpi(status, "MPI_Testall");
+  if (done) requests_->requests.clear();
+  return done != 0;
+}
+
 template <class T>
 Pending start_exchange(const Communicator& comm, std::span<const Message<T>> messages, int tag) {
   Pending pending;
@@ -605,6 +618,9 @@ Pending::~Pending() = default;
 Pending::Pending(Pending&&) noexcept = default;
 Pending& Pending::operator=(Pending&&) noexcept = default;
 void Pending::wait() {}
+bool Pending::test() {
+  return true;
+}
 
 template <class T>
 Pending start_exchange(const Communicator&, std::span<const Message<T>> messages, int) {

@@ -3,6 +3,13 @@
 // computed once, the stability limit, the work model, dispatch to a backend (kernels.hpp), and
 // the adjoint. docs/kernels/tti.md.
 //
+// Under MPI (opt.comm of several ranks; docs/kernels/tti.md, "Under MPI"): the ranks' agreement
+// on the inputs is checked first (check_ranks), each rank builds the coefficients and state of
+// its window of the padded grid only (decomposition.hpp), runs the cpu kernel on it with the
+// halo exchange, and the traces recorded by the cells' holders are gathered on every rank
+// (fill_recorded). Every cell is computed by one rank with one process's arithmetic, so the
+// results are one process's bits.
+//
 // Material (Bube et al. 2016; WaveFD.jl): eta^2 = 2 (eps - delta) / (f + 2 eps) in [0, 1],
 //   e = b(1+2eps), g = b(1-f), a = -b(2eps + f eta^2), c = b f eta sqrt(1-eta^2), mm = b f eta^2,
 //   scale = dt^2 vp^2 / b, d = dt 2 pi freq_q / Q.
@@ -24,6 +31,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -31,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "core/collective.hpp"
 #include "core/dispatch.hpp"
 #include "core/recorded_call.hpp"
 #include "sciproxy/core/error.hpp"
@@ -38,6 +47,7 @@
 #include "sciproxy/tti.hpp"
 #include "seismic/checks.hpp"
 #include "tti/case.hpp"
+#include "tti/decomposition.hpp"
 #include "tti/kernels.hpp"
 #include "tti/math.hpp"
 
@@ -178,19 +188,34 @@ double tti_max_dt(const TtiModel<T>& model, const TtiOptions& opt) {
 
 namespace {
 
+// The padded problem. On one process the local arrays are the whole padded grid; under MPI
+// they are this rank's window of it (decomposition.hpp): the coefficients, state and injection
+// cells below are local, n and points the whole grid's.
 template <class T>
 struct Setup {
   int order = 8;
   std::int64_t halo = 4, nshots = 1, nsources = 0, nreceivers = 0, nt = 0;
   Index model_shape{}, offset{}, n{};
   std::int64_t points = 1, cells = 1;
+  decomposition::Subdomain subdomain;  // origin 0 and shape n on one process
+  std::int64_t local_points = 1;
+  bool distributed = false;
   std::vector<T> e, g, a, c, mm, n0, n1, n2, scale, damping;
   std::vector<std::int64_t> source_cells, receiver_cells;
   std::vector<T> source_scale, receiver_scale;
   kernels::TtiProblem<T> problem;
 
-  std::int64_t padded_cell(const std::int64_t* loc) const {
-    return ((loc[0] + offset[0]) * n[1] + loc[1] + offset[1]) * n[2] + loc[2] + offset[2];
+  const Index& origin() const { return subdomain.origin; }
+  const Index& local() const { return subdomain.shape; }
+  // The local flat index of a model cell, or -1 when another rank holds it.
+  std::int64_t local_cell(const std::int64_t* loc) const {
+    std::int64_t k = 0;
+    for (int a = 0; a < 3; ++a) {
+      const std::int64_t padded = loc[a] + offset[a];
+      if (padded < subdomain.own_lo[a] || padded >= subdomain.own_hi[a]) return -1;
+      k = k * local()[a] + padded - origin()[a];
+    }
+    return k;
   }
 };
 
@@ -269,10 +294,15 @@ void make_setup(Setup<T>& s, const TtiInput<T>& in, const TtiOptions& opt,
     throw_invalid_argument("sponge_width", "a padded grid whose fields fit in int64 bytes",
                            fmt::format("{} x {} x {} cells", s.n[0], s.n[1], s.n[2]));
   s.points = points;
+  // This rank's window (the whole grid on one process; the process grid is checked there too).
+  s.distributed = opt.comm.distributed();
+  s.subdomain =
+      decomposition::decompose(s.n, s.halo, opt.comm.rank(), opt.comm.size(), opt.process_grid);
+  s.local_points = s.local()[0] * s.local()[1] * s.local()[2];
   // Host memory before anything is allocated: ten padded coefficient arrays, the state (p,
   // p_prev, m, m_prev per shot) and its returned copy, six flux arrays (the two-pass kernels,
   // counted at full size), the traces in both layouts.
-  const double padded = static_cast<double>(s.points), elem = sizeof(T);
+  const double padded = static_cast<double>(s.local_points), elem = sizeof(T);
   require_memory(elem * (padded * (16.0 + 8.0 * double(s.nshots)) +
                          2.0 * double(nt) * double(s.nshots) * double(s.nsources + s.nreceivers)),
                  "vp, nt, nshots",
@@ -300,13 +330,14 @@ void make_setup(Setup<T>& s, const TtiInput<T>& in, const TtiOptions& opt,
   };
 
   for (auto* v : {&s.e, &s.g, &s.a, &s.c, &s.mm, &s.n0, &s.n1, &s.n2, &s.scale, &s.damping})
-    v->assign(static_cast<std::size_t>(s.points), T(0));
+    v->assign(static_cast<std::size_t>(s.local_points), T(0));
   const double dt2 = in.dt * in.dt;
-  for (std::int64_t i0 = 0; i0 < s.n[0]; ++i0)
-    for (std::int64_t i1 = 0; i1 < s.n[1]; ++i1)
-      for (std::int64_t i2 = 0; i2 < s.n[2]; ++i2) {
-        const Index p = {i0, i1, i2};
-        const std::int64_t k = (i0 * s.n[1] + i1) * s.n[2] + i2;
+  const Index& ln = s.local();
+  for (std::int64_t i0 = 0; i0 < ln[0]; ++i0)
+    for (std::int64_t i1 = 0; i1 < ln[1]; ++i1)
+      for (std::int64_t i2 = 0; i2 < ln[2]; ++i2) {
+        const Index p = {s.origin()[0] + i0, s.origin()[1] + i1, s.origin()[2] + i2};
+        const std::int64_t k = (i0 * ln[1] + i1) * ln[2] + i2;
         std::int64_t model = 0;  // replicate padding
         for (int d = 0; d < 3; ++d)
           model = model * grid.shape[d] +
@@ -326,15 +357,20 @@ void make_setup(Setup<T>& s, const TtiInput<T>& in, const TtiOptions& opt,
         s.damping[k] = static_cast<T>(in.dt * omega / q_of(p));
       }
 
-  // Injection weights: scale at the cell; none on the free surface (P = 0 there).
+  // Injection weights: scale at the cell (the expression of s.scale, so the same bits on every
+  // rank, the cell's holder or not); none on the free surface (P = 0 there). Cells: local, -1 on
+  // the ranks that do not hold them.
   auto cells_of = [&](std::span<const std::int64_t> loc, std::int64_t count,
                       std::vector<std::int64_t>& cells, std::vector<T>& weights) {
     cells.resize(static_cast<std::size_t>(in.nshots * count));
     weights.resize(cells.size());
     for (std::size_t i = 0; i < cells.size(); ++i) {
-      cells[i] = s.padded_cell(loc.data() + 3 * i);
-      const bool on_surface = opt.free_surface && loc[3 * i] == 0;
-      weights[i] = on_surface ? T(0) : s.scale[cells[i]];
+      const std::int64_t* at = loc.data() + 3 * i;
+      cells[i] = s.local_cell(at);
+      const Cell c =
+          cell_of(in.model, opt, (at[0] * grid.shape[1] + at[1]) * grid.shape[2] + at[2]);
+      const bool on_surface = opt.free_surface && at[0] == 0;
+      weights[i] = on_surface ? T(0) : static_cast<T>(dt2 * c.vp * c.vp / c.b);
     }
   };
   cells_of(in.source_locations, in.nsources, s.source_cells, s.source_scale);
@@ -343,7 +379,7 @@ void make_setup(Setup<T>& s, const TtiInput<T>& in, const TtiOptions& opt,
   kernels::TtiProblem<T>& pr = s.problem;
   pr.order = s.order;
   pr.nshots = s.nshots;
-  pr.n = s.n;
+  pr.n = s.local();
   for (int d = 0; d < 3; ++d) pr.rh[d] = static_cast<T>(1 / grid.spacing[d]);
   pr.free_surface = opt.free_surface;
   pr.coef = {s.e.data(),     s.g.data(),      s.a.data(),
@@ -352,65 +388,229 @@ void make_setup(Setup<T>& s, const TtiInput<T>& in, const TtiOptions& opt,
   pr.nt = s.nt;
 }
 
-// Zero in the halo (and on and above a free surface): the state the kernels assume.
+// Zero in the halo (and on and above a free surface): the state the kernels assume. Under MPI
+// also the cells of other ranks in this rank's window (own_only), so that a returned state holds
+// this rank's cells and zeros.
 template <class T>
-void project_state(const Setup<T>& s, bool free_surface, TtiState<T>& st) {
+void project_state(const Setup<T>& s, bool free_surface, TtiState<T>& st, bool own_only) {
+  const Index& ln = s.local();
+  const auto& sub = s.subdomain;
   for (std::int64_t shot = 0; shot < s.nshots; ++shot)
-    for (std::int64_t i0 = 0; i0 < s.n[0]; ++i0)
-      for (std::int64_t i1 = 0; i1 < s.n[1]; ++i1)
-        for (std::int64_t i2 = 0; i2 < s.n[2]; ++i2) {
-          const Index p = {i0, i1, i2};
-          bool zero = free_surface && i0 <= s.halo;
-          for (int d = 0; d < 3; ++d) zero = zero || p[d] < s.halo || p[d] >= s.n[d] - s.halo;
+    for (std::int64_t i0 = 0; i0 < ln[0]; ++i0)
+      for (std::int64_t i1 = 0; i1 < ln[1]; ++i1)
+        for (std::int64_t i2 = 0; i2 < ln[2]; ++i2) {
+          const Index p = {s.origin()[0] + i0, s.origin()[1] + i1, s.origin()[2] + i2};
+          bool zero = free_surface && p[0] <= s.halo;
+          for (int d = 0; d < 3; ++d) {
+            zero = zero || p[d] < s.halo || p[d] >= s.n[d] - s.halo;
+            zero = zero || (own_only && (p[d] < sub.own_lo[d] || p[d] >= sub.own_hi[d]));
+          }
           if (!zero) continue;
-          const std::int64_t k = shot * s.points + (i0 * s.n[1] + i1) * s.n[2] + i2;
+          const std::int64_t k = shot * s.local_points + (i0 * ln[1] + i1) * ln[2] + i2;
           st.p[k] = st.p_prev[k] = st.m[k] = st.m_prev[k] = 0;
         }
 }
 
+// The state to start from: `given` on the whole padded grid (every rank reads its window), or,
+// under MPI, this rank's subdomain as a distributed call returned it (padded_shape and
+// subdomain_origin this rank's); none: at rest.
 template <class T>
 TtiState<T> make_state(const Setup<T>& s, bool free_surface, const TtiState<T>* given) {
   TtiState<T> st;
-  st.padded_shape = s.n;
-  st.model_offset = s.offset;
-  const auto size = static_cast<std::size_t>(s.nshots * s.points);
+  const Index& ln = s.local();
+  st.padded_shape = ln;
+  st.subdomain_origin = s.origin();
+  for (int a = 0; a < 3; ++a) st.model_offset[a] = s.offset[a] - s.origin()[a];
+  const auto size = static_cast<std::size_t>(s.nshots * s.local_points);
   const bool any = given && (!given->p.empty() || !given->p_prev.empty() || !given->m.empty() ||
                              !given->m_prev.empty());
+  const bool whole = any && given->padded_shape == s.n;
+  const bool subdomain =
+      any && s.distributed && given->padded_shape == ln && given->subdomain_origin == s.origin();
   if (any)
-    require(given->padded_shape == s.n, "initial.padded_shape",
-            fmt::format("[{}, {}, {}] (model + sponge + halo of space_order/2 per side)", s.n[0],
-                        s.n[1], s.n[2]),
+    require(whole || subdomain, "initial.padded_shape",
+            fmt::format("[{}, {}, {}] (model + sponge + halo of space_order/2 per side){}", s.n[0],
+                        s.n[1], s.n[2],
+                        s.distributed ? fmt::format(", or this rank's subdomain [{}, {}, {}] at "
+                                                    "subdomain_origin [{}, {}, {}]",
+                                                    ln[0], ln[1], ln[2], s.origin()[0],
+                                                    s.origin()[1], s.origin()[2])
+                                      : ""),
             fmt::format("[{}, {}, {}]", given->padded_shape[0], given->padded_shape[1],
                         given->padded_shape[2]));
+  const std::size_t given_size =
+      static_cast<std::size_t>(s.nshots * (whole ? s.points : s.local_points));
   auto fill = [&](std::vector<T>& dst, const std::vector<T>* src, const char* name) {
-    if (src && !src->empty()) {
-      require(src->size() == size, name,
-              fmt::format("[nshots, *padded_shape], {} values, or none", size),
-              fmt::format("{} values", src->size()));
-      for (std::size_t i = 0; i < size; ++i)
-        if (!std::isfinite((*src)[i]))
-          throw_invalid_argument(name, "finite values",
-                                 fmt::format("{} at flat index {}", (*src)[i], i));
+    dst.assign(size, T(0));
+    if (!src || src->empty()) return;
+    require(src->size() == given_size, name,
+            fmt::format("[nshots, *padded_shape], {} values, or none", given_size),
+            fmt::format("{} values", src->size()));
+    for (std::size_t i = 0; i < given_size; ++i)
+      if (!std::isfinite((*src)[i]))
+        throw_invalid_argument(name, "finite values",
+                               fmt::format("{} at flat index {}", (*src)[i], i));
+    if (!whole) {
       dst = *src;
-    } else {
-      dst.assign(size, T(0));
+      return;
     }
+    // This rank's window of the whole grid (all of it on one process).
+    for (std::int64_t shot = 0; shot < s.nshots; ++shot)
+      for (std::int64_t i0 = 0; i0 < ln[0]; ++i0)
+        for (std::int64_t i1 = 0; i1 < ln[1]; ++i1) {
+          const std::int64_t from = shot * s.points +
+                                    ((s.origin()[0] + i0) * s.n[1] + s.origin()[1] + i1) * s.n[2] +
+                                    s.origin()[2];
+          const std::int64_t to = shot * s.local_points + (i0 * ln[1] + i1) * ln[2];
+          std::copy(src->begin() + from, src->begin() + from + ln[2], dst.begin() + to);
+        }
   };
   fill(st.p, any ? &given->p : nullptr, "initial.p");
   fill(st.p_prev, any ? &given->p_prev : nullptr, "initial.p_prev");
   fill(st.m, any ? &given->m : nullptr, "initial.m");
   fill(st.m_prev, any ? &given->m_prev : nullptr, "initial.m_prev");
-  project_state(s, free_surface, st);
+  project_state(s, free_surface, st, false);
   return st;
 }
 
 // The forward kernel on the device's backend; nparallel sets the cpu backend's OpenMP threads.
+// Under MPI (s.distributed) on this rank's subdomain, exchanging its halos every step; then the
+// recorded traces of the cells other ranks hold are filled in (fill_recorded).
 template <class T>
-void run(const Device& device, const kernels::TtiProblem<T>& p, kernels::TtiFields<T> f,
-         const T* sources, T* receivers, int nparallel, Timers* timers) {
+void run(const Device& device, const Setup<T>& s, kernels::TtiProblem<T> p, kernels::TtiFields<T> f,
+         const T* sources, T* receivers, const TtiOptions& opt, Timers* timers) {
   const Context ctx{device, timers};
-  ThreadCount threads(device.backend == Backend::cpu ? nparallel : 0);
+  ThreadCount threads(device.backend == Backend::cpu ? opt.nparallel : 0);
+  if (!s.distributed) {
+    SCIPROXY_RUN_KERNEL(ctx, forward, p, f, sources, receivers);
+    return;
+  }
+  const decomposition::Subdomain& sub = s.subdomain;
+  decomposition::HaloExchange<T> exchange(opt.comm, sub);
+  kernels::TtiSubdomain<T> local;
+  // The whole grid's boxes J and U (kernels.hpp) cut to this rank's cells, in local indices.
+  for (int a = 0; a < 3; ++a) {
+    const std::int64_t j_lo = (a == 0 && opt.free_surface) ? s.halo : s.halo - 1;
+    const std::int64_t u_lo = (a == 0 && opt.free_surface) ? s.halo + 1 : s.halo;
+    const std::int64_t hi = s.n[a] - s.halo;
+    // Below its own cells a rank computes the fluxes of row halo - 1 when no rank holds them.
+    const std::int64_t first_flux = sub.neighbour[a][0] >= 0 ? sub.own_lo[a] : sub.own_lo[a] - 1;
+    local.flux_lo[a] = std::max(j_lo, first_flux) - sub.origin[a];
+    local.flux_hi[a] = std::min(hi, sub.own_hi[a]) - sub.origin[a];
+    local.update_lo[a] = std::max(u_lo, sub.own_lo[a]) - sub.origin[a];
+    local.update_hi[a] = std::min(hi, sub.own_hi[a]) - sub.origin[a];
+    for (int side = 0; side < 2; ++side) local.neighbour[a][side] = sub.neighbour[a][side] >= 0;
+  }
+  local.surface = sub.own_lo[0] == s.halo;
+  local.exchange = &exchange;
+  p.subdomain = &local;
+  require(device.backend == Backend::cpu, "device", "the cpu backend (tti on several ranks)",
+          device.name());  // check_ranks said so before
   SCIPROXY_RUN_KERNEL(ctx, forward, p, f, sources, receivers);
+}
+
+// The traces recorded at `locations` ([ntraces, 3] model cells, [nt, ntraces] in `recorded`),
+// each written by the rank that holds its cell and 0 elsewhere, made whole on every rank: the
+// holders' values gathered (not summed, so every bit is the holder's).
+template <class T>
+void fill_recorded(const Setup<T>& s, const Communicator& comm,
+                   std::span<const std::int64_t> locations, std::vector<T>& recorded) {
+  if (!s.distributed) return;
+  const auto ntraces = static_cast<std::int64_t>(locations.size() / 3);
+  std::vector<int> holder(static_cast<std::size_t>(ntraces));
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(comm.size()), 0);
+  for (std::int64_t tr = 0; tr < ntraces; ++tr) {
+    Index cell{};
+    for (int a = 0; a < 3; ++a) cell[a] = locations[3 * tr + a] + s.offset[a];
+    holder[tr] = decomposition::rank_of_cell(s.subdomain, cell);
+    ++counts[holder[tr]];
+  }
+  // Rows of nt samples, rank after rank, each rank's traces in order.
+  std::vector<std::int64_t> row_of(static_cast<std::size_t>(ntraces));
+  std::vector<std::int64_t> next(counts.size(), 0);
+  for (std::size_t r = 1; r < counts.size(); ++r) next[r] = next[r - 1] + counts[r - 1];
+  for (std::int64_t tr = 0; tr < ntraces; ++tr) row_of[tr] = next[holder[tr]]++;
+  std::vector<T> rows(static_cast<std::size_t>(ntraces * s.nt));
+  for (std::int64_t tr = 0; tr < ntraces; ++tr)
+    if (holder[tr] == comm.rank())
+      for (std::int64_t t = 0; t < s.nt; ++t)
+        rows[row_of[tr] * s.nt + t] = recorded[t * ntraces + tr];
+  collective::allgather_rows<T>(comm, rows, counts, s.nt);
+  for (std::int64_t tr = 0; tr < ntraces; ++tr)
+    for (std::int64_t t = 0; t < s.nt; ++t)
+      recorded[t * ntraces + tr] = rows[row_of[tr] * s.nt + t];
+}
+
+// What every rank of a distributed call must pass alike (collective::require_same): the
+// options, the model, the time axis, the traces injected (`traces`) and the locations (an
+// initial state on the whole grid: initial_agreed, once the grid is known). The threads per rank
+// (nparallel) may differ.
+template <class T>
+std::vector<collective::Field> agreed_fields(const TtiInput<T>& in, const TtiOptions& opt,
+                                             std::span<const T> traces, const char* traces_name) {
+  auto bits = [](double v) { return std::bit_cast<std::int64_t>(v); };
+  using collective::hash_of;
+  const Grid& g = in.model.grid;
+  std::vector<collective::Field> f{
+      {"dtype (bytes per value)", sizeof(T)},
+      {"space_order", opt.space_order},
+      {"sponge_width", hash_of(std::span<const std::int64_t>(opt.sponge_width)), true},
+      {"q_min", bits(opt.q_min)},
+      {"q_interior", bits(opt.q_interior)},
+      {"freq_q", bits(opt.freq_q)},
+      {"default_f", bits(opt.default_f)},
+      {"free_surface", opt.free_surface},
+      {"process_grid", hash_of(std::span<const int>(opt.process_grid)), true},
+      {"vp (model dimensions)", g.ndim},
+      {"vp (model shape)", hash_of(std::span<const std::int64_t>(g.shape.data(), g.ndim)), true},
+      {"grid_spacing", hash_of(std::span<const double>(g.spacing.data(), g.ndim)), true},
+      {"dt", bits(in.dt)},
+      {"nt", in.nt},
+      {"nshots", in.nshots},
+      {"nsources", in.nsources},
+      {"nreceivers", in.nreceivers}};
+  const TtiModel<T>& m = in.model;
+  for (auto [name, array] :
+       {std::pair{"vp", m.vp}, std::pair{"buoyancy", m.buoyancy}, std::pair{"epsilon", m.epsilon},
+        std::pair{"delta", m.delta}, std::pair{"theta", m.theta}, std::pair{"phi", m.phi},
+        std::pair{"f", m.f}}) {
+    f.push_back({fmt::format("{} (values)", name), static_cast<std::int64_t>(array.size())});
+    f.push_back({name, hash_of(array), true});
+  }
+  f.push_back({fmt::format("{} (values)", traces_name), static_cast<std::int64_t>(traces.size())});
+  f.push_back({traces_name, hash_of(traces), true});
+  f.push_back({"source_locations", hash_of(in.source_locations), true});
+  f.push_back({"receiver_locations", hash_of(in.receiver_locations), true});
+  return f;
+}
+
+// Before a call on several ranks: the backend, and the ranks' agreement.
+template <class T>
+void check_ranks(const Device& device, const TtiInput<T>& in, const TtiOptions& opt,
+                 std::span<const T> traces, const char* traces_name, const char* call) {
+  if (!opt.comm.distributed()) return;
+  collective::on_every_rank(opt.comm, [&] {
+    require(device.backend == Backend::cpu, "device",
+            fmt::format("the cpu backend: {} on several ranks (comm) runs there only", call),
+            device.name());
+  });
+  collective::require_same(opt.comm, agreed_fields(in, opt, traces, traces_name), call);
+}
+
+// An initial state given on the whole padded grid must be every rank's alike (a subdomain, as a
+// distributed call returns it, is each rank's own).
+template <class T>
+void initial_agreed(const Setup<T>& s, const TtiOptions& opt, const TtiState<T>* initial) {
+  if (!s.distributed) return;
+  const bool whole = initial && !initial->empty() && initial->padded_shape == s.n;
+  std::vector<collective::Field> f{{"initial (on the whole padded grid)", whole}};
+  if (whole) {
+    std::uint64_t h = 0;
+    for (const auto* v : {&initial->p, &initial->p_prev, &initial->m, &initial->m_prev})
+      h = collective::hash_bytes(v->data(), v->size() * sizeof(T), h);
+    f.push_back({"initial", static_cast<std::int64_t>(h), true});
+  }
+  collective::require_same(opt.comm, f, "tti_forward");
 }
 
 // Work model: points = padded cells outside the halo (model + sponge) x steps x shots. Flops per
@@ -428,7 +628,7 @@ WorkModel work_model(const Setup<T>& s) {
   w.points = interior * double(s.nt) * double(s.nshots);
   w.flops = w.points * (36.0 * (s.order / 2) + 44);
   w.bytes = w.points * 30.0 * sizeof(T);
-  w.working_set_bytes = 20.0 * sizeof(T) * static_cast<double>(s.points);
+  w.working_set_bytes = 20.0 * sizeof(T) * static_cast<double>(s.local_points);  // a rank's
   w.precision = sizeof(T) == 4 ? Precision::fp32 : Precision::fp64;
   return w;
 }
@@ -447,6 +647,13 @@ void set_parameters(RecordedCall& call, const Setup<T>& s, const TtiOptions& opt
   parameters.set("free_surface", opt.free_surface);
 }
 
+// The options of one process: a call's rerun on the reference backend when verifying.
+TtiOptions one_process(TtiOptions opt) {
+  opt.comm = Communicator();
+  opt.process_grid = {0, 0, 0};
+  return opt;
+}
+
 }  // namespace
 
 template <class T>
@@ -454,13 +661,20 @@ TtiOutput<T> tti_forward(const Device& device, const TtiInput<T>& in, const TtiO
                          const TtiState<T>* initial, Timers* timers) {
   RecordedCall call("tti_forward", device, timers);
   TtiOutput<T> out;
+  bool whole_initial = true;  // initial (if any) is on the whole grid, as the reference takes it
   {
     auto top = Timers::region(call.timers(), "tti");  // closed before the reference rerun
     Setup<T> s;
     {
       auto r = Timers::region(call.timers(), "setup");
-      make_setup(s, in, opt, in.source_amplitudes, "source_amplitudes", in.nsources);
-      out.state = make_state(s, opt.free_surface, initial);
+      check_ranks(device, in, opt, in.source_amplitudes, "source_amplitudes", "tti_forward");
+      collective::on_every_rank(opt.comm, [&] {
+        make_setup(s, in, opt, in.source_amplitudes, "source_amplitudes", in.nsources);
+      });
+      initial_agreed(s, opt, initial);
+      collective::on_every_rank(opt.comm,
+                                [&] { out.state = make_state(s, opt.free_surface, initial); });
+      whole_initial = !initial || initial->empty() || initial->padded_shape == s.n;
     }
     const std::int64_t ns = s.nshots * s.nsources, nr = s.nshots * s.nreceivers;
     std::vector<T> sources_tm(static_cast<std::size_t>(s.nt * ns)),
@@ -481,27 +695,36 @@ TtiOutput<T> tti_forward(const Device& device, const TtiInput<T>& in, const TtiO
     set_parameters(call, s, opt);
     if (s.nt > 0) {
       auto r = Timers::region(call.timers(), "forward");
-      run(device, p,
+      run(device, s, p,
           {out.state.p.data(), out.state.p_prev.data(), out.state.m.data(),
            out.state.m_prev.data()},
-          sources_tm.data(), receivers_tm.data(), opt.nparallel, call.timers());
+          sources_tm.data(), receivers_tm.data(), opt, call.timers());
+      fill_recorded(s, opt.comm, in.receiver_locations, receivers_tm);
     }
+    // The halos of a subdomain hold its neighbours' cells of some earlier step: cleared, so a
+    // rank's state is its own cells and zeros.
+    if (s.distributed) project_state(s, opt.free_surface, out.state, true);
     out.receiver_amplitudes.resize(static_cast<std::size_t>(nr * s.nt));
     for (std::int64_t tr = 0; tr < nr; ++tr)
       for (std::int64_t t = 0; t < s.nt; ++t)
         out.receiver_amplitudes[tr * s.nt + t] = receivers_tm[t * nr + tr];
   }
-  if (call.verifying()) {
-    const TtiOutput<T> expected = call.on_reference(
-        [&] { return tti_forward<T>(RecordedCall::reference_device(), in, opt, initial); });
+  // Under MPI each rank reruns the whole problem on the reference and compares the traces (its
+  // state is a subdomain; the MPI tests compare those against one process bit for bit).
+  if (call.verifying() && whole_initial) {
+    const TtiOutput<T> expected = call.on_reference([&] {
+      return tti_forward<T>(RecordedCall::reference_device(), in, one_process(opt), initial);
+    });
     const Tolerance traces = tti_tolerance(precision_of<T>());
     const Tolerance state = tti_state_tolerance(precision_of<T>());
     call.compare<T>("receiver_amplitudes", out.receiver_amplitudes, expected.receiver_amplitudes,
                     traces);
-    call.compare<T>("p", out.state.p, expected.state.p, state);
-    call.compare<T>("p_prev", out.state.p_prev, expected.state.p_prev, state);
-    call.compare<T>("m", out.state.m, expected.state.m, state);
-    call.compare<T>("m_prev", out.state.m_prev, expected.state.m_prev, state);
+    if (!opt.comm.distributed()) {
+      call.compare<T>("p", out.state.p, expected.state.p, state);
+      call.compare<T>("p_prev", out.state.p_prev, expected.state.p_prev, state);
+      call.compare<T>("m", out.state.m, expected.state.m, state);
+      call.compare<T>("m_prev", out.state.m_prev, expected.state.m_prev, state);
+    }
   }
   return out;
 }
@@ -519,8 +742,11 @@ TtiAdjointOutput<T> tti_adjoint(const Device& device, const TtiInput<T>& in,
     {
       auto r = Timers::region(call.timers(), "setup");
       // Python's name for the data; the C ABI checks its receiver_data pointer and size itself.
-      make_setup(s, in, opt, receiver_data, "receiver_amplitudes", in.nreceivers);
-      state = make_state(s, opt.free_surface, static_cast<const TtiState<T>*>(nullptr));
+      check_ranks(device, in, opt, receiver_data, "receiver_amplitudes", "tti_adjoint");
+      collective::on_every_rank(opt.comm, [&] {
+        make_setup(s, in, opt, receiver_data, "receiver_amplitudes", in.nreceivers);
+        state = make_state(s, opt.free_surface, static_cast<const TtiState<T>*>(nullptr));
+      });
     }
     const std::int64_t ns = s.nshots * s.nsources, nr = s.nshots * s.nreceivers, nt = s.nt;
     // Reversed time: kernel step tau carries the data of sample nt-1-tau.
@@ -542,8 +768,9 @@ TtiAdjointOutput<T> tti_adjoint(const Device& device, const TtiInput<T>& in,
     set_parameters(call, s, opt);
     if (nt > 0) {
       auto r = Timers::region(call.timers(), "adjoint");
-      run(device, p, {state.p.data(), state.p_prev.data(), state.m.data(), state.m_prev.data()},
-          data_tm.data(), sources_tm.data(), opt.nparallel, call.timers());
+      run(device, s, p, {state.p.data(), state.p_prev.data(), state.m.data(), state.m_prev.data()},
+          data_tm.data(), sources_tm.data(), opt, call.timers());
+      fill_recorded(s, opt.comm, in.source_locations, sources_tm);
     }
     out.source_amplitudes.resize(static_cast<std::size_t>(ns * nt));
     // g^t = recorded w^{t+1}: kernel sample tau = nt-1-t; the weight of a source on the surface
@@ -554,8 +781,9 @@ TtiAdjointOutput<T> tti_adjoint(const Device& device, const TtiInput<T>& in,
             s.source_scale[tr] == T(0) ? T(0) : sources_tm[(nt - 1 - t) * ns + tr];
   }
   if (call.verifying()) {
-    const TtiAdjointOutput<T> expected = call.on_reference(
-        [&] { return tti_adjoint<T>(RecordedCall::reference_device(), in, receiver_data, opt); });
+    const TtiAdjointOutput<T> expected = call.on_reference([&] {
+      return tti_adjoint<T>(RecordedCall::reference_device(), in, receiver_data, one_process(opt));
+    });
     call.compare<T>("source_amplitudes", out.source_amplitudes, expected.source_amplitudes,
                     tti_tolerance(precision_of<T>()));
   }

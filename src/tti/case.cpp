@@ -21,6 +21,8 @@
 //                forward run records; outputs the source amplitudes it returns.
 //                Settings of both: n (40), sponge (10), receivers (32), space_order (8), nt
 //                (0.25 s), free_surface (1 or 0), dtype (float32).
+//   Both run on the ranks of mpirun (Case::distribute): the grid split among them, traces whole
+//   on every rank, tti_forward's P gathered on rank 0 for verification after the timed calls.
 #include "case.hpp"
 
 #include <fmt/format.h>
@@ -32,11 +34,13 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "core/collective.hpp"
 #include "core/json.hpp"
 #include "sciproxy/core/bench.hpp"
 #include "sciproxy/core/error.hpp"
@@ -319,17 +323,71 @@ class TtiForwardCase final : public Case {
     return 0;
   }
   std::vector<CaseOutput> outputs() const override {
-    return {{"receiver_amplitudes", std::span<const T>(out_.receiver_amplitudes)},
-            {"p", std::span<const T>(out_.state.p)}};
+    return {
+        {"receiver_amplitudes", std::span<const T>(out_.receiver_amplitudes)},
+        {"p", std::span<const T>(problem_.options.comm.distributed() ? whole_p_ : out_.state.p)}};
   }
   Tolerance tolerance(const std::string& output) const override {
     return output == "p" ? tti_state_tolerance(precision_of<T>())
                          : tti_tolerance(precision_of<T>());
   }
 
+  // The padded grid split among the ranks (tti.hpp, TtiOptions::comm): every rank returns the
+  // whole receiver_amplitudes; P is gathered on rank 0 after the timed calls, for verification.
+  void distribute(const Communicator& comm) override { problem_.options.comm = comm; }
+  void run_device_window(const Device&) override {
+    if (problem_.options.comm.distributed()) whole_p_ = gather_p();
+  }
+
  private:
+  // The ranks' own cells of P (each rank's subdomain minus its halo) assembled on rank 0 into
+  // one process's padded grid; the halo and the free surface stay zero, as one process leaves
+  // them. Empty on the other ranks.
+  std::vector<T> gather_p() const {
+    const Communicator& comm = problem_.options.comm;
+    const TtiState<T>& st = out_.state;
+    const std::int64_t halo = problem_.options.space_order / 2;
+    std::array<std::int64_t, 6> box{};  // own cells: first padded index and extent per axis
+    for (int a = 0; a < 3; ++a) {
+      box[a] = st.subdomain_origin[a] + halo;
+      box[3 + a] = st.padded_shape[a] - 2 * halo;
+    }
+    std::vector<T> mine;
+    mine.reserve(static_cast<std::size_t>(box[3] * box[4] * box[5]));
+    for (std::int64_t i0 = halo; i0 < st.padded_shape[0] - halo; ++i0)
+      for (std::int64_t i1 = halo; i1 < st.padded_shape[1] - halo; ++i1) {
+        const auto row = st.p.begin() + (i0 * st.padded_shape[1] + i1) * st.padded_shape[2];
+        mine.insert(mine.end(), row + halo, row + st.padded_shape[2] - halo);
+      }
+    const std::vector<std::int64_t> boxes = collective::allgather(comm, box);
+    std::vector<std::int64_t> counts;
+    std::array<std::int64_t, 3> n{};
+    for (int r = 0; r < comm.size(); ++r) {
+      const std::int64_t* b = boxes.data() + 6 * r;
+      counts.push_back(b[3] * b[4] * b[5]);
+      for (int a = 0; a < 3; ++a) n[a] = std::max(n[a], b[a] + b[3 + a] + halo);
+    }
+    const bool root = comm.rank() == 0;
+    std::vector<T> own_cells(root ? static_cast<std::size_t>(std::accumulate(
+                                        counts.begin(), counts.end(), std::int64_t(0)))
+                                  : 0);
+    collective::gather_rows<T>(comm, mine, own_cells, counts, 1, 0);
+    if (!root) return {};
+    std::vector<T> whole(static_cast<std::size_t>(n[0] * n[1] * n[2]), T(0));
+    std::size_t next = 0;
+    for (int r = 0; r < comm.size(); ++r) {
+      const std::int64_t* b = boxes.data() + 6 * r;
+      for (std::int64_t i0 = b[0]; i0 < b[0] + b[3]; ++i0)
+        for (std::int64_t i1 = b[1]; i1 < b[1] + b[4]; ++i1, next += b[5])
+          std::copy_n(own_cells.begin() + next, b[5],
+                      whole.begin() + (i0 * n[1] + i1) * n[2] + b[2]);
+    }
+    return whole;
+  }
+
   TtiProblem<T> problem_;
   TtiOutput<T> out_;
+  std::vector<T> whole_p_;  // under MPI, on rank 0: P of every rank
 };
 
 // The data the adjoint takes are an input of the timed call, so every device must get the same:
@@ -370,6 +428,8 @@ class TtiAdjointCase final : public Case {
   Tolerance tolerance(const std::string&) const override {
     return tti_tolerance(precision_of<T>());
   }
+  // The padded grid split among the ranks; source_amplitudes are whole on every rank.
+  void distribute(const Communicator& comm) override { problem_.options.comm = comm; }
 
  private:
   TtiProblem<T> problem_;
@@ -419,6 +479,8 @@ void register_cases(std::vector<CaseEntry>& registry) {
   auto precision = [](const CaseSettings& s) {
     return s.get("dtype", "float32") == "float64" ? Precision::fp64 : Precision::fp32;
   };
+  registry[registry.size() - 2].runs_on_ranks = true;  // tti_forward and tti_adjoint
+  registry[registry.size() - 1].runs_on_ranks = true;
   registry[registry.size() - 3].tolerance = [=](const CaseSettings& s, const std::string&) {
     return tti_demo_tolerance(precision(s));
   };

@@ -64,6 +64,43 @@ struct TtiCoefficients {
   const T* damping = nullptr;      // d = dt w / Q
 };
 
+// Under MPI (api.cpp; docs/kernels/tti.md, "Under MPI"): the halo exchanges of one rank's
+// subdomain. The kernel calls start_* and finish_* in pairs, on its master thread and outside
+// its parallel regions, computing between them the cells that need none of the data in flight.
+//   fields: the faces of P and M (the rank's own cells next to a neighbour) go out, the
+//     neighbours' faces come into the halo: halo - 1 layers on a low side, halo on a high side
+//     (what D+ reads: offsets -(halo-1) .. +halo).
+//   fluxes: across the faces normal to axis a only the axis-a fluxes FP_a and FM_a (what D-
+//     along a reads; the other components are read along their own axes): halo layers on a low
+//     side, halo - 1 on a high side (D- reads offsets -halo .. halo-1).
+template <class T>
+class TtiHaloExchange {
+ public:
+  virtual ~TtiHaloExchange() = default;
+  virtual void start_fields(T* p, T* m) = 0;
+  virtual void finish_fields() = 0;
+  virtual void start_fluxes(const std::array<T*, 3>& fp, const std::array<T*, 3>& fm) = 0;
+  virtual void finish_fluxes() = 0;
+  // Lets the messages in flight move (MPI moves large ones only inside its calls): called now
+  // and then by thread 0 of the kernel's parallel region while it computes an interior (the
+  // thread that calls start_* and finish_*). Never throws; a failure surfaces in finish_*.
+  virtual void progress() noexcept = 0;
+};
+
+// One rank's part of the padded grid: the fields are its local arrays of shape TtiProblem::n,
+// [halo | own cells | halo] per axis, a window of the whole padded grid. The boxes are the
+// whole grid's J and U (above) cut to the rank's own cells, in local indices; the flux box also
+// holds the row halo - 1 of a side on the whole grid's boundary (J does). Fluxes and updates
+// are computed cell by cell as on one process, with the same code: the result is bit for bit
+// one process's.
+template <class T>
+struct TtiSubdomain {
+  std::array<std::int64_t, 3> flux_lo{}, flux_hi{}, update_lo{}, update_hi{};
+  std::array<std::array<bool, 2>, 3> neighbour{};  // [axis][low, high]: another rank there
+  bool surface = false;  // the free surface is local row halo (this rank mirrors about it)
+  TtiHaloExchange<T>* exchange = nullptr;
+};
+
 template <class T>
 struct TtiProblem {
   int order = 8;  // 4, 8, 12, 16
@@ -74,13 +111,17 @@ struct TtiProblem {
   std::array<T, 3> rh = {0, 0, 0};  // 1 / spacing
   bool free_surface = false;
   TtiCoefficients<T> coef;
-  std::int64_t nsources = 0, nreceivers = 0;     // per shot
-  const std::int64_t* source_cells = nullptr;    // [nshots, nsources] flat padded index
+  std::int64_t nsources = 0, nreceivers = 0;  // per shot
+  // Flat padded indices; -1: a cell of another rank (its traces are left at 0 here).
+  const std::int64_t* source_cells = nullptr;    // [nshots, nsources]
   const T* source_scale = nullptr;               // [nshots, nsources]
-  const std::int64_t* receiver_cells = nullptr;  // [nshots, nreceivers] flat padded index
+  const std::int64_t* receiver_cells = nullptr;  // [nshots, nreceivers]
   bool inject_m = true;   // sources go into P and M (forward) or P only (adjoint)
   bool record_m = false;  // receivers record P (forward) or P + M (adjoint)
   std::int64_t nt = 0;
+  // Under MPI: this rank's subdomain (n is then its local shape); null: the whole grid. The cpu
+  // backend only (api.cpp refuses the others).
+  const TtiSubdomain<T>* subdomain = nullptr;
 };
 
 // P^t, P^{t-1}, M^t, M^{t-1} of every shot, each [nshots, points] (in: t = 0, out: t = nt).
