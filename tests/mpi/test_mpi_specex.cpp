@@ -191,8 +191,7 @@ TEST(MpiSpecex, BadInputOnOneRankFailsOnEveryRankNamingIt) {
   o.comm = comm;
   expect_error_on_every_rank<InvalidArgument>(
       [&] { specex::ex2d(kCpu, psf(), f.input(), 0, 10, f.wave, o); },
-      comm.distributed() ? fmt::format("rank {} of {}: imageivar", bad, comm.size())
-                         : "imageivar");
+      comm.distributed() ? fmt::format("rank {} of {}: imageivar", bad, comm.size()) : "imageivar");
 }
 
 // A folder every rank sees: rank 0's name for it, removed at the end.
