@@ -19,6 +19,7 @@
 #include "core/collective.hpp"
 #include "mpi_test.hpp"
 #include "sciproxy/core/harness.hpp"
+#include "sciproxy/sciproxy.h"
 #include "sciproxy/specex.hpp"
 
 #ifndef SCIPROXY_SPECEX_PSF_R0
@@ -305,6 +306,73 @@ TEST(MpiSpecex, FrameWrittenOnceByRankZero) {
   if (comm.rank() == 0) {
     EXPECT_EQ(dir.listing().size(), 6u) << fmt::format("{}", fmt::join(dir.listing(), ", "));
   }
+}
+
+// The C ABI with options.comm: the one-process arrays on rank 0 (the others pass NULL) or on
+// every rank; an error on one rank (its NULL flux) is every rank's.
+TEST(MpiSpecex, CAbiWithACommunicator) {
+  const auto& comm = world();
+  const Frame f(15);
+  sciproxy_specex_psf* handle = nullptr;
+  ASSERT_EQ(sciproxy_specex_psf_load(SCIPROXY_SPECEX_PSF_R0, &handle), SCIPROXY_OK);
+  sciproxy_specex_input in{};
+  in.psf = handle;
+  in.image = f.image.image.data();
+  in.ivar = f.image.ivar.data();
+  in.ny = f.image.range.ny();
+  in.nx = f.image.range.nx();
+  in.has_range = 1;
+  in.xmin = f.image.range.xmin;
+  in.xmax = f.image.range.xmax;
+  in.ymin = f.image.range.ymin;
+  in.ymax = f.image.range.ymax;
+  in.specmin = 0;
+  in.nspec = 15;
+  in.wavelengths = f.wave.data();
+  in.nwave = static_cast<std::int64_t>(f.wave.size());
+  sciproxy_specex_options o;
+  sciproxy_specex_options_default(&o);
+  o.device = "cpu";
+  o.bundlesize = 5;
+  o.wavesize = 20;
+  o.nparallel = 1;
+  const std::size_t n = 15 * f.wave.size(), npix = f.image.image.size();
+  std::vector<double> flux(n), ivar(n), model(npix);
+  ASSERT_EQ(sciproxy_specex_ex2d(&in, &o, flux.data(), ivar.data(), nullptr, 0, nullptr, nullptr,
+                                 model.data(), nullptr),
+            SCIPROXY_OK)
+      << sciproxy_last_error();
+  o.comm = comm.handle();
+  for (const int layout : {1, 0}) {
+    o.result_layout = layout;
+    const bool receives = layout == 0 || comm.rank() == 0;
+    std::vector<double> f2(receives ? n : 0, -1.0), i2(receives ? n : 0, -1.0),
+        m2(receives ? npix : 0, -1.0);
+    int32_t ndiag = -1;
+    ASSERT_EQ(sciproxy_specex_ex2d(&in, &o, receives ? f2.data() : nullptr,
+                                   receives ? i2.data() : nullptr, nullptr, 0, nullptr, nullptr,
+                                   receives ? m2.data() : nullptr, &ndiag),
+              SCIPROXY_OK)
+        << sciproxy_last_error();
+    EXPECT_GT(ndiag, 0);
+    if (receives) {
+      EXPECT_EQ(f2, flux) << "layout " << layout;
+      EXPECT_EQ(i2, ivar) << "layout " << layout;
+      EXPECT_EQ(m2, model) << "layout " << layout;
+    }
+  }
+  if (comm.distributed()) {
+    o.result_layout = 0;  // every rank receives: the last rank's NULL flux is an error
+    const int bad = comm.size() - 1;
+    std::vector<double> f2(n), i2(n);
+    EXPECT_EQ(sciproxy_specex_ex2d(&in, &o, comm.rank() == bad ? nullptr : f2.data(), i2.data(),
+                                   nullptr, 0, nullptr, nullptr, nullptr, nullptr),
+              SCIPROXY_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(sciproxy_last_error()).find(fmt::format("rank {} of", bad)),
+              std::string::npos)
+        << sciproxy_last_error();
+  }
+  sciproxy_specex_psf_free(handle);
 }
 
 // The harness's ex2d case on the ranks verifies against one process's reference on rank 0.
