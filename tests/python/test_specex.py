@@ -436,6 +436,8 @@ def _ex2d(psf, frame, **changes):
     (dict(xyrange=(0, 10, 0)), ValueError, "xyrange"),
     (dict(xyrange=None), ValueError, "image"),                 # a cut-out is not the whole CCD
     (dict(psf=42), TypeError, "psf"),
+    (dict(comm=3), TypeError, "comm"),                         # not an mpi4py communicator
+    (dict(result_layout="everywhere"), ValueError, "result_layout"),
 ])
 def test_ex2d_bad_input(psf, frame, changes, exception, argument):
     with raises(exception, argument):
@@ -549,3 +551,21 @@ def test_psf_parameters_by_name(psf):
         psf.param("SIGMA", 0, 6500.0)
     with pytest.raises(TypeError, match="name"):
         psf.param(3, 0, 6500.0)
+
+
+# ---- MPI ----
+
+def test_ex2d_on_a_communicator_of_one_rank_is_the_one_process_result(psf, noisy, tmp_path):
+    """comm= takes an mpi4py communicator (its Fortran handle goes to the library): on this one
+    process the result is the same bits in both layouts; tests/mpi runs 2 and 3 ranks."""
+    MPI = pytest.importorskip("mpi4py.MPI")
+    if not sciproxy.info().get("mpi_compiled", True):
+        pytest.skip("sciproxy built without MPI")
+    kw = dict(image=noisy["image"], imageivar=noisy["ivar"], psf=psf, specmin=0, nspec=NSPEC,
+              wavelengths=WAVE, xyrange=noisy["xyrange"], bundlesize=5, full_output=True)
+    one = sx.ex2d(**kw)
+    for layout in ("root", "all_ranks"):
+        got = sx.ex2d(comm=MPI.COMM_WORLD, result_layout=layout, **kw)
+        for key in ("flux", "ivar", "resolution_data", "chi2pix", "pixmask_fraction",
+                    "modelimage"):
+            assert np.array_equal(got[key], one[key]), (layout, key)
