@@ -400,7 +400,7 @@ Part extract_part(const Device& device, const Psf& psf, const ImageInput& image,
       part.ivar[i * nwave + j] *= step * step;
     }
   call.parameters().set("retried_patches", static_cast<long long>(part.retried));
-  if (call.verifying()) {
+  if (call.verifying() && part.nspec > 0) {  // a rank without bundles has nothing to check
     const Part expected = call.on_reference([&] {
       return extract_part(RecordedCall::reference_device(), psf, image, specmin, nspec, wavelengths,
                           o, plan, ndiag, bundles, nullptr, nullptr, kernel);
