@@ -302,8 +302,20 @@ TEST(MpiSpecex, FrameWrittenOnceByRankZero) {
                               dir.path("no/such/frame.fits"), "", f.wave, 0, 15, o);
       },
       "does not exist");
+  // Rank 0's write fails after the extraction (the frame's name is a folder): every rank fails,
+  // no temporary is left.
+  if (comm.rank() == 0) std::filesystem::create_directory(dir.path("folder.fits"));
+  collective::barrier(comm);
+  expect_error_on_every_rank<InvalidArgument>(
+      [&] {
+        specex::extract_frame(kCpu, dir.path("preproc.fits"), SCIPROXY_SPECEX_PSF_R0,
+                              dir.path("folder.fits"), "", f.wave, 0, 15, o);
+      },
+      comm.distributed() ? fmt::format("rank 0 of {}: frame: expected a file name", comm.size())
+                         : "folder.fits', which is a directory");
   collective::barrier(comm);
   if (comm.rank() == 0) {
+    std::filesystem::remove(dir.path("folder.fits"));
     EXPECT_EQ(dir.listing().size(), 6u) << fmt::format("{}", fmt::join(dir.listing(), ", "));
   }
 }
