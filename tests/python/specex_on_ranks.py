@@ -1,6 +1,6 @@
 """Run under mpirun by test_specex.py: ex2d with comm=MPI.COMM_WORLD against one process, bit for
-bit, in both layouts, and an image that differs on the last rank failing on every rank. Prints
-one line per rank: "<rank> OK" or what differed."""
+bit, in both layouts, and an image that differs on the last rank failing on every rank. Rank 0
+prints one line per rank: "<rank> OK" or what differed."""
 import sys
 
 import numpy as np
@@ -37,4 +37,7 @@ try:
 except ValueError as e:
     if "the ranks disagree on the values of image" not in str(e):
         problems.append(f"unexpected error: {e}")
-print(comm.rank, "OK" if not problems else "; ".join(problems), flush=True)
+# Rank 0 prints every rank's line (the ranks' own prints may interleave).
+lines = comm.gather(f"{comm.rank} " + ("OK" if not problems else "; ".join(problems)), root=0)
+if comm.rank == 0:
+    print("\n".join(lines), flush=True)
