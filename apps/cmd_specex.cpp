@@ -158,6 +158,11 @@ int run_spex(const SpexOptions& opt) {
   if (opt.psferr_option->count()) ex.psferr = opt.psferr;
   ex.full_output = true;  // the frame's MASK and CHI2PIX need it
   ex.nparallel = opt.threads;
+  // Under mpirun the bundles are split across the ranks (gpu_specter's --mpi); rank 0 gathers
+  // the frame and writes it.
+  const Communicator& comm = ranks();
+  ex.comm = comm;
+  ex.result_layout = sx::ResultLayout::root;
   Progress progress;
   const bool terminal = isatty(STDOUT_FILENO) != 0;
   if (terminal) {
@@ -167,14 +172,18 @@ int run_spex(const SpexOptions& opt) {
 
   fmt::print(
       "sciproxy spex: {} spectra from {} at {} wavelengths {:.2f}-{:.2f} A (step {:g} A), "
-      "bundles of {} in {} subbundle{}, {} wavelengths a patch, device {}{}{}\n",
+      "bundles of {} in {} subbundle{}, {} wavelengths a patch, device {}{}{}{}\n",
       opt.nspec, opt.specmin, wave.size(), wave.front(), wave.back(),
       wave.size() > 1 ? wave[1] - wave[0] : 0.0, opt.bundlesize, opt.nsubbundles,
       opt.nsubbundles == 1 ? "" : "s", opt.nwavestep, device.name(),
       device.automatic ? " (chosen by auto)" : "",
       device.backend == Backend::cuda
           ? ""
-          : fmt::format(", {} thread{}", threads, threads == 1 ? "" : "s"));
+          : fmt::format(", {} thread{}", threads, threads == 1 ? "" : "s"),
+      comm.distributed()
+          ? fmt::format(" on {} MPI ranks ({} bundles split across them; progress: rank 0's)",
+                        comm.size(), opt.nspec / opt.bundlesize)
+          : "");
   if (device.automatic && device.backend != Backend::cuda)
     fmt::print("auto: running on cpu; no CUDA device: {}\n", cuda_unavailable_reason());
   std::fflush(stdout);
@@ -224,7 +233,7 @@ int run_spex(const SpexOptions& opt) {
       "I/O)\n",
       frames_per_hour, opt.nspec, wave.size(), production_frames_per_hour);
 
-  if (!opt.json_path.empty()) {
+  if (!opt.json_path.empty() && comm.rank() == 0) {
     nlohmann::json j{
         {"command", "spex"},
         {"image", opt.image},
@@ -249,6 +258,7 @@ int run_spex(const SpexOptions& opt) {
           {"ndecorr", opt.ndecorr}}},
         {"device", device.name()},
         {"threads", threads},
+        {"ranks", comm.size()},
         {"ndiag", r.ndiag},
         {"npatches", r.npatches},
         {"retried_patches", r.retried_patches},
@@ -405,7 +415,8 @@ int run_simulate(const SimulateOptions& opt) {
     sim = std::move(full);
   }
   const auto t1 = std::chrono::steady_clock::now();
-  sx::write_preproc_image(opt.output, sim, opt.camera);
+  if (ranks().rank() == 0) sx::write_preproc_image(opt.output, sim, opt.camera);  // once
+
   const double t_write =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   fmt::print("Wrote {} ({} x {} pixels, camera {}); simulated in {:.3f} s, written in {:.3f} s\n",

@@ -189,6 +189,10 @@ module sciproxy
     integer(c_int) :: ndecorr = 0
     real(c_double) :: pixpad_frac = 0.8d0, wavepad_frac = 0.2d0, psferr = -1
     integer(c_int) :: full_output = 1, nparallel = 0
+    ! The communicator's Fortran handle (comm%MPI_VAL), or -1 (SCIPROXY_NO_COMM): this process.
+    integer(c_int64_t) :: comm = -1
+    ! On several ranks: 1 (default) the results on rank 0 alone, 0 on every rank.
+    integer(c_int32_t) :: result_layout = 1
   end type
 
   type, bind(c), public :: sciproxy_specex_frame_input

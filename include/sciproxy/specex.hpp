@@ -15,6 +15,10 @@
 // ex2d (desihub/specter b8490d38); see docs/kernels/specex.md for every rule and where ours
 // differ on purpose (the model image, the retry of a failed patch, the checks).
 //
+// On several ranks (Ex2dOptions::comm) the bundles are split across them in contiguous blocks,
+// as gpu_specter's --mpi splits them; each rank extracts its own and the results are gathered,
+// the same bits as a one-process run (the model image too: see Ex2dResult::model).
+//
 // Everything is float64, as specter computes. Long calls stop between patches when asked
 // (sciproxy/core/cancel.hpp): they throw Cancelled and their outputs are unspecified.
 #pragma once
@@ -27,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "sciproxy/core/communicator.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/metrics.hpp"
 #include "sciproxy/core/timers.hpp"
@@ -159,6 +164,12 @@ struct ImageInput {
   std::optional<PixelRange> range;
 };
 
+// Where the result goes when the call runs on several ranks (the values of stack::ResultLayout).
+enum class ResultLayout : int {
+  all_ranks = 0,  // every rank receives the whole result
+  root = 1,       // rank 0 receives the whole result; the others' arrays are empty (gpu_specter)
+};
+
 struct Ex2dOptions {
   int bundlesize = 25;
   int nsubbundles = 1;
@@ -173,6 +184,13 @@ struct Ex2dOptions {
   // Called after each bundle with (bundles done, bundles in all): the CLI's progress line.
   void (*progress)(void* context, int done, int total) = nullptr;
   void* progress_context = nullptr;
+  // The ranks the call runs on (collective; sciproxy/core/communicator.hpp): the bundles are
+  // split across them in contiguous blocks (a rank may have none), each rank extracts its own
+  // (progress counts its own bundles), and the results are gathered as result_layout says.
+  // Every rank passes the same PSF, image, ivar, wavelengths and options (checked: sizes,
+  // values and hashes of the arrays). Without a communicator (the default) the call runs here.
+  Communicator comm;
+  ResultLayout result_layout = ResultLayout::root;
 };
 
 // One patch of the frame (computed by ex2d's plan; see patches()).
@@ -196,10 +214,14 @@ struct Ex2dResult {
   std::vector<double> resolution;        // (nspec, 2 ndiag + 1, nwave): R[j - ndiag + k, j]
   std::vector<double> chi2pix;           // (nspec, nwave), full_output
   std::vector<double> pixmask_fraction;  // (nspec, nwave), full_output
-  std::vector<double> model;             // the image's shape, full_output
+  // The image's shape, full_output: each bundle's patches' core models summed in patch order,
+  // then the bundles' sums added in bundle order (the same on any number of ranks).
+  std::vector<double> model;
   std::int64_t npatches = 0;
   std::int64_t retried_patches = 0;  // patches whose Cholesky failed and were solved again with
                                      // regularize = 1e-4
+  // On several ranks with ResultLayout::root, ranks other than 0 hold the sizes and counts
+  // above but empty arrays.
 };
 
 // specter's ndiag: min(max over 3 fibres x 3 wavelengths of round(9 wdisp / dw), spot ny / 2,
@@ -271,7 +293,10 @@ void write_model_image(const std::string& path, const Ex2dResult& result, std::i
                        std::int64_t nx);
 
 // gpu_specter's extract_frame: read the image and the PSF, extract, write the frame (and the
-// model image when model_path is not empty). Returns the extraction.
+// model image when model_path is not empty). Returns the extraction. On several ranks
+// (options.comm) every rank reads the files (they must be the same: checked), extracts its
+// bundles, and rank 0 alone writes the gathered frame, once, after every rank's part has
+// arrived; an error on any rank leaves no file and throws the same error on every rank.
 Ex2dResult extract_frame(const Device& device, const std::string& image_path,
                          const std::string& psf_path, const std::string& frame_path,
                          const std::string& model_path, std::span<const double> wavelengths,

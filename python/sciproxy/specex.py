@@ -430,10 +430,22 @@ def _int(name: str, value) -> int:
     return _integer(name, value, _args.INT32_MIN, _args.INT32_MAX)
 
 
+_RESULT_LAYOUTS = {"all_ranks": 0, "root": 1}  # the library's ResultLayout
+
+
+def _result_layout(value) -> int:
+    if not isinstance(value, str) or value not in _RESULT_LAYOUTS:
+        raise ValueError(f"result_layout: expected 'root' or 'all_ranks', got {value!r}")
+    return _RESULT_LAYOUTS[value]
+
+
 def _ex2d_options(regularize, ndecorr, bundlesize, nsubbundles, wavesize, full_output, psferr,
-                  pixpad_frac, wavepad_frac, nparallel, verbose, wavesize_name="wavesize"):
+                  pixpad_frac, wavepad_frac, nparallel, verbose, wavesize_name="wavesize",
+                  comm=None, result_layout="root"):
     """Plain Python values for the library, which checks their ranges and names them."""
     return {
+        "comm": _args.communicator("comm", comm),
+        "result_layout": _result_layout(result_layout),
         "regularize": _real("regularize", regularize),
         "ndecorr": _bool("ndecorr", ndecorr),
         "bundlesize": _int("bundlesize", bundlesize),
@@ -451,7 +463,7 @@ def _ex2d_options(regularize, ndecorr, bundlesize, nsubbundles, wavesize, full_o
 def ex2d(image, imageivar, psf, specmin, nspec, wavelengths, xyrange=None, regularize=0.0,
          ndecorr=False, bundlesize=25, nsubbundles=1, wavesize=50, full_output=False,
          psferr=None, pixpad_frac=0.8, wavepad_frac=0.2, device="auto", nparallel=None,
-         verbose=False):
+         verbose=False, comm=None, result_layout="root"):
     """Extracts spectra [specmin, specmin + nspec) at ``wavelengths`` (a linear grid) from
     ``image`` (the whole CCD, or the cut-out ``xyrange`` = (xmin, xmax, ymin, ymax)), as specter's
     ex2d: patches of nsubbundles subbundles per bundle of ``bundlesize`` fibres and ``wavesize``
@@ -461,16 +473,24 @@ def ex2d(image, imageivar, psf, specmin, nspec, wavelengths, xyrange=None, regul
     electrons per Angstrom; with full_output a dict with specter's keys flux, ivar,
     resolution_data, modelimage (the image's shape), pixmask_fraction, chi2pix (and ndiag,
     npatches, retried_patches, timers, device). ``psf`` is a Psf or the path of a PSF file;
-    image and imageivar float32 or float64 [ny, nx] (converted once to float64)."""
+    image and imageivar float32 or float64 [ny, nx] (converted once to float64).
+
+    ``comm`` (an mpi4py communicator; collective): the bundles are split across its ranks, as
+    gpu_specter's --mpi splits them, every rank passing the same arguments (checked). The result,
+    the same bits as one process, is rank 0's with result_layout "root" (the other ranks get
+    None, as gpu_specter's) or every rank's with "all_ranks"."""
     psf = _as_psf(psf)
     image, ivar = _image_pair(image, imageivar, "image", "imageivar")
     specmin, nspec = _fibres(specmin, nspec)
     w = _wavelengths("wavelengths", wavelengths, at_least=2)
     r = _xyrange(xyrange)
     options = _ex2d_options(regularize, ndecorr, bundlesize, nsubbundles, wavesize, full_output,
-                            psferr, pixpad_frac, wavepad_frac, nparallel, verbose)
+                            psferr, pixpad_frac, wavepad_frac, nparallel, verbose, comm=comm,
+                            result_layout=result_layout)
     out = _call({"ivar": "imageivar", "range": "xyrange"}, _sciproxy.specex_ex2d, psf._psf,
                 image, ivar, r, specmin, nspec, w, options, _device(device))
+    if out is None:  # a rank other than 0, the result gathered on rank 0
+        return None
     if options["full_output"]:
         return dict(out)
     return out["flux"], out["ivar"], out["resolution_data"]
@@ -591,14 +611,19 @@ def wavelength_grid(wmin, wmax, dw) -> np.ndarray:
 
 def extract_frame(image_path, psf_path, frame_path, model_path=None, wavelength=None,
                   specmin=0, nspec=500, bundlesize=25, nsubbundles=5, nwavestep=50, psferr=None,
-                  pixpad_frac=0.8, wavepad_frac=0.2, device="auto", nparallel=None):
+                  pixpad_frac=0.8, wavepad_frac=0.2, device="auto", nparallel=None, comm=None,
+                  result_layout="root"):
     """gpu_specter's extract_frame (its spex command): reads the preprocessed image and the PSF,
     extracts, writes the frame (and the model image when model_path is given). ``wavelength`` is
     (wmin, wmax, dw) (the grid np.arange(wmin, wmax + dw/2, dw)) or an array; None: desispec's
     grid of the camera is not known here, so it is required.
 
     Returns a dict of the extraction: wavelength, flux, ivar, resolution_data, chi2pix,
-    pixmask_fraction, modelimage, ndiag, npatches, retried_patches, timers, device."""
+    pixmask_fraction, modelimage, ndiag, npatches, retried_patches, timers, device.
+
+    ``comm`` (an mpi4py communicator; collective): every rank reads the files and extracts its
+    bundles, rank 0 alone writes the frame once; with result_layout "root" ranks other than 0
+    return None. An error on any rank is raised on every rank and leaves no file."""
     image_path = _path("image_path", image_path)
     psf_path = _path("psf_path", psf_path)
     frame_path = _path("frame_path", frame_path)
@@ -615,11 +640,14 @@ def extract_frame(image_path, psf_path, frame_path, model_path=None, wavelength=
     nspec = _int32("nspec", nspec, 1)
     options = _ex2d_options(0.0, False, bundlesize, nsubbundles, nwavestep, True, psferr,
                             pixpad_frac, wavepad_frac, nparallel, False,
-                            wavesize_name="nwavestep")
-    out = dict(_call({"wavelengths": "wavelength", "wavesize": "nwavestep", "image": "image_path",
+                            wavesize_name="nwavestep", comm=comm, result_layout=result_layout)
+    out = _call({"wavelengths": "wavelength", "wavesize": "nwavestep", "image": "image_path",
                       "psf": "psf_path"},
                      _sciproxy.specex_extract_frame, image_path, psf_path, frame_path, model_path,
-                     w, specmin, nspec, options, _device(device)))
+                     w, specmin, nspec, options, _device(device))
+    if out is None:  # a rank other than 0: rank 0 holds the result and wrote the frame
+        return None
+    out = dict(out)
     out["wavelength"] = w
     model = out.get("modelimage")
     if model is not None and model.ndim == 1 and model.size:

@@ -226,6 +226,12 @@ sx::Ex2dOptions options_of(const nb::dict& d) {
   if (d.contains("psferr") && !d["psferr"].is_none()) o.psferr = nb::cast<double>(d["psferr"]);
   o.full_output = nb::cast<bool>(d["full_output"]);
   o.nparallel = nb::cast<int>(d["nparallel"]);
+  // The ranks (the communicator's Fortran handle, -1 for this process alone) and where the
+  // results go on them (sciproxy.specex checks both).
+  if (d.contains("comm"))
+    o.comm = sciproxy::Communicator::from_handle(nb::cast<std::int64_t>(d["comm"]), "comm");
+  if (d.contains("result_layout"))
+    o.result_layout = static_cast<sx::ResultLayout>(nb::cast<int>(d["result_layout"]));
   if (d.contains("verbose") && nb::cast<bool>(d["verbose"])) {
     // No Python here (the GIL is released): a progress line on stderr, as specter's verbose.
     o.progress = [](void*, int done, int total) {
@@ -237,8 +243,11 @@ sx::Ex2dOptions options_of(const nb::dict& d) {
   return o;
 }
 
-nb::dict result_to_python(sx::Ex2dResult&& r, bool full_output, std::int64_t ny, std::int64_t nx) {
+// None on a rank that receives no result (several ranks, the result on rank 0).
+nb::object result_to_python(sx::Ex2dResult&& r, bool full_output, std::int64_t ny,
+                            std::int64_t nx) {
   const std::int64_t nspec = r.nspec, nwave = r.nwave;
+  if (r.flux.empty() && nspec * nwave > 0) return nb::none();
   nb::dict d;
   d["flux"] = to_numpy(std::move(r.flux), {nspec, nwave});
   d["ivar"] = to_numpy(std::move(r.ivar), {nspec, nwave});
@@ -267,9 +276,9 @@ sx::ImageInput image_of(const Matrix& image, const Matrix& ivar, const std::opti
   return in;
 }
 
-nb::dict ex2d(const sx::Psf& psf, const Matrix& image, const Matrix& ivar,
-              const std::optional<Range>& r, int specmin, int nspec, const Vector& wavelengths,
-              const nb::dict& options, const std::string& device_spec) {
+nb::object ex2d(const sx::Psf& psf, const Matrix& image, const Matrix& ivar,
+                const std::optional<Range>& r, int specmin, int nspec, const Vector& wavelengths,
+                const nb::dict& options, const std::string& device_spec) {
   const sx::Ex2dOptions opt = options_of(options);
   const sx::ImageInput in = image_of(image, ivar, r);
   const sciproxy::Device device = sciproxy::select_device(device_spec);
@@ -279,7 +288,9 @@ nb::dict ex2d(const sx::Psf& psf, const Matrix& image, const Matrix& ivar,
     const Interruptible interruptible;  // GIL released; Ctrl-C stops the call between patches
     result = sx::ex2d(device, psf, in, specmin, nspec, span_of(wavelengths), opt, &timers);
   }
-  nb::dict d = result_to_python(std::move(result), opt.full_output, in.ny, in.nx);
+  nb::object out = result_to_python(std::move(result), opt.full_output, in.ny, in.nx);
+  if (out.is_none()) return out;
+  nb::dict d = nb::cast<nb::dict>(out);
   d["timers"] = timers_to_python(timers);
   d["device"] = device.name();
   return d;
@@ -371,10 +382,10 @@ void write_preproc_image(const std::string& path, const Matrix& image, const Mat
   sx::write_preproc_image(path, sim, camera);
 }
 
-nb::dict extract_frame(const std::string& image_path, const std::string& psf_path,
-                       const std::string& frame_path, const std::string& model_path,
-                       const Vector& wavelengths, int specmin, int nspec, const nb::dict& options,
-                       const std::string& device_spec) {
+nb::object extract_frame(const std::string& image_path, const std::string& psf_path,
+                         const std::string& frame_path, const std::string& model_path,
+                         const Vector& wavelengths, int specmin, int nspec, const nb::dict& options,
+                         const std::string& device_spec) {
   const sx::Ex2dOptions opt = options_of(options);
   const sciproxy::Device device = sciproxy::select_device(device_spec);
   sciproxy::Timers timers;
@@ -385,7 +396,9 @@ nb::dict extract_frame(const std::string& image_path, const std::string& psf_pat
                                span_of(wavelengths), specmin, nspec, opt, &timers);
   }
   // The model image is returned flat; the Python layer gives it the image's shape.
-  nb::dict d = result_to_python(std::move(result), opt.full_output, 0, 0);
+  nb::object out = result_to_python(std::move(result), opt.full_output, 0, 0);
+  if (out.is_none()) return out;
+  nb::dict d = nb::cast<nb::dict>(out);
   d["timers"] = timers_to_python(timers);
   d["device"] = device.name();
   return d;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "capi/guarded.hpp"
+#include "core/collective.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/sciproxy.h"
 
@@ -54,7 +55,15 @@ sx::Ex2dOptions options_of(const sciproxy_specex_options& c) {
   if (c.psferr >= 0) o.psferr = c.psferr;
   o.full_output = c.full_output != 0;
   o.nparallel = c.nparallel > 0 ? c.nparallel : 0;
+  require(c.result_layout == 0 || c.result_layout == 1, "options.result_layout",
+          "0 (every rank) or 1 (rank 0)", std::to_string(c.result_layout));
+  o.result_layout = static_cast<sx::ResultLayout>(c.result_layout);
   return o;
+}
+
+// The options' communicator: made first, so that every later error is every rank's.
+sciproxy::Communicator comm_of(const sciproxy_specex_options& c) {
+  return sciproxy::Communicator::from_handle(c.comm, "options.comm");
 }
 
 const sx::Psf& psf_of(const sciproxy_specex_psf* psf) {
@@ -229,6 +238,8 @@ void sciproxy_specex_options_default(sciproxy_specex_options* options) {
   options->psferr = -1;
   options->full_output = d.full_output ? 1 : 0;
   options->nparallel = d.nparallel;
+  options->comm = SCIPROXY_NO_COMM;
+  options->result_layout = static_cast<int32_t>(d.result_layout);
 }
 
 sciproxy_status sciproxy_specex_ex2d_shape(const sciproxy_specex_input* input,
@@ -253,28 +264,44 @@ sciproxy_status sciproxy_specex_ex2d(const sciproxy_specex_input* input,
                                      int32_t* ndiag) {
   return guarded([&] {
     const auto c = read(options);
-    auto opt = options_of(c);
-    const Input in = input_of(input);
-    require_pointer(flux, "flux");
-    require_pointer(ivar, "ivar");
-    if (resolution) {
-      require(resolution_size >= 0, "resolution_size", "a size >= 0",
-              std::to_string(resolution_size));
-      // The arguments' checks first (ndiag assumes sensible ones).
-      (void)sx::ex2d_patches(*in.psf, in.image, in.specmin, in.nspec, in.wavelengths, opt);
-      const double dw = in.wavelengths.size() > 1 ? in.wavelengths[1] - in.wavelengths[0] : 1.0;
-      const int nd = sx::resolution_ndiag(*in.psf, in.specmin, in.nspec, dw);
-      const int64_t want = int64_t(in.nspec) * (2 * nd + 1) * int64_t(in.wavelengths.size());
-      require(resolution_size == want, "resolution_size",
-              fmt::format("nspec x (2 ndiag + 1) x nwave = {} (ndiag {})", want, nd),
-              std::to_string(resolution_size));
-    }
-    const bool extras = chi2pix || pixmask_fraction || model;
-    require(!extras || opt.full_output, "options.full_output",
-            "non-zero when chi2pix, pixmask_fraction or model is asked for", "0");
-    const auto dev = sciproxy::capi::device_of(c.device);
+    const sciproxy::Communicator comm = comm_of(c);
+    sx::Ex2dOptions opt;
+    Input in;
+    sciproxy::Device dev;
+    // Checked on every rank alike: one rank's error is every rank's, none waits in the call.
+    sciproxy::collective::on_every_rank(comm, [&] {
+      opt = options_of(c);
+      opt.comm = comm;
+      in = input_of(input);
+      // On several ranks with the result on rank 0, the others' outputs are not written.
+      const bool receives = opt.result_layout == sx::ResultLayout::all_ranks || comm.rank() == 0;
+      if (receives) {
+        require_pointer(flux, "flux");
+        require_pointer(ivar, "ivar");
+      }
+      if (resolution && receives) {
+        require(resolution_size >= 0, "resolution_size", "a size >= 0",
+                std::to_string(resolution_size));
+        // The arguments' checks first (ndiag assumes sensible ones).
+        (void)sx::ex2d_patches(*in.psf, in.image, in.specmin, in.nspec, in.wavelengths, opt);
+        const double dw = in.wavelengths.size() > 1 ? in.wavelengths[1] - in.wavelengths[0] : 1.0;
+        const int nd = sx::resolution_ndiag(*in.psf, in.specmin, in.nspec, dw);
+        const int64_t want = int64_t(in.nspec) * (2 * nd + 1) * int64_t(in.wavelengths.size());
+        require(resolution_size == want, "resolution_size",
+                fmt::format("nspec x (2 ndiag + 1) x nwave = {} (ndiag {})", want, nd),
+                std::to_string(resolution_size));
+      }
+      const bool extras = chi2pix || pixmask_fraction || model;
+      require(!extras || opt.full_output, "options.full_output",
+              "non-zero when chi2pix, pixmask_fraction or model is asked for", "0");
+      dev = sciproxy::capi::device_of(c.device);
+    });
     const sx::Ex2dResult r =
         sx::ex2d(dev, *in.psf, in.image, in.specmin, in.nspec, in.wavelengths, opt);
+    if (r.flux.empty() && comm.distributed()) {  // not this rank's to receive
+      if (ndiag) *ndiag = r.ndiag;
+      return;
+    }
     sciproxy::capi::copy_out(r.flux, flux, "flux");
     sciproxy::capi::copy_out(r.ivar, ivar, "ivar");
     if (resolution) sciproxy::capi::copy_out(r.resolution, resolution, "resolution");
@@ -291,13 +318,20 @@ sciproxy_status sciproxy_specex_extract_frame(const sciproxy_specex_frame_input*
                                               int64_t* nwave, int64_t* npatches) {
   return guarded([&] {
     const auto c = read(options);
-    const auto opt = options_of(c);
-    require_pointer(input, "input");
-    require_pointer(input->image_path, "image_path");
-    require_pointer(input->psf_path, "psf_path");
-    require_pointer(input->frame_path, "frame_path");
-    const std::vector<double> wave = sx::wavelength_grid(input->wmin, input->wmax, input->dw);
-    const auto dev = sciproxy::capi::device_of(c.device);
+    const sciproxy::Communicator comm = comm_of(c);
+    sx::Ex2dOptions opt;
+    std::vector<double> wave;
+    sciproxy::Device dev;
+    sciproxy::collective::on_every_rank(comm, [&] {
+      opt = options_of(c);
+      opt.comm = comm;
+      require_pointer(input, "input");
+      require_pointer(input->image_path, "image_path");
+      require_pointer(input->psf_path, "psf_path");
+      require_pointer(input->frame_path, "frame_path");
+      wave = sx::wavelength_grid(input->wmin, input->wmax, input->dw);
+      dev = sciproxy::capi::device_of(c.device);
+    });
     const sx::Ex2dResult r = sx::extract_frame(
         dev, input->image_path, input->psf_path, input->frame_path,
         input->model_path ? input->model_path : "", wave, input->specmin, input->nspec, opt);

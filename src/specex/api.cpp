@@ -5,11 +5,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "case.hpp"
+#include "core/collective.hpp"
 #include "core/recorded_call.hpp"
 #include "kernels.hpp"
 #include "math.hpp"
@@ -169,17 +172,6 @@ void check_options(const Ex2dOptions& o, int specmin, int nspec) {
   resolve_threads(o.nparallel, "nparallel");
 }
 
-kernels::Outputs outputs_of(Ex2dResult& r) {
-  kernels::Outputs out;
-  out.flux = r.flux.data();
-  out.ivar = r.ivar.data();
-  out.resolution = r.resolution.data();
-  out.chi2pix = r.chi2pix.empty() ? nullptr : r.chi2pix.data();
-  out.pixmask_fraction = r.pixmask_fraction.empty() ? nullptr : r.pixmask_fraction.data();
-  out.model = r.model.empty() ? nullptr : r.model.data();
-  return out;
-}
-
 }  // namespace
 
 int resolution_ndiag(const Psf& psf, int specmin, int nspec, double dw) {
@@ -280,9 +272,318 @@ WorkModel ex2d_work(const std::vector<PatchPlan>& patches, const PsfModel& psf, 
   return w;
 }
 
+namespace {
+
+// The pixels a bundle's patches cover: the bounding box of their rectangles (inside the image,
+// as ex2d_patches clips them).
+PixelRange bundle_box(std::span<const PatchPlan> patches) {
+  PixelRange box = patches.front().pixels;
+  for (const PatchPlan& q : patches) {
+    box.xmin = std::min(box.xmin, q.pixels.xmin);
+    box.xmax = std::max(box.xmax, q.pixels.xmax);
+    box.ymin = std::min(box.ymin, q.pixels.ymin);
+    box.ymax = std::max(box.ymax, q.pixels.ymax);
+  }
+  return box;
+}
+
+// What one process extracts: bundles [first, first + count) of the plan, into arrays covering
+// their spectra (rows first x bundlesize ... of the whole, per Angstrom).
+struct Part {
+  std::int64_t nspec = 0;
+  std::vector<double> flux, ivar, resolution, chi2pix, pixmask_fraction;
+  std::int64_t retried = 0;
+};
+// Receives each bundle's model (its patches' core models summed from zero over its box), in
+// bundle order.
+using ModelSink = std::function<void(int bundle, const PixelRange& box, std::vector<double>&)>;
+
+// The extraction shared by one process and the ranks: every bundle solved with the image cut to
+// the bundle's box, so that its model is summed on its own and the whole is the same on any
+// number of ranks. The kernels read the image only where the patches lie, so the bits of flux,
+// ivar and resolution do not depend on the cut.
+Part extract_part(const Device& device, const Psf& psf, const ImageInput& image, int specmin,
+                  int nspec, std::span<const double> wavelengths, const Ex2dOptions& o,
+                  const std::vector<PatchPlan>& plan, int ndiag, collective::Block bundles,
+                  const ModelSink& sink, Timers* timers, const char* kernel) {
+  const std::int64_t nbundles = nspec / o.bundlesize;
+  const std::int64_t per_bundle = static_cast<std::int64_t>(plan.size()) / nbundles;
+  const std::int64_t nwave = static_cast<std::int64_t>(wavelengths.size());
+  const int first_spec = specmin + static_cast<int>(bundles.first) * o.bundlesize;
+  Part part;
+  part.nspec = bundles.count * o.bundlesize;
+  const std::size_t per_bin = static_cast<std::size_t>(part.nspec * nwave);
+  require_memory(8 * double(per_bin) * (2 + (2 * ndiag + 1) + (o.full_output ? 2 : 0)),
+                 "nspec, wavelengths",
+                 fmt::format("{} spectra x {} wavelengths", part.nspec, nwave));
+  part.flux.assign(per_bin, 0.0);
+  part.ivar.assign(per_bin, 0.0);
+  part.resolution.assign(per_bin * static_cast<std::size_t>(2 * ndiag + 1), 0.0);
+  if (o.full_output) {
+    part.chi2pix.assign(per_bin, 0.0);
+    part.pixmask_fraction.assign(per_bin, 0.0);
+  }
+  const std::span<const PatchPlan> mine =
+      std::span(plan).subspan(static_cast<std::size_t>(bundles.first * per_bundle),
+                              static_cast<std::size_t>(bundles.count * per_bundle));
+
+  RecordedCall call(kernel, device, timers);
+  call.set_work(
+      ex2d_work(std::vector<PatchPlan>(mine.begin(), mine.end()), psf.model(), o.ndecorr));
+  call.parameters().set("nspec", static_cast<long long>(part.nspec));
+  call.parameters().set("nwave", static_cast<long long>(nwave));
+  call.parameters().set("patches", static_cast<long long>(mine.size()));
+
+  kernels::Problem p;
+  p.psf = &psf.model();
+  const PixelRange image_range = image.range.value_or(PixelRange{0, psf.npix_x(), 0, psf.npix_y()});
+  p.dw = wavelengths[1] - wavelengths[0];
+  p.nspec = part.nspec;
+  p.nwave = nwave;
+  p.specmin = first_spec;
+  p.ndiag = ndiag;
+  p.regularize = o.regularize;
+  p.ndecorr = o.ndecorr;
+  p.psferr = o.psferr.value_or(psf.model().psferr);
+  p.full_output = o.full_output;
+  p.nparallel = o.nparallel;
+  const Context ctx{device, call.timers()};
+  kernels::Outputs out;
+  out.flux = part.flux.data();
+  out.ivar = part.ivar.data();
+  out.resolution = part.resolution.data();
+  out.chi2pix = o.full_output ? part.chi2pix.data() : nullptr;
+  out.pixmask_fraction = o.full_output ? part.pixmask_fraction.data() : nullptr;
+  std::vector<double> box_image, box_ivar, box_model;
+  // Bundle by bundle, so that a progress line can follow and Ctrl-C stops between bundles.
+  const int count = static_cast<int>(bundles.count);
+  for (int k = 0; k < count; ++k) {
+    throw_if_cancelled(kernel, k, count, "bundles");
+    const int b = static_cast<int>(bundles.first) + k;
+    const std::span<const PatchPlan> patches = std::span(plan).subspan(
+        static_cast<std::size_t>(b * per_bundle), static_cast<std::size_t>(per_bundle));
+    const PixelRange box = bundle_box(patches);
+    const std::size_t npix = static_cast<std::size_t>(box.nx() * box.ny());
+    box_image.resize(npix);
+    box_ivar.resize(npix);
+    for (std::int64_t y = box.ymin; y < box.ymax; ++y) {
+      const std::size_t from = static_cast<std::size_t>((y - image_range.ymin) * image_range.nx() +
+                                                        (box.xmin - image_range.xmin));
+      const std::size_t to = static_cast<std::size_t>((y - box.ymin) * box.nx());
+      std::copy_n(image.image.begin() + from, box.nx(), box_image.begin() + to);
+      std::copy_n(image.ivar.begin() + from, box.nx(), box_ivar.begin() + to);
+    }
+    p.image = box_image.data();
+    p.ivar = box_ivar.data();
+    p.image_range = box;
+    p.patches = patches.data();
+    p.npatches = per_bundle;
+    out.model = nullptr;
+    if (o.full_output && sink) {
+      box_model.assign(npix, 0.0);
+      out.model = box_model.data();
+    }
+    out.retried_patches = 0;
+    SCIPROXY_RUN_KERNEL(ctx, extract, p, out);
+    part.retried += out.retried_patches;
+    if (out.model) sink(b, box, box_model);
+    if (o.progress) o.progress(o.progress_context, k + 1, count);
+  }
+  // Per Angstrom (specter: numpy.gradient of the wavelengths, constant on a linear grid).
+  for (std::int64_t i = 0; i < part.nspec; ++i)
+    for (std::int64_t j = 0; j < nwave; ++j) {
+      const double step = nwave == 1       ? 1.0
+                          : j == 0         ? wavelengths[1] - wavelengths[0]
+                          : j == nwave - 1 ? wavelengths[j] - wavelengths[j - 1]
+                                           : (wavelengths[j + 1] - wavelengths[j - 1]) / 2;
+      part.flux[i * nwave + j] /= step;
+      part.ivar[i * nwave + j] *= step * step;
+    }
+  call.parameters().set("retried_patches", static_cast<long long>(part.retried));
+  if (call.verifying() && part.nspec > 0) {  // a rank without bundles has nothing to check
+    const Part expected = call.on_reference([&] {
+      return extract_part(RecordedCall::reference_device(), psf, image, specmin, nspec, wavelengths,
+                          o, plan, ndiag, bundles, nullptr, nullptr, kernel);
+    });
+    const Tolerance tol = ex2d_tolerance();
+    call.compare<double>("flux", part.flux, expected.flux, tol);
+    call.compare<double>("ivar", part.ivar, expected.ivar, tol);
+    call.compare<double>("resolution", part.resolution, expected.resolution, tol);
+  }
+  return part;
+}
+
+// Adds a bundle's model into the image's (covering `range`).
+void add_bundle_model(const PixelRange& range, const PixelRange& box, const double* pixels,
+                      double* model) {
+  for (std::int64_t y = box.ymin; y < box.ymax; ++y) {
+    double* row = model + (y - range.ymin) * range.nx() + (box.xmin - range.xmin);
+    const double* from = pixels + (y - box.ymin) * box.nx();
+    for (std::int64_t x = 0; x < box.nx(); ++x) row[x] += from[x];
+  }
+}
+
+// What every rank must pass alike: the spectra, the wavelengths, the options, the PSF and the
+// image (sizes, and hashes of the values).
+std::vector<collective::Field> agreed_fields(const Psf& psf, const ImageInput& image, int specmin,
+                                             int nspec, std::span<const double> wavelengths,
+                                             const Ex2dOptions& o) {
+  auto bits = [](double v) {
+    std::int64_t b;
+    std::memcpy(&b, &v, sizeof b);
+    return b;
+  };
+  const PixelRange r = image.range.value_or(PixelRange{-1, -1, -1, -1});
+  const PsfModel& m = psf.model();
+  std::uint64_t psf_hash = collective::hash_bytes(m.x.coeff.data(), 8 * m.x.coeff.size());
+  psf_hash = collective::hash_bytes(m.y.coeff.data(), 8 * m.y.coeff.size(), psf_hash);
+  psf_hash = collective::hash_bytes(m.w.coeff.data(), 8 * m.w.coeff.size(), psf_hash);
+  psf_hash = collective::hash_bytes(m.params.data(), 8 * m.params.size(), psf_hash);
+  return {{"specmin", specmin},
+          {"nspec", nspec},
+          {"result_layout", static_cast<int>(o.result_layout)},
+          {"bundlesize", o.bundlesize},
+          {"nsubbundles", o.nsubbundles},
+          {"wavesize", o.wavesize},
+          {"regularize", bits(o.regularize)},
+          {"ndecorr", o.ndecorr},
+          {"pixpad_frac", bits(o.pixpad_frac)},
+          {"wavepad_frac", bits(o.wavepad_frac)},
+          {"psferr", o.psferr ? bits(*o.psferr) : -1},
+          {"full_output", o.full_output},
+          {"nwave", static_cast<std::int64_t>(wavelengths.size())},
+          {"wavelengths", collective::hash_of(wavelengths), true},
+          {"psf", static_cast<std::int64_t>(psf_hash), true},
+          {"image rows", image.ny},
+          {"image columns", image.nx},
+          {"xyrange xmin", r.xmin},
+          {"xyrange xmax", r.xmax},
+          {"xyrange ymin", r.ymin},
+          {"xyrange ymax", r.ymax},
+          {"image", collective::hash_of(image.image), true},
+          {"imageivar", collective::hash_of(image.ivar), true}};
+}
+
+// ex2d on the ranks of o.comm: rank r extracts its block of bundles, then the rows of every
+// array and the bundles' models go to rank 0 (or every rank), which adds the models in bundle
+// order as one process does.
+Ex2dResult ex2d_on_ranks(const Device& device, const Psf& psf, const ImageInput& image, int specmin,
+                         int nspec, std::span<const double> wavelengths, const Ex2dOptions& o,
+                         Timers* timers) {
+  const Communicator& comm = o.comm;
+  auto region = Timers::region(timers, "ex2d");
+  std::vector<PatchPlan> plan;
+  int ndiag = 0;
+  collective::on_every_rank(comm, [&] {
+    require(o.result_layout == ResultLayout::all_ranks || o.result_layout == ResultLayout::root,
+            "result_layout", "0 (all ranks) or 1 (rank 0)",
+            std::to_string(static_cast<int>(o.result_layout)));
+    plan = ex2d_patches(psf, image, specmin, nspec, wavelengths, o);
+    ndiag = resolution_ndiag(psf, specmin, nspec, wavelengths[1] - wavelengths[0]);
+  });
+  collective::require_same(comm, agreed_fields(psf, image, specmin, nspec, wavelengths, o), "ex2d");
+
+  const int nbundles = nspec / o.bundlesize;
+  const std::int64_t per_bundle = static_cast<std::int64_t>(plan.size()) / nbundles;
+  const bool holds_all = o.result_layout == ResultLayout::all_ranks || comm.rank() == 0;
+  const std::int64_t nwave = static_cast<std::int64_t>(wavelengths.size());
+  std::vector<PixelRange> boxes;
+  std::vector<std::int64_t> bundle_at;  // each bundle's offset in the gathered models
+  std::int64_t model_values = 0;
+  for (int b = 0; b < nbundles; ++b) {
+    boxes.push_back(bundle_box(std::span(plan).subspan(static_cast<std::size_t>(b * per_bundle),
+                                                       static_cast<std::size_t>(per_bundle))));
+    bundle_at.push_back(model_values);
+    model_values += boxes.back().nx() * boxes.back().ny();
+  }
+  const collective::Block block = collective::block_of(nbundles, comm);
+  // The models go out as one array per rank: its bundles' boxes one after the other.
+  const bool models = o.full_output;
+  std::vector<double> model_values_all;  // every bundle's model, where this rank receives them
+  std::vector<double> model_mine;
+  Ex2dOptions local = o;
+  local.comm = Communicator();
+  Part part;
+  Ex2dResult r;
+  r.nspec = nspec;
+  r.nwave = nwave;
+  r.ndiag = ndiag;
+  r.npatches = static_cast<std::int64_t>(plan.size());
+  collective::on_every_rank(comm, [&] {
+    const std::int64_t mine_values =
+        block.count > 0 ? (block.first + block.count < nbundles
+                               ? bundle_at[static_cast<std::size_t>(block.first + block.count)]
+                               : model_values) -
+                              bundle_at[static_cast<std::size_t>(block.first)]
+                        : 0;
+    if (holds_all) {
+      const double per_bin = double(nspec) * double(nwave);
+      require_memory(8 * per_bin * (2 + (2 * ndiag + 1) + (models ? 2 : 0)) +
+                         (models ? 8.0 * double(image.ny * image.nx + model_values) : 0.0),
+                     "nspec, wavelengths",
+                     fmt::format("{} spectra x {} wavelengths, gathered", nspec, nwave));
+    }
+    if (models) model_mine.reserve(static_cast<std::size_t>(mine_values));
+    const ModelSink keep = [&](int, const PixelRange&, std::vector<double>& pixels) {
+      model_mine.insert(model_mine.end(), pixels.begin(), pixels.end());
+    };
+    part = extract_part(device, psf, image, specmin, nspec, wavelengths, local, plan, ndiag, block,
+                        models ? keep : ModelSink(), timers, "ex2d");
+  });
+
+  auto exchange = Timers::region(timers, "exchange");
+  r.retried_patches = part.retried;
+  collective::allreduce_sum(comm, std::span(&r.retried_patches, 1));
+  std::vector<std::int64_t> spectra, values;
+  for (int q = 0; q < comm.size(); ++q) {
+    const collective::Block bq = collective::block_of(nbundles, q, comm.size());
+    spectra.push_back(bq.count * o.bundlesize);
+    values.push_back(bq.count > 0 ? (bq.first + bq.count < nbundles
+                                         ? bundle_at[static_cast<std::size_t>(bq.first + bq.count)]
+                                         : model_values) -
+                                        bundle_at[static_cast<std::size_t>(bq.first)]
+                                  : 0);
+  }
+  auto gather = [&](std::vector<double>& mine, std::vector<double>& all, std::int64_t total,
+                    std::int64_t row, std::span<const std::int64_t> counts, std::int64_t first) {
+    if (holds_all) all.assign(static_cast<std::size_t>(total * row), 0.0);
+    if (o.result_layout == ResultLayout::all_ranks) {
+      std::copy(mine.begin(), mine.end(), all.begin() + first * row);
+      std::vector<double>().swap(mine);
+      collective::allgather_rows<double>(comm, all, counts, row);
+    } else {
+      collective::gather_rows<double>(comm, mine, all, counts, row, 0);
+      std::vector<double>().swap(mine);
+    }
+  };
+  const std::int64_t first_spec = block.first * o.bundlesize;
+  gather(part.flux, r.flux, nspec, nwave, spectra, first_spec);
+  gather(part.ivar, r.ivar, nspec, nwave, spectra, first_spec);
+  gather(part.resolution, r.resolution, nspec, (2 * ndiag + 1) * nwave, spectra, first_spec);
+  if (models) {
+    gather(part.chi2pix, r.chi2pix, nspec, nwave, spectra, first_spec);
+    gather(part.pixmask_fraction, r.pixmask_fraction, nspec, nwave, spectra, first_spec);
+    gather(model_mine, model_values_all, model_values, 1, values,
+           block.count > 0 ? bundle_at[static_cast<std::size_t>(block.first)] : 0);
+    if (holds_all) {
+      const PixelRange range = image.range.value_or(PixelRange{0, psf.npix_x(), 0, psf.npix_y()});
+      r.model.assign(static_cast<std::size_t>(image.ny * image.nx), 0.0);
+      for (int b = 0; b < nbundles; ++b)
+        add_bundle_model(range, boxes[static_cast<std::size_t>(b)],
+                         model_values_all.data() + bundle_at[static_cast<std::size_t>(b)],
+                         r.model.data());
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
 Ex2dResult ex2d(const Device& device, const Psf& psf, const ImageInput& image, int specmin,
                 int nspec, std::span<const double> wavelengths, const Ex2dOptions& o,
                 Timers* timers) {
+  if (o.comm.distributed())
+    return ex2d_on_ranks(device, psf, image, specmin, nspec, wavelengths, o, timers);
   const std::vector<PatchPlan> plan = ex2d_patches(psf, image, specmin, nspec, wavelengths, o);
   const double dw = wavelengths[1] - wavelengths[0];
   Ex2dResult r;
@@ -290,75 +591,24 @@ Ex2dResult ex2d(const Device& device, const Psf& psf, const ImageInput& image, i
   r.nwave = static_cast<std::int64_t>(wavelengths.size());
   r.ndiag = resolution_ndiag(psf, specmin, nspec, dw);
   r.npatches = static_cast<std::int64_t>(plan.size());
-  const double per_bin = double(r.nspec) * double(r.nwave);
-  const double model_bytes = o.full_output ? 8.0 * double(image.ny) * double(image.nx) : 0;
-  require_memory(8 * per_bin * (2 + (2 * r.ndiag + 1) + (o.full_output ? 2 : 0)) + model_bytes,
-                 "nspec, wavelengths", fmt::format("{} spectra x {} wavelengths", nspec, r.nwave));
-  r.flux.assign(static_cast<std::size_t>(per_bin), 0.0);
-  r.ivar.assign(static_cast<std::size_t>(per_bin), 0.0);
-  r.resolution.assign(static_cast<std::size_t>(per_bin * (2 * r.ndiag + 1)), 0.0);
+  const PixelRange range = image.range.value_or(PixelRange{0, psf.npix_x(), 0, psf.npix_y()});
   if (o.full_output) {
-    r.chi2pix.assign(static_cast<std::size_t>(per_bin), 0.0);
-    r.pixmask_fraction.assign(static_cast<std::size_t>(per_bin), 0.0);
+    require_memory(8.0 * double(image.ny) * double(image.nx), "image",
+                   fmt::format("a model image of {} x {}", image.ny, image.nx));
     r.model.assign(static_cast<std::size_t>(image.ny * image.nx), 0.0);
   }
-
-  RecordedCall call("ex2d", device, timers);
-  call.set_work(ex2d_work(plan, psf.model(), o.ndecorr));
-  call.parameters().set("nspec", static_cast<long long>(nspec));
-  call.parameters().set("nwave", static_cast<long long>(r.nwave));
-  call.parameters().set("patches", static_cast<long long>(plan.size()));
-
-  kernels::Problem p;
-  p.psf = &psf.model();
-  p.image = image.image.data();
-  p.ivar = image.ivar.data();
-  p.image_range = image.range.value_or(PixelRange{0, psf.npix_x(), 0, psf.npix_y()});
-  p.dw = dw;
-  p.nspec = nspec;
-  p.nwave = r.nwave;
-  p.specmin = specmin;
-  p.ndiag = r.ndiag;
-  p.regularize = o.regularize;
-  p.ndecorr = o.ndecorr;
-  p.psferr = o.psferr.value_or(psf.model().psferr);
-  p.full_output = o.full_output;
-  p.nparallel = o.nparallel;
-  const Context ctx{device, call.timers()};
-  // Bundle by bundle, so that a progress line can follow and Ctrl-C stops between bundles.
-  const std::int64_t per_bundle =
-      static_cast<std::int64_t>(plan.size()) / std::max<std::int64_t>(1, nspec / o.bundlesize);
-  const int nbundles = nspec / o.bundlesize;
-  kernels::Outputs out = outputs_of(r);
-  for (int b = 0; b < nbundles; ++b) {
-    throw_if_cancelled("ex2d", b, nbundles, "bundles");
-    p.patches = plan.data() + b * per_bundle;
-    p.npatches = per_bundle;
-    out.retried_patches = 0;
-    SCIPROXY_RUN_KERNEL(ctx, extract, p, out);
-    r.retried_patches += out.retried_patches;
-    if (o.progress) o.progress(o.progress_context, b + 1, nbundles);
-  }
-  // Per Angstrom (specter: numpy.gradient of the wavelengths, constant on a linear grid).
-  for (std::int64_t i = 0; i < r.nspec; ++i)
-    for (std::int64_t j = 0; j < r.nwave; ++j) {
-      const double step = r.nwave == 1       ? 1.0
-                          : j == 0           ? wavelengths[1] - wavelengths[0]
-                          : j == r.nwave - 1 ? wavelengths[j] - wavelengths[j - 1]
-                                             : (wavelengths[j + 1] - wavelengths[j - 1]) / 2;
-      r.flux[i * r.nwave + j] /= step;
-      r.ivar[i * r.nwave + j] *= step * step;
-    }
-  call.parameters().set("retried_patches", static_cast<long long>(r.retried_patches));
-  if (call.verifying()) {
-    const Ex2dResult expected = call.on_reference([&] {
-      return ex2d(RecordedCall::reference_device(), psf, image, specmin, nspec, wavelengths, o);
-    });
-    const Tolerance tol = ex2d_tolerance();
-    call.compare<double>("flux", r.flux, expected.flux, tol);
-    call.compare<double>("ivar", r.ivar, expected.ivar, tol);
-    call.compare<double>("resolution", r.resolution, expected.resolution, tol);
-  }
+  const ModelSink add = [&](int, const PixelRange& box, std::vector<double>& pixels) {
+    add_bundle_model(range, box, pixels.data(), r.model.data());
+  };
+  Part part = extract_part(device, psf, image, specmin, nspec, wavelengths, o, plan, r.ndiag,
+                           collective::Block{0, nspec / o.bundlesize},
+                           o.full_output ? add : ModelSink(), timers, "ex2d");
+  r.flux = std::move(part.flux);
+  r.ivar = std::move(part.ivar);
+  r.resolution = std::move(part.resolution);
+  r.chi2pix = std::move(part.chi2pix);
+  r.pixmask_fraction = std::move(part.pixmask_fraction);
+  r.retried_patches = part.retried;
   return r;
 }
 

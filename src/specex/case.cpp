@@ -145,6 +145,13 @@ class Ex2dCase final : public Case {
   }
   Tolerance tolerance(const std::string&) const override { return ex2d_tolerance(); }
 
+  // The bundles split across the ranks, the whole result gathered on rank 0 (the others hold
+  // its sizes only): rank 0 verifies it against the reference of one process.
+  void distribute(const Communicator& comm) override {
+    options_.comm = comm;
+    options_.result_layout = ResultLayout::root;
+  }
+
   // Patches per second and what they make of a production frame.
   Parameters details(const KernelReport& report) const override {
     Parameters d;
@@ -207,6 +214,7 @@ void register_cases(std::vector<CaseEntry>& registry) {
   registry.back().tolerance = [](const CaseSettings&, const std::string&) {
     return ex2d_tolerance();
   };
+  registry.back().runs_on_ranks = true;
 }
 
 }  // namespace sciproxy::specex

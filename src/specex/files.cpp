@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/collective.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/timers.hpp"
 #include "sciproxy/specex.hpp"
@@ -497,38 +498,45 @@ Ex2dResult extract_frame(const Device& device, const std::string& image_path,
                          const std::string& psf_path, const std::string& frame_path,
                          const std::string& model_path, std::span<const double> wavelengths,
                          int specmin, int nspec, const Ex2dOptions& options, Timers* timers) {
-  // The outputs' directories first, so a typo does not cost an extraction.
-  for (const auto& [p, what] : {std::pair{frame_path, "frame"}, std::pair{model_path, "model"}}) {
-    if (p.empty()) {
-      if (std::string_view(what) == "frame")
-        throw_invalid_argument("frame_path", "a file name", "an empty string");
-      continue;
-    }
-    const fs::path target(p);
-    const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-    std::error_code ec;
-    if (!fs::is_directory(dir, ec))
-      throw IoError(fmt::format("{}: cannot write '{}': the directory '{}' does not exist", what, p,
-                                dir.string()));
-    if (access(dir.c_str(), W_OK) != 0)
-      throw IoError(fmt::format("{}: cannot write '{}': the directory '{}' is not writable", what,
-                                p, dir.string()));
-  }
+  // On several ranks every rank reads the files and extracts its bundles (ex2d checks that the
+  // ranks agree), and rank 0 alone writes; any rank's error is every rank's.
+  const Communicator& comm = options.comm;
+  const bool writer = comm.rank() == 0;
   PreprocImage image;
-  {
-    auto t = Timers::region(timers, "read image");
-    image = read_preproc_image(image_path);
-  }
   std::optional<Psf> psf;
-  {
-    auto t = Timers::region(timers, "read psf");
-    psf = Psf::load(psf_path);
-  }
-  if (image.ny != psf->npix_y() || image.nx != psf->npix_x())
-    throw_invalid_argument("image",
-                           fmt::format("the PSF's CCD shape {} x {} (rows x columns, {})",
-                                       psf->npix_y(), psf->npix_x(), psf_path),
-                           fmt::format("{} x {} in '{}'", image.ny, image.nx, image_path));
+  collective::on_every_rank(comm, [&] {
+    // The outputs' directories first, so a typo does not cost an extraction.
+    for (const auto& [p, what] : {std::pair{frame_path, "frame"}, std::pair{model_path, "model"}}) {
+      if (p.empty()) {
+        if (std::string_view(what) == "frame")
+          throw_invalid_argument("frame_path", "a file name", "an empty string");
+        continue;
+      }
+      if (!writer) continue;
+      const fs::path target(p);
+      const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+      std::error_code ec;
+      if (!fs::is_directory(dir, ec))
+        throw IoError(fmt::format("{}: cannot write '{}': the directory '{}' does not exist", what,
+                                  p, dir.string()));
+      if (access(dir.c_str(), W_OK) != 0)
+        throw IoError(fmt::format("{}: cannot write '{}': the directory '{}' is not writable", what,
+                                  p, dir.string()));
+    }
+    {
+      auto t = Timers::region(timers, "read image");
+      image = read_preproc_image(image_path);
+    }
+    {
+      auto t = Timers::region(timers, "read psf");
+      psf = Psf::load(psf_path);
+    }
+    if (image.ny != psf->npix_y() || image.nx != psf->npix_x())
+      throw_invalid_argument("image",
+                             fmt::format("the PSF's CCD shape {} x {} (rows x columns, {})",
+                                         psf->npix_y(), psf->npix_x(), psf_path),
+                             fmt::format("{} x {} in '{}'", image.ny, image.nx, image_path));
+  });
   ImageInput input;
   input.image = image.image;
   input.ivar = image.ivar;
@@ -537,7 +545,9 @@ Ex2dResult extract_frame(const Device& device, const std::string& image_path,
   Ex2dOptions opt = options;
   if (!model_path.empty()) opt.full_output = true;
   Ex2dResult result = ex2d(device, *psf, input, specmin, nspec, wavelengths, opt, timers);
-  {
+  // The whole result is on rank 0 now: every rank's part has arrived.
+  collective::on_every_rank(comm, [&] {
+    if (!writer) return;
     auto t = Timers::region(timers, "write frame");
     FrameInfo info;
     info.wavelengths.assign(wavelengths.begin(), wavelengths.end());
@@ -548,7 +558,7 @@ Ex2dResult extract_frame(const Device& device, const std::string& image_path,
     info.image_path = image_path;
     write_frame(frame_path, result, info);
     if (!model_path.empty()) write_model_image(model_path, result, image.ny, image.nx);
-  }
+  });
   return result;
 }
 

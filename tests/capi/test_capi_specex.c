@@ -29,7 +29,7 @@ int main(void) {
   CHECK(o.struct_size == sizeof o && strcmp(o.device, "auto") == 0 && o.bundlesize == 25 &&
         o.nsubbundles == 1 && o.wavesize == 50 && o.regularize == 0 && o.ndecorr == 0 &&
         o.pixpad_frac == 0.8 && o.wavepad_frac == 0.2 && o.psferr < 0 && o.full_output == 1 &&
-        o.nparallel == 0);
+        o.nparallel == 0 && o.comm == SCIPROXY_NO_COMM && o.result_layout == 1);
   sciproxy_specex_options_default(NULL); /* ignored */
 
   /* The wavelength grid: numpy's arange(wmin, wmax + dw/2, dw). */
@@ -225,6 +225,16 @@ int main(void) {
   bo.device = NULL;
   CHECK(sciproxy_specex_ex2d(&in, &bo, flux, fivar, NULL, 0, NULL, NULL, NULL, NULL) ==
         SCIPROXY_ERROR_INVALID_ARGUMENT);
+  bo = o;
+  bo.result_layout = 2;
+  CHECK(sciproxy_specex_ex2d(&in, &bo, flux, fivar, NULL, 0, NULL, NULL, NULL, NULL) ==
+        SCIPROXY_ERROR_INVALID_ARGUMENT);
+  CHECK(mentions("result_layout"));
+  bo = o;
+  bo.comm = 12345; /* MPI is not running here (or not compiled) */
+  CHECK(sciproxy_specex_ex2d(&in, &bo, flux, fivar, NULL, 0, NULL, NULL, NULL, NULL) !=
+        SCIPROXY_OK);
+  CHECK(mentions("options.comm"));
   bo = o;
   bo.full_output = 0; /* chi2pix asked for without full_output */
   CHECK(sciproxy_specex_ex2d(&in, &bo, flux, fivar, NULL, 0, chi2, NULL, NULL, NULL) ==

@@ -29,7 +29,9 @@ program test_specex
   call sciproxy_specex_options_default(options)
   call check(options%struct_size > 0 .and. options%bundlesize == 25 .and. &
              options%nsubbundles == 1 .and. options%wavesize == 50 .and. options%psferr < 0 &
-             .and. options%full_output == 1, "options defaults")
+             .and. options%full_output == 1 .and. options%comm == -1 .and. &
+             options%result_layout == 1, "options defaults")
+  call check(c_sizeof(options) == options%struct_size, "options' size")
 
   ! The grid: numpy's arange(6000, 6030 + 0.5, 1).
   status = sciproxy_specex_wavelength_grid(6000d0, 6030d0, 1d0, size=0_c_int64_t, n=n)

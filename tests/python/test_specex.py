@@ -9,6 +9,7 @@ hard-coded numbers were computed with specter (desihub/specter b8490d38) on the 
 Comparisons with specter's own extraction are in test_specex_specter.py.
 """
 
+import os
 import re
 import threading
 import time
@@ -436,6 +437,8 @@ def _ex2d(psf, frame, **changes):
     (dict(xyrange=(0, 10, 0)), ValueError, "xyrange"),
     (dict(xyrange=None), ValueError, "image"),                 # a cut-out is not the whole CCD
     (dict(psf=42), TypeError, "psf"),
+    (dict(comm=3), TypeError, "comm"),                         # not an mpi4py communicator
+    (dict(result_layout="everywhere"), ValueError, "result_layout"),
 ])
 def test_ex2d_bad_input(psf, frame, changes, exception, argument):
     with raises(exception, argument):
@@ -549,3 +552,46 @@ def test_psf_parameters_by_name(psf):
         psf.param("SIGMA", 0, 6500.0)
     with pytest.raises(TypeError, match="name"):
         psf.param(3, 0, 6500.0)
+
+
+# ---- MPI ----
+
+def test_ex2d_on_a_communicator_of_one_rank_is_the_one_process_result(psf, noisy, tmp_path):
+    """comm= takes an mpi4py communicator (its Fortran handle goes to the library): on this one
+    process the result is the same bits in both layouts; tests/mpi runs 2 and 3 ranks."""
+    MPI = pytest.importorskip("mpi4py.MPI")
+    if not sciproxy.info().get("mpi_compiled", True):
+        pytest.skip("sciproxy built without MPI")
+    kw = dict(image=noisy["image"], imageivar=noisy["ivar"], psf=psf, specmin=0, nspec=NSPEC,
+              wavelengths=WAVE, xyrange=noisy["xyrange"], bundlesize=5, full_output=True)
+    one = sx.ex2d(**kw)
+    for layout in ("root", "all_ranks"):
+        got = sx.ex2d(comm=MPI.COMM_WORLD, result_layout=layout, **kw)
+        for key in ("flux", "ivar", "resolution_data", "chi2pix", "pixmask_fraction",
+                    "modelimage"):
+            assert np.array_equal(got[key], one[key]), (layout, key)
+
+
+def test_ex2d_on_two_ranks_under_mpirun():
+    """Two ranks under Open MPI's mpirun (specex_on_ranks.py): the one-process bits in both
+    layouts, None on rank 1 with the result on rank 0, a differing image failing on both."""
+    pytest.importorskip("mpi4py.MPI")
+    import shutil
+    import subprocess
+    import sys
+    if not sciproxy.info().get("mpi_compiled", True):
+        pytest.skip("sciproxy built without MPI")
+    mpirun = shutil.which("mpirun")
+    if mpirun is None:
+        pytest.skip("no mpirun")
+    version = subprocess.run([mpirun, "--version"], capture_output=True, text=True).stdout
+    if "Open MPI" not in version and "OpenRTE" not in version:
+        pytest.skip("the flags below are Open MPI's")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    script = Path(__file__).with_name("specex_on_ranks.py")
+    run = subprocess.run([mpirun, "-n", "2", "--oversubscribe", "--mca", "btl", "self,vader",
+                          sys.executable, str(script), str(R0)],
+                         capture_output=True, text=True, env=env, timeout=240)
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = sorted(line for line in run.stdout.splitlines() if line.strip())
+    assert lines == ["0 OK", "1 OK"], run.stdout + run.stderr

@@ -88,6 +88,14 @@ typedef struct sciproxy_specex_options {
   double psferr;       /* chi2pix's PSF error; < 0: the PSF's (PSFERR, else 0.01) (-1) */
   int full_output;     /* non-zero: chi2pix, pixmask_fraction and the model are computed (1) */
   int nparallel;       /* OpenMP threads of the cpu backend; <= 0: all (0) */
+  /* The ranks the call runs on (core.h, MPI): the communicator's Fortran handle, or
+   * SCIPROXY_NO_COMM (default). The bundles are split across the ranks; every rank passes the
+   * same PSF, image, ivar, wavelengths and options (checked). */
+  int64_t comm;
+  /* Where the results go on several ranks: 1 (default): rank 0 alone, the other ranks' output
+   * arrays are not written and may be NULL; 0: every rank. The frame file is written by rank 0
+   * either way. */
+  int32_t result_layout;
 } sciproxy_specex_options;
 
 void sciproxy_specex_options_default(sciproxy_specex_options* options);
