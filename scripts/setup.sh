@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 
 debian_packages=(cmake ninja-build g++ gfortran pkg-config libgtest-dev libcli11-dev
                  nlohmann-json3-dev libfmt-dev libfftw3-dev libcfitsio-dev liblapacke-dev
-                 libopenblas-dev libnetcdf-dev python3-dev python3-venv python3-pip)
+                 libopenblas-dev libnetcdf-dev libmetis-dev python3-dev python3-venv python3-pip)
 missing=()
 for p in "${debian_packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

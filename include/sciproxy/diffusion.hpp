@@ -596,6 +596,14 @@ struct DiffusionOptions {
   std::string savepoint_prefix = "diffusion";
 };
 
+// Whether this library was built with METIS (the build option SCIPROXY_METIS).
+bool metis_compiled();
+// The owner of every cell when the grid is split into num_parts parts by METIS
+// (METIS_PartGraphKway on the cells' edge adjacency C2E2C, as ICON4Py's SimpleMetisDecomposer):
+// num_cells values in [0, num_parts), the same on every machine for the same grid. num_parts 1:
+// all 0. NotCompiled without METIS; InvalidArgument for num_parts < 1 or > num_cells.
+std::vector<std::int32_t> partition_cells(const Grid& grid, int num_parts);
+
 class Diffusion {
  public:
   // init: checks every input against the grid and the levels (InvalidArgument naming it),
