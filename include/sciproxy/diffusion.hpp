@@ -42,6 +42,8 @@
 #include <string>
 #include <vector>
 
+#include "sciproxy/core/communicator.hpp"
+
 namespace sciproxy {
 class Timers;  // sciproxy/core/timers.hpp
 }
@@ -594,6 +596,18 @@ struct DiffusionOptions {
   // runs' files with `sciproxy verify`.
   std::string savepoint_dir;
   std::string savepoint_prefix = "diffusion";
+  // Under MPI (docs/kernels/diffusion.md, "Under MPI"): the ranks of comm share the grid. Every
+  // rank passes the same global grid and inputs to init and the same global fields to run (the
+  // replicated form; ICON's own per-rank local fields are not accepted yet); each rank computes
+  // on its part of the grid with ICON's two cell halo lines, exchanges halos where ICON4Py's
+  // granule does, and run() returns the whole grid's fields on every rank, equal bit for bit to
+  // the run of one process. cell_owner: the rank of every global cell (num_cells values in
+  // [0, comm size)), as ICON gives its own decomposition; empty: METIS (partition_cells).
+  // Ranks that disagree on the grid, the inputs' sizes or cell_owner, and a bad cell_owner,
+  // make init throw InvalidArgument on every rank. Only global grids, host backends (reference,
+  // cpu) and no savepoints under a communicator of several ranks.
+  Communicator comm;
+  std::vector<std::int32_t> cell_owner;
 };
 
 // Whether this library was built with METIS (the build option SCIPROXY_METIS).
@@ -627,8 +641,11 @@ class Diffusion {
   sciproxy::Timers& timers();
   std::string device() const;  // the backend that runs, e.g. "cpu"
   std::int32_t num_levels() const;
+  // The grid the granule runs on: under a communicator of several ranks, this rank's local grid
+  // (owned entities, then the halo levels; docs/kernels/diffusion.md, "Under MPI").
   const Grid& grid() const;
-  // Bytes one run moves at least (each field read or written once) for the roofline.
+  // Bytes one run moves at least (each field read or written once) for the roofline; under MPI
+  // the whole grid's (as are working_set_bytes and flops_per_run).
   double bytes_per_run() const;
   // The arrays a run touches (fields, their temporaries, coefficients and tables): when they fit
   // the last-level cache, repeated runs read them from there, and the roofline says so.
