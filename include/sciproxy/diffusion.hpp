@@ -597,17 +597,22 @@ struct DiffusionOptions {
   std::string savepoint_dir;
   std::string savepoint_prefix = "diffusion";
   // Under MPI (docs/kernels/diffusion.md, "Under MPI"): the ranks of comm share the grid. Every
-  // rank passes the same global grid and inputs to init and the same global fields to run (the
-  // replicated form; ICON's own per-rank local fields are not accepted yet); each rank computes
-  // on its part of the grid with ICON's two cell halo lines, exchanges halos where ICON4Py's
-  // granule does, and run() returns the whole grid's fields on every rank, equal bit for bit to
-  // the run of one process. cell_owner: the rank of every global cell (num_cells values in
-  // [0, comm size)), as ICON gives its own decomposition; empty: METIS (partition_cells).
+  // rank passes the same global grid and inputs to init; each rank computes on its part of the
+  // grid with ICON's two cell halo lines and exchanges halos where ICON4Py's granule does.
+  // run() takes either the same global fields on every rank (rank_local_fields false): the
+  // whole grid's results come back on every rank, equal bit for bit to the run of one process;
+  // or, as ICON passes them, each rank's own fields (rank_local_fields true) over its local
+  // entities in Diffusion::global_index's order (owned, then halo levels): afterwards vn, w,
+  // theta_v and exner equal the one-process run's on every local entry, halos included, and
+  // the diagnostics on the owned cells. cell_owner: the rank of every global cell (num_cells
+  // values in [0, comm size)), as ICON gives its own decomposition; empty: METIS
+  // (partition_cells).
   // Ranks that disagree on the grid, the inputs' sizes or cell_owner, and a bad cell_owner,
   // make init throw InvalidArgument on every rank. Only global grids, host backends (reference,
   // cpu) and no savepoints under a communicator of several ranks.
   Communicator comm;
   std::vector<std::int32_t> cell_owner;
+  bool rank_local_fields = false;
 };
 
 // Whether this library was built with METIS (the build option SCIPROXY_METIS).
@@ -644,6 +649,11 @@ class Diffusion {
   // The grid the granule runs on: under a communicator of several ranks, this rank's local grid
   // (owned entities, then the halo levels; docs/kernels/diffusion.md, "Under MPI").
   const Grid& grid() const;
+  // This rank's local entities of a dimension: the global index of each (owned first, then
+  // halo level 1, 2, and 3 for edges, each ascending), and its halo level (0: owned). The order
+  // of rank_local_fields. On one rank: 0 .. n - 1, all owned.
+  std::vector<std::int32_t> global_index(Dimension dim) const;
+  std::vector<std::int8_t> halo_level(Dimension dim) const;
   // Bytes one run moves at least (each field read or written once) for the roofline; under MPI
   // the whole grid's (as are working_set_bytes and flops_per_run).
   double bytes_per_run() const;

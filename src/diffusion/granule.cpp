@@ -261,6 +261,9 @@ struct Diffusion::Impl {
   void run_on_ranks(DiffusionDiagnosticFields<Real>& d, DiffusionPrognosticFields<Real>& f,
                     double dtime, bool initial_run);
   template <class Real>
+  void run_rank(DiffusionDiagnosticFields<Real>& ld, DiffusionPrognosticFields<Real>& lp,
+                double dtime, bool initial_run);
+  template <class Real>
   static void halo_hook(void* context, int point);
   void set_work_model(double nc, double ne, double nv, std::size_t real_bytes);
   template <class Real>
@@ -604,14 +607,52 @@ void Diffusion::Impl::run_kernel(DiffusionDiagnosticFields<Real>& d,
                         std::integral_constant<FieldLayout, FieldLayout::EntitiesContiguous>{});
 }
 
-// Under MPI: the rank's fields from the caller's global ones, its kernel run with the halo
-// exchanges of ICON4Py's granule (halo_hook), w, theta_v and exner exchanged after it, then
-// every rank's owned entries gathered into the caller's global fields on every rank.
+// Under MPI, the rank's fields in its local numbering: the kernel run with the halo exchanges
+// of ICON4Py's granule (halo_hook), then w, theta_v and exner exchanged (and vn waited for).
+template <class Real>
+void Diffusion::Impl::run_rank(DiffusionDiagnosticFields<Real>& ld,
+                               DiffusionPrognosticFields<Real>& lp, double dtime,
+                               bool initial_run) {
+  const Ranks& r = *ranks;
+  Storage<Real>& s = std::get<Storage<Real>>(storage);
+  const std::int32_t nlev = vertical.num_levels;
+  RecordedCall call("diffusion", device, &timers);
+  WorkModel work;
+  work.points = static_cast<double>(r.global_edges + r.global_cells) * nlev;
+  work.bytes = bytes_per_run;
+  work.working_set_bytes = working_set_bytes;
+  work.flops = flops_per_run;
+  work.precision = sizeof(Real) == 4 ? Precision::fp32 : Precision::fp64;
+  call.set_work(work);
+  auto t = Timers::region(&timers, "diffusion_run");
+  s.problem.exchange_halo = &halo_hook<Real>;
+  s.problem.exchange_context = this;
+  s.local_prognostic = lp;
+  run_kernel(ld, lp, dtime, initial_run);
+  auto h = Timers::region(&timers, "halo_exchange");
+  s.cells.start(r.comm, r.domain.cell_halo,
+                {{lp.w, nlev + 1}, {lp.theta_v, nlev}, {lp.exner, nlev}}, grid.num_cells,
+                options.layout, 2);
+  s.vn.finish();
+  s.cells.finish();
+}
+
+// Under MPI: with rank_local_fields the caller's fields are the rank's; otherwise the rank's
+// fields are copied from the caller's global ones, run, and every rank's owned entries gathered
+// into the caller's global fields on every rank.
 template <class Real>
 void Diffusion::Impl::run_on_ranks(DiffusionDiagnosticFields<Real>& d,
                                    DiffusionPrognosticFields<Real>& f, double dtime,
                                    bool initial_run) {
   Ranks& r = *ranks;
+  if (options.rank_local_fields) {
+    // A bad field on one rank fails every rank before any exchange.
+    collective::on_every_rank(r.comm,
+                              [&] { check_run(d, f, dtime, grid.num_cells, grid.num_edges); });
+    run_rank(d, f, dtime, initial_run);
+    ++calls;
+    return;
+  }
   // Every rank holds the same global fields, so the checks fail alike; on_every_rank makes sure.
   collective::on_every_rank(r.comm,
                             [&] { check_run(d, f, dtime, r.global_cells, r.global_edges); });
@@ -651,26 +692,7 @@ void Diffusion::Impl::run_on_ranks(DiffusionDiagnosticFields<Real>& d,
       for (std::int32_t k = 0; k < p.nk; ++k)
         p.local[at(layout, nc, p.nk, i, k)] = p.global[at(layout, gc, p.nk, cells[i], k)];
 
-  RecordedCall call("diffusion", device, &timers);
-  WorkModel work;
-  work.points = static_cast<double>(ne * nlev + nc * nlev);
-  work.bytes = bytes_per_run;
-  work.working_set_bytes = working_set_bytes;
-  work.flops = flops_per_run;
-  work.precision = sizeof(Real) == 4 ? Precision::fp32 : Precision::fp64;
-  call.set_work(work);
-  {
-    auto t = Timers::region(&timers, "diffusion_run");
-    s.problem.exchange_halo = &halo_hook<Real>;
-    s.problem.exchange_context = this;
-    s.local_prognostic = lp;
-    run_kernel(ld, lp, dtime, initial_run);
-    auto h = Timers::region(&timers, "halo_exchange");
-    s.cells.start(r.comm, r.domain.cell_halo,
-                  {{lp.w, nlev + 1}, {lp.theta_v, nlev}, {lp.exner, nlev}}, nc, layout, 2);
-    s.vn.finish();
-    s.cells.finish();
-  }
+  run_rank(ld, lp, dtime, initial_run);
 
   // Every rank's owned rows, rank after rank, on every rank; then into the global fields.
   auto t = Timers::region(&timers, "gather");
@@ -907,6 +929,7 @@ Diffusion::Diffusion(const Grid& grid, const DiffusionConfig& config,
         {"vertical_grid.num_levels", nlev},
         {"options.layout", static_cast<std::int64_t>(options.layout)},
         {"options.single_precision", options.single_precision},
+        {"options.rank_local_fields", options.rank_local_fields},
         {"options.cell_owner", co::hash_of(std::span<const std::int32_t>(options.cell_owner)),
          true}};
     co::require_same(comm, same, "diffusion init");
@@ -982,7 +1005,8 @@ Diffusion::Diffusion(const Grid& grid, const DiffusionConfig& config,
       build(m, dom.grid, config, vertical, lm, li, le, lc, options);
       const std::int64_t nc = dom.grid.num_cells, ne = dom.grid.num_edges;
       const std::int64_t local = ne * nlev + 2 * nc * nlev + 5 * nc * (nlev + 1);
-      std::visit([&](auto& st) { st.local_fields.assign(local, 0); }, m.storage);
+      if (!options.rank_local_fields)
+        std::visit([&](auto& st) { st.local_fields.assign(local, 0); }, m.storage);
       m.ranks = std::move(ranks);
       m.set_work_model(grid.num_cells, grid.num_edges, grid.num_vertices,
                        options.single_precision ? 4 : 8);
@@ -1003,6 +1027,24 @@ void Diffusion::run(DiffusionDiagnosticFields<double>& diagnostic,
 void Diffusion::run(DiffusionDiagnosticFields<float>& diagnostic,
                     DiffusionPrognosticFields<float>& prognostic, double dtime, bool initial_run) {
   impl_->run(diagnostic, prognostic, dtime, initial_run);
+}
+
+std::vector<std::int32_t> Diffusion::global_index(Dimension dim) const {
+  if (!impl_->ranks) {
+    std::vector<std::int32_t> all(impl_->grid.size(dim));
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::int32_t>(i);
+    return all;
+  }
+  const RankDomain& d = impl_->ranks->domain;
+  return (dim == Dimension::Cell ? d.cells : dim == Dimension::Edge ? d.edges : d.vertices).global;
+}
+std::vector<std::int8_t> Diffusion::halo_level(Dimension dim) const {
+  if (!impl_->ranks) return std::vector<std::int8_t>(impl_->grid.size(dim), 0);
+  const RankDomain& d = impl_->ranks->domain;
+  return (dim == Dimension::Cell   ? d.cells
+          : dim == Dimension::Edge ? d.edges
+                                   : d.vertices)
+      .halo_level;
 }
 
 Timers& Diffusion::timers() {

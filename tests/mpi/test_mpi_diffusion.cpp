@@ -60,21 +60,30 @@ std::vector<std::int32_t> uneven_bands(const diffusion::Grid& g, int ranks) {
   return owner;
 }
 
-// Three calls (initial run, then two steps) in a precision and layout; the fields afterwards.
+// Rows `which` of a row-major (n, nk) field.
+std::vector<double> rows_of(const std::vector<double>& x, const std::vector<std::int32_t>& which,
+                            int nk) {
+  std::vector<double> out;
+  for (std::int32_t g : which) out.insert(out.end(), x.begin() + g * nk, x.begin() + (g + 1) * nk);
+  return out;
+}
+
+// Three calls (initial run, then two steps) in a precision and layout on the entities
+// `cells` and `edges` of the fields (the whole grid, or a rank's local entities); the fields
+// afterwards.
 template <class Real>
-std::vector<std::vector<Real>> run_calls(const GranuleSetup& s, const GranuleFields& in,
-                                         DiffusionOptions o) {
-  o.single_precision = sizeof(Real) == 4;
-  Diffusion granule(s.grid, s.config, s.vertical, s.metrics, s.interpolation, s.edges, s.cells, o);
-  const std::int64_t nc = s.grid.num_cells, ne = s.grid.num_edges;
-  const int nlev = s.vertical.num_levels;
+std::vector<std::vector<Real>> three_calls(Diffusion& granule, const GranuleFields& in,
+                                           FieldLayout layout,
+                                           const std::vector<std::int32_t>& cells,
+                                           const std::vector<std::int32_t>& edges, int nlev) {
+  const std::int64_t nc = cells.size(), ne = edges.size();
   diffusion::testing::TypedFields<Real> f;
   using diffusion::to_layout;
-  f.vn = to_layout<Real>(in.vn, ne, nlev, o.layout);
-  f.w = to_layout<Real>(in.w, nc, nlev + 1, o.layout);
-  f.theta_v = to_layout<Real>(in.theta_v, nc, nlev, o.layout);
-  f.exner = to_layout<Real>(in.exner, nc, nlev, o.layout);
-  f.hdef_ic = to_layout<Real>(in.hdef_ic, nc, nlev + 1, o.layout);
+  f.vn = to_layout<Real>(rows_of(in.vn, edges, nlev), ne, nlev, layout);
+  f.w = to_layout<Real>(rows_of(in.w, cells, nlev + 1), nc, nlev + 1, layout);
+  f.theta_v = to_layout<Real>(rows_of(in.theta_v, cells, nlev), nc, nlev, layout);
+  f.exner = to_layout<Real>(rows_of(in.exner, cells, nlev), nc, nlev, layout);
+  f.hdef_ic = to_layout<Real>(rows_of(in.hdef_ic, cells, nlev + 1), nc, nlev + 1, layout);
   f.div_ic = f.hdef_ic, f.dwdx = f.hdef_ic, f.dwdy = f.hdef_ic;
   for (int call = 0; call < 3; ++call) {
     auto d = f.diagnostic();
@@ -84,6 +93,21 @@ std::vector<std::vector<Real>> run_calls(const GranuleSetup& s, const GranuleFie
   std::vector<std::vector<Real>> out;
   for (auto* x : f.all()) out.push_back(*x);
   return out;
+}
+
+std::vector<std::int32_t> all_of(std::int32_t n) {
+  std::vector<std::int32_t> v(n);
+  for (std::int32_t i = 0; i < n; ++i) v[i] = i;
+  return v;
+}
+
+template <class Real>
+std::vector<std::vector<Real>> run_calls(const GranuleSetup& s, const GranuleFields& in,
+                                         DiffusionOptions o) {
+  o.single_precision = sizeof(Real) == 4;
+  Diffusion granule(s.grid, s.config, s.vertical, s.metrics, s.interpolation, s.edges, s.cells, o);
+  return three_calls<Real>(granule, in, o.layout, all_of(s.grid.num_cells),
+                           all_of(s.grid.num_edges), s.vertical.num_levels);
 }
 
 template <class Real>
@@ -158,6 +182,59 @@ TEST(MpiDiffusion, TinyRanksEqualOneProcess) {
   std::vector<std::int32_t> owner(s.grid.num_cells, world().size() - 1);
   for (int r = 0; r + 1 < world().size(); ++r) owner[100 * r] = r;
   check_against_one_process<double>(s, owner, "cpu", FieldLayout::LevelsContiguous);
+}
+
+// ICON's form: each rank passes its own fields over its local entities. Afterwards every
+// local entry of vn, w, theta_v and exner (halos included: the last exchange filled them), and
+// the diagnostics on owned cells, equal the one-process run's bit for bit.
+template <class Real>
+void check_rank_local_fields(const GranuleSetup& s, const std::vector<std::int32_t>& owner,
+                             FieldLayout layout) {
+  SCOPED_TRACE(::testing::Message() << "rank-local fields, layout " << int(layout) << ", "
+                                    << (sizeof(Real) == 4 ? "float32" : "float64"));
+  const GranuleFields in = diffusion::testing::make_fields(s, 11);
+  DiffusionOptions o;
+  o.device = "cpu";
+  o.layout = layout;
+  o.nparallel = 1;
+  const auto expected = run_calls<Real>(s, in, o);
+  o.comm = world();
+  o.cell_owner = owner;
+  o.rank_local_fields = true;
+  o.single_precision = sizeof(Real) == 4;
+  Diffusion granule(s.grid, s.config, s.vertical, s.metrics, s.interpolation, s.edges, s.cells, o);
+  const auto cells = granule.global_index(diffusion::Dimension::Cell);
+  const auto edges = granule.global_index(diffusion::Dimension::Edge);
+  const auto cell_level = granule.halo_level(diffusion::Dimension::Cell);
+  const int nlev = s.vertical.num_levels;
+  ASSERT_EQ(cells.size(), cell_level.size());
+  const auto got = three_calls<Real>(granule, in, layout, cells, edges, nlev);
+  const char* names[] = {"vn", "w", "theta_v", "exner", "hdef_ic", "div_ic", "dwdx", "dwdy"};
+  const std::int64_t gc = s.grid.num_cells, ge = s.grid.num_edges;
+  auto at = [&](std::int64_t n, int nk, std::int64_t i, int k) {
+    return layout == FieldLayout::LevelsContiguous ? i * nk + k : std::int64_t{k} * n + i;
+  };
+  for (int field = 0; field < 8; ++field) {
+    const bool on_edges = field == 0, diagnostic = field >= 4;
+    const int nk = field == 0 || field == 2 || field == 3 ? nlev : nlev + 1;
+    const auto& which = on_edges ? edges : cells;
+    const std::int64_t n = which.size(), gn = on_edges ? ge : gc;
+    std::size_t differ = 0, checked = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (diagnostic && cell_level[i] != 0) continue;
+      for (int k = 0; k < nk; ++k, ++checked)
+        differ += got[field][at(n, nk, i, k)] != expected[field][at(gn, nk, which[i], k)];
+    }
+    EXPECT_EQ(differ, 0u) << names[field] << " (rank " << world().rank() << ")";
+    EXPECT_GT(checked, 0u);
+  }
+}
+
+TEST(MpiDiffusion, RankLocalFieldsEqualOneProcessBitForBit) {
+  const GranuleSetup s = setup();
+  const auto owner = uneven_bands(s.grid, world().size());
+  check_rank_local_fields<double>(s, owner, FieldLayout::LevelsContiguous);
+  check_rank_local_fields<float>(s, owner, FieldLayout::EntitiesContiguous);
 }
 
 Diffusion make_granule(const GranuleSetup& s, const DiffusionOptions& o) {
