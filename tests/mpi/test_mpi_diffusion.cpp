@@ -15,6 +15,7 @@
 #include "diffusion/granule_setup.hpp"
 #include "mpi_test.hpp"
 #include "sciproxy/diffusion.hpp"
+#include "sciproxy/sciproxy.h"
 
 namespace sciproxy::test {
 namespace {
@@ -235,6 +236,95 @@ TEST(MpiDiffusion, RankLocalFieldsEqualOneProcessBitForBit) {
   const auto owner = uneven_bands(s.grid, world().size());
   check_rank_local_fields<double>(s, owner, FieldLayout::LevelsContiguous);
   check_rank_local_fields<float>(s, owner, FieldLayout::EntitiesContiguous);
+}
+
+// The C interface (Fortran's arrays) on the ranks: options.comm and the caller's cell_owner,
+// the whole grid's fields, then each rank's own (sciproxy_diffusion_local_entities); equal bit
+// for bit to the C++ granule on one process with the same computed inputs.
+TEST(MpiDiffusion, CInterfaceOnTheRanks) {
+  const int nlev = 10;
+  const GranuleSetup s = diffusion::testing::make_setup(2, 2, nlev);
+  const GranuleFields in = diffusion::testing::make_fields(s, 5);
+  DiffusionOptions one;
+  one.device = "cpu";
+  one.nparallel = 1;
+  one.layout = FieldLayout::EntitiesContiguous;
+  const auto expected = run_calls<double>(s, in, one);
+
+  sciproxy_diffusion_grid* grid = nullptr;
+  ASSERT_EQ(sciproxy_diffusion_grid_icosahedral(2, 2, &grid), SCIPROXY_OK);
+  const auto owner = uneven_bands(s.grid, world().size());
+  for (const int rank_local : {0, 1}) {
+    SCOPED_TRACE(rank_local ? "rank-local fields" : "whole-grid fields");
+    sciproxy_diffusion_options o;
+    sciproxy_diffusion_options_default(&o);
+    EXPECT_EQ(o.comm, SCIPROXY_NO_COMM);
+    o.device = "cpu";
+    o.nparallel = 1;
+    o.comm = world().handle();
+    o.cell_owner = owner.data();
+    o.rank_local_fields = rank_local;
+    sciproxy_diffusion* granule = nullptr;
+    ASSERT_EQ(sciproxy_diffusion_init_computed(grid, &o, nullptr, nlev, &granule), SCIPROXY_OK)
+        << sciproxy_last_error();
+    std::int32_t num_cells = 0, num_edges = 0;
+    ASSERT_EQ(sciproxy_diffusion_local_entities(granule, 0, nullptr, nullptr, 0, &num_cells),
+              SCIPROXY_OK);
+    ASSERT_EQ(sciproxy_diffusion_local_entities(granule, 1, nullptr, nullptr, 0, &num_edges),
+              SCIPROXY_OK);
+    std::vector<std::int32_t> cells(num_cells), edges(num_edges), level(num_cells);
+    ASSERT_EQ(sciproxy_diffusion_local_entities(granule, 0, cells.data(), level.data(), num_cells,
+                                                nullptr),
+              SCIPROXY_OK);
+    ASSERT_EQ(
+        sciproxy_diffusion_local_entities(granule, 1, edges.data(), nullptr, num_edges, nullptr),
+        SCIPROXY_OK);
+    EXPECT_EQ(sciproxy_diffusion_local_entities(granule, 0, cells.data(), nullptr, num_cells - 1,
+                                                nullptr),
+              SCIPROXY_ERROR_INVALID_ARGUMENT);
+    for (auto& c : cells) --c;  // 1-based, as the grid's tables
+    for (auto& e : edges) --e;
+    if (world().distributed()) EXPECT_LT(num_cells, s.grid.num_cells);  // the rank's part
+    if (!rank_local) cells = all_of(s.grid.num_cells), edges = all_of(s.grid.num_edges);
+    // C's run, Fortran's arrays: the same three calls as three_calls.
+    diffusion::testing::TypedFields<double> f;
+    using diffusion::to_layout;
+    const FieldLayout L = FieldLayout::EntitiesContiguous;
+    const std::int64_t nc = cells.size(), ne = edges.size();
+    f.vn = to_layout<double>(rows_of(in.vn, edges, nlev), ne, nlev, L);
+    f.w = to_layout<double>(rows_of(in.w, cells, nlev + 1), nc, nlev + 1, L);
+    f.theta_v = to_layout<double>(rows_of(in.theta_v, cells, nlev), nc, nlev, L);
+    f.exner = to_layout<double>(rows_of(in.exner, cells, nlev), nc, nlev, L);
+    f.hdef_ic = to_layout<double>(rows_of(in.hdef_ic, cells, nlev + 1), nc, nlev + 1, L);
+    f.div_ic = f.hdef_ic, f.dwdx = f.hdef_ic, f.dwdy = f.hdef_ic;
+    for (int call = 0; call < 3; ++call)
+      ASSERT_EQ(sciproxy_diffusion_run(granule, f.w.data(), f.vn.data(), f.exner.data(),
+                                       f.theta_v.data(), nullptr, f.hdef_ic.data(), f.div_ic.data(),
+                                       f.dwdx.data(), f.dwdy.data(), 60.0, call == 0),
+                SCIPROXY_OK)
+          << sciproxy_last_error();
+    // Prognostic fields on every entry the rank holds.
+    const std::int64_t gc = s.grid.num_cells, ge = s.grid.num_edges;
+    std::size_t differ = 0;
+    for (std::int64_t i = 0; i < ne; ++i)
+      for (int k = 0; k < nlev; ++k) differ += f.vn[k * ne + i] != expected[0][k * ge + edges[i]];
+    for (std::int64_t i = 0; i < nc; ++i) {
+      for (int k = 0; k <= nlev; ++k) differ += f.w[k * nc + i] != expected[1][k * gc + cells[i]];
+      for (int k = 0; k < nlev; ++k) {
+        differ += f.theta_v[k * nc + i] != expected[2][k * gc + cells[i]];
+        differ += f.exner[k * nc + i] != expected[3][k * gc + cells[i]];
+      }
+    }
+    EXPECT_EQ(differ, 0u) << "rank " << world().rank();
+    // A NULL field on one rank: every rank's error, none waits in the exchanges.
+    const bool last = world().rank() + 1 == world().size();
+    EXPECT_EQ(sciproxy_diffusion_run(granule, f.w.data(), last ? nullptr : f.vn.data(),
+                                     f.exner.data(), f.theta_v.data(), nullptr, f.hdef_ic.data(),
+                                     f.div_ic.data(), f.dwdx.data(), f.dwdy.data(), 60.0, 0),
+              SCIPROXY_ERROR_INVALID_ARGUMENT);
+    sciproxy_diffusion_free(granule);
+  }
+  sciproxy_diffusion_grid_free(grid);
 }
 
 Diffusion make_granule(const GranuleSetup& s, const DiffusionOptions& o) {
