@@ -149,6 +149,24 @@ std::array<LocalEntities, 3> local_entities(const Grid& g, const std::vector<std
   return {ordered(cells, owner), ordered(edges, edge_owner), ordered(vertices, vertex_owner)};
 }
 
+OwnedByRank owned_by_rank(const Grid& g, const std::vector<std::int32_t>& owner, int num_ranks,
+                          Dimension dim) {
+  const std::int32_t n = g.size(dim);
+  std::vector<std::int32_t> owner_of(n);
+  for (std::int32_t i = 0; i < n; ++i)
+    owner_of[i] = dim == Dimension::Cell   ? owner[i]
+                  : dim == Dimension::Edge ? highest_owner(g.e2c, kE2C, i, owner)
+                                           : highest_owner(g.v2c, kV2C, i, owner);
+  OwnedByRank out;
+  out.counts.assign(num_ranks, 0);
+  for (std::int32_t r : owner_of) ++out.counts[r];
+  std::vector<std::int64_t> next(num_ranks, 0);
+  for (int r = 1; r < num_ranks; ++r) next[r] = next[r - 1] + out.counts[r - 1];
+  out.order.resize(n);
+  for (std::int32_t i = 0; i < n; ++i) out.order[next[owner_of[i]]++] = i;
+  return out;
+}
+
 namespace {
 
 // Rows of a per-entity array for the local entities (empty stays empty).

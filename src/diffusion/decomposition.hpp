@@ -64,6 +64,15 @@ void check_cell_owner(const Grid& global, const std::vector<std::int32_t>& owner
 std::array<LocalEntities, 3> local_entities(const Grid& global,
                                             const std::vector<std::int32_t>& owner, int rank);
 
+// Every rank's owned entities of a dimension, rank after rank (ascending global index within a
+// rank), and how many each rank owns: where a gather of every rank's owned rows puts them.
+struct OwnedByRank {
+  std::vector<std::int32_t> order;
+  std::vector<std::int64_t> counts;
+};
+OwnedByRank owned_by_rank(const Grid& global, const std::vector<std::int32_t>& owner, int num_ranks,
+                          Dimension dim);
+
 // The whole domain of `rank` (check_cell_owner first).
 RankDomain rank_domain(const Grid& global, const std::vector<std::int32_t>& owner, int num_ranks,
                        int rank);

@@ -889,16 +889,6 @@ std::vector<T> rows_for(const std::vector<T>& x, const LocalEntities& local, std
   return out;
 }
 
-// The global indices of every rank's owned entities, rank after rank, and their counts.
-void owned_by_rank(const std::vector<std::array<LocalEntities, 3>>& everyone, int kind,
-                   std::vector<std::int32_t>& order, std::vector<std::int64_t>& counts) {
-  for (const auto& kinds : everyone) {
-    const LocalEntities& e = kinds[kind];
-    order.insert(order.end(), e.global.begin(), e.global.begin() + e.num_owned());
-    counts.push_back(e.num_owned());
-  }
-}
-
 }  // namespace
 
 Diffusion::Diffusion(const Grid& grid, const DiffusionConfig& config,
@@ -965,10 +955,12 @@ Diffusion::Diffusion(const Grid& grid, const DiffusionConfig& config,
       ranks->domain = rank_domain(grid, owner, comm.size(), comm.rank());
       ranks->global_cells = grid.num_cells;
       ranks->global_edges = grid.num_edges;
-      std::vector<std::array<LocalEntities, 3>> everyone;
-      for (int r = 0; r < comm.size(); ++r) everyone.push_back(local_entities(grid, owner, r));
-      owned_by_rank(everyone, 0, ranks->cells_by_rank, ranks->cell_counts);
-      owned_by_rank(everyone, 1, ranks->edges_by_rank, ranks->edge_counts);
+      OwnedByRank cells_by_rank = owned_by_rank(grid, owner, comm.size(), Dimension::Cell);
+      OwnedByRank edges_by_rank = owned_by_rank(grid, owner, comm.size(), Dimension::Edge);
+      ranks->cells_by_rank = std::move(cells_by_rank.order);
+      ranks->cell_counts = std::move(cells_by_rank.counts);
+      ranks->edges_by_rank = std::move(edges_by_rank.order);
+      ranks->edge_counts = std::move(edges_by_rank.counts);
 
       // The rank's inputs: the global ones' rows of its local entities.
       const RankDomain& dom = ranks->domain;

@@ -111,6 +111,19 @@ void check_decomposition(const Grid& g, const std::vector<std::int32_t>& owner, 
     EXPECT_EQ(l.start_index(Dimension::Cell, Zone::Halo), d.cells.num_owned());
     EXPECT_EQ(l.end_index(Dimension::Cell, Zone::HaloLevel2), d.cells.size());
   }
+  // The gather's order: every rank's owned entities, rank after rank, as each rank numbers them.
+  for (const Dimension dim : {Dimension::Cell, Dimension::Edge, Dimension::Vertex}) {
+    const OwnedByRank all = owned_by_rank(g, owner, ranks, dim);
+    std::size_t at = 0;
+    for (const RankDomain& d : domains) {
+      const LocalEntities& e = dim == Dimension::Cell   ? d.cells
+                               : dim == Dimension::Edge ? d.edges
+                                                        : d.vertices;
+      ASSERT_EQ(all.counts[d.rank], e.num_owned());
+      for (std::int32_t i = 0; i < e.num_owned(); ++i) EXPECT_EQ(all.order[at++], e.global[i]);
+    }
+    EXPECT_EQ(at, all.order.size());
+  }
   for (std::int32_t c = 0; c < g.num_cells; ++c) EXPECT_EQ(cell_owned[c], 1) << "cell " << c;
   for (std::int32_t e = 0; e < g.num_edges; ++e) EXPECT_EQ(edge_owned[e], 1) << "edge " << e;
   for (std::int32_t v = 0; v < g.num_vertices; ++v) EXPECT_EQ(vertex_owned[v], 1) << "vertex " << v;
