@@ -39,6 +39,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -613,6 +614,18 @@ struct DiffusionOptions {
   Communicator comm;
   std::vector<std::int32_t> cell_owner;
   bool rank_local_fields = false;
+  // ICON's own form: when set, the grid and every input init takes are this rank's local ones
+  // (its entities in its own numbering, the owned ones first, then the halos as ICON orders
+  // them, the grid's zones LOCAL, HALO and HALO_LEVEL_2 marking them; a global grid's halo of
+  // two cell lines), rank_local_fields must be true, and cell_owner is not used. For each local
+  // entity: its index in the global grid and the rank owning it. The ranks ask the owners of
+  // their halo entries for them by global index at init (one exchange), so the halos need not
+  // be ICON4Py's exactly, only deep enough for the stencils and owned by whoever is named.
+  struct LocalDecomposition {
+    std::vector<std::int32_t> cell_global_index, edge_global_index, vertex_global_index;
+    std::vector<std::int32_t> cell_owner, edge_owner, vertex_owner;
+  };
+  std::optional<LocalDecomposition> local_decomposition;
 };
 
 // Whether this library was built with METIS (the build option SCIPROXY_METIS).

@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <unordered_map>
 
+#include "core/collective.hpp"
 #include "sciproxy/core/error.hpp"
 
 #if defined(SCIPROXY_HAVE_METIS)
@@ -165,6 +167,58 @@ OwnedByRank owned_by_rank(const Grid& g, const std::vector<std::int32_t>& owner,
   out.order.resize(n);
   for (std::int32_t i = 0; i < n; ++i) out.order[next[owner_of[i]]++] = i;
   return out;
+}
+
+HaloPattern halo_pattern_by_request(const Communicator& comm,
+                                    const std::vector<std::int32_t>& global_index,
+                                    const std::vector<std::int32_t>& owner,
+                                    const std::string& what) {
+  const int ranks = comm.size(), me = comm.rank();
+  std::vector<std::vector<std::int32_t>> wanted(ranks), wanted_at(ranks);
+  collective::on_every_rank(comm, [&] {
+    for (std::size_t i = 0; i < owner.size(); ++i) {
+      if (owner[i] < 0 || owner[i] >= ranks)
+        throw_invalid_argument(what, fmt::format("ranks in [0, {})", ranks),
+                               fmt::format("{} at local entry {}", owner[i], i));
+      if (owner[i] == me) continue;
+      wanted[owner[i]].push_back(global_index[i]);
+      wanted_at[owner[i]].push_back(static_cast<std::int32_t>(i));
+    }
+  });
+  std::vector<std::int64_t> counts(ranks);
+  for (int q = 0; q < ranks; ++q) counts[q] = static_cast<std::int64_t>(wanted[q].size());
+  const std::vector<std::int64_t> all = collective::allgather(comm, counts);  // [asker][owner]
+  std::vector<std::vector<std::int32_t>> asked(ranks);
+  std::vector<collective::Message<std::int32_t>> messages;
+  for (int q = 0; q < ranks; ++q) {
+    if (q == me) continue;
+    asked[q].resize(static_cast<std::size_t>(all[static_cast<std::size_t>(q) * ranks + me]));
+    if (!wanted[q].empty() || !asked[q].empty()) messages.push_back({q, wanted[q], asked[q]});
+  }
+  collective::start_exchange<std::int32_t>(comm, messages, 4).wait();
+  HaloPattern pattern;
+  collective::on_every_rank(comm, [&] {
+    std::unordered_map<std::int32_t, std::int32_t> owned_at;
+    for (std::size_t i = 0; i < owner.size(); ++i)
+      if (owner[i] == me) owned_at[global_index[i]] = static_cast<std::int32_t>(i);
+    for (int q = 0; q < ranks; ++q) {
+      if (q == me || (wanted[q].empty() && asked[q].empty())) continue;
+      HaloNeighbour n;
+      n.rank = q;
+      n.receive = wanted_at[q];
+      for (std::int32_t g : asked[q]) {
+        const auto it = owned_at.find(g);
+        if (it == owned_at.end())
+          throw_invalid_argument(what, "every halo entry owned by the rank named its owner",
+                                 fmt::format("rank {} names rank {} the owner of global index {}, "
+                                             "which rank {} does not own",
+                                             q, me, g, me));
+        n.send.push_back(it->second);
+      }
+      pattern.push_back(std::move(n));
+    }
+  });
+  return pattern;
 }
 
 namespace {

@@ -22,6 +22,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "sciproxy/diffusion.hpp"
@@ -72,6 +73,15 @@ struct OwnedByRank {
 };
 OwnedByRank owned_by_rank(const Grid& global, const std::vector<std::int32_t>& owner, int num_ranks,
                           Dimension dim);
+
+// ICON's form, each rank's own numbering: the exchange pattern of one entity kind found by
+// asking the owner of every halo entry for it by global index (a count per pair of ranks, then
+// one exchange of index lists). Collective. InvalidArgument (naming `what`) on every rank when
+// an owner is out of range, or is asked for an index it does not own.
+HaloPattern halo_pattern_by_request(const Communicator& comm,
+                                    const std::vector<std::int32_t>& global_index,
+                                    const std::vector<std::int32_t>& owner,
+                                    const std::string& what);
 
 // The whole domain of `rank` (check_cell_owner first).
 RankDomain rank_domain(const Grid& global, const std::vector<std::int32_t>& owner, int num_ranks,

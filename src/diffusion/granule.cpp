@@ -889,6 +889,105 @@ std::vector<T> rows_for(const std::vector<T>& x, const LocalEntities& local, std
   return out;
 }
 
+// ICON's form (DiffusionOptions::local_decomposition): the caller's local grid and inputs as
+// they come; the exchange pattern by asking the owners of the halo entries.
+void init_on_rank_grid(Diffusion::Impl& m, const Grid& grid, const DiffusionConfig& config,
+                       const DiffusionVerticalGrid& vertical, const DiffusionMetricState& metrics,
+                       const DiffusionInterpolationState& interpolation,
+                       const DiffusionEdgeParams& edges, const DiffusionCellParams& cells,
+                       const DiffusionOptions& options) {
+  namespace co = collective;
+  const Communicator& comm = options.comm;
+  const DiffusionOptions::LocalDecomposition& dec = *options.local_decomposition;
+  const int rank = comm.rank();
+  co::on_every_rank(comm, [&] {
+    require(options.rank_local_fields, "options.rank_local_fields",
+            "true with options.local_decomposition (the fields are the rank's too)", "false");
+    check_inputs(m, grid, config, vertical, metrics, interpolation, edges, cells, options);
+    if (comm.distributed()) {
+      require(options.savepoint_dir.empty(), "options.savepoint_dir",
+              "no savepoints under a communicator of several ranks", options.savepoint_dir);
+      require(m.device.backend != Backend::cuda, "options.device",
+              "a host backend (reference, cpu) under a communicator of several ranks", "cuda");
+      require(!grid.limited_area, "grid", "a global grid's part under a communicator",
+              "a limited-area grid");
+    }
+    const struct {
+      const std::vector<std::int32_t>& values;
+      std::int32_t n;
+      const char* name;
+    } arrays[] = {
+        {dec.cell_global_index, grid.num_cells, "options.local_decomposition.cell_global_index"},
+        {dec.edge_global_index, grid.num_edges, "options.local_decomposition.edge_global_index"},
+        {dec.vertex_global_index, grid.num_vertices,
+         "options.local_decomposition.vertex_global_index"},
+        {dec.cell_owner, grid.num_cells, "options.local_decomposition.cell_owner"},
+        {dec.edge_owner, grid.num_edges, "options.local_decomposition.edge_owner"},
+        {dec.vertex_owner, grid.num_vertices, "options.local_decomposition.vertex_owner"}};
+    for (const auto& a : arrays)
+      require(static_cast<std::int64_t>(a.values.size()) == a.n, a.name,
+              fmt::format("{} values (one per local entity)", a.n), count_text(a.values.size()));
+    // The stencils update the zone LOCAL: it must be the owned entities, first.
+    const struct {
+      const std::vector<std::int32_t>& owner;
+      Dimension dim;
+      const char* name;
+    } owners[] = {
+        {dec.cell_owner, Dimension::Cell, "options.local_decomposition.cell_owner"},
+        {dec.edge_owner, Dimension::Edge, "options.local_decomposition.edge_owner"},
+        {dec.vertex_owner, Dimension::Vertex, "options.local_decomposition.vertex_owner"}};
+    for (const auto& o : owners) {
+      const std::int32_t local_end = grid.end_index(o.dim, Zone::Local);
+      for (std::size_t i = 0; i < o.owner.size(); ++i)
+        if ((o.owner[i] == rank) != (static_cast<std::int32_t>(i) < local_end))
+          throw_invalid_argument(
+              o.name,
+              fmt::format("this rank ({}) owning exactly the entities of the zone LOCAL, [0, {})",
+                          rank, local_end),
+              fmt::format("owner {} at local entry {}", o.owner[i], i));
+    }
+  });
+  auto ranks = std::make_unique<Diffusion::Impl::Ranks>();
+  ranks->comm = comm;
+  RankDomain& d = ranks->domain;
+  d.rank = rank;
+  d.num_ranks = comm.size();
+  // Halo levels are the caller's; here 0 (owned) or 1 (any halo).
+  auto entities = [&](const std::vector<std::int32_t>& global,
+                      const std::vector<std::int32_t>& owner) {
+    LocalEntities e;
+    e.global = global;
+    e.owner = owner;
+    std::int32_t owned = 0;
+    for (std::int32_t r : owner) {
+      e.halo_level.push_back(r == rank ? 0 : 1);
+      owned += r == rank;
+    }
+    const auto n = static_cast<std::int32_t>(owner.size());
+    e.level_begin = {0, owned, n, n, n};
+    return e;
+  };
+  d.cells = entities(dec.cell_global_index, dec.cell_owner);
+  d.edges = entities(dec.edge_global_index, dec.edge_owner);
+  d.vertices = entities(dec.vertex_global_index, dec.vertex_owner);
+  d.cell_halo = halo_pattern_by_request(comm, dec.cell_global_index, dec.cell_owner,
+                                        "options.local_decomposition.cell_owner");
+  d.edge_halo = halo_pattern_by_request(comm, dec.edge_global_index, dec.edge_owner,
+                                        "options.local_decomposition.edge_owner");
+  d.vertex_halo = halo_pattern_by_request(comm, dec.vertex_global_index, dec.vertex_owner,
+                                          "options.local_decomposition.vertex_owner");
+  std::int64_t owned[3] = {d.cells.num_owned(), d.edges.num_owned(), d.vertices.num_owned()};
+  co::allreduce_sum<std::int64_t>(comm, std::span<std::int64_t>(owned, 3));
+  ranks->global_cells = static_cast<std::int32_t>(owned[0]);
+  ranks->global_edges = static_cast<std::int32_t>(owned[1]);
+  co::on_every_rank(comm, [&] {
+    build(m, grid, config, vertical, metrics, interpolation, edges, cells, options);
+  });
+  m.ranks = std::move(ranks);
+  m.set_work_model(static_cast<double>(owned[0]), static_cast<double>(owned[1]),
+                   static_cast<double>(owned[2]), options.single_precision ? 4 : 8);
+}
+
 }  // namespace
 
 Diffusion::Diffusion(const Grid& grid, const DiffusionConfig& config,
@@ -900,7 +999,16 @@ Diffusion::Diffusion(const Grid& grid, const DiffusionConfig& config,
   const auto start = std::chrono::steady_clock::now();
   Impl& m = *impl_;
   const Communicator& comm = options.comm;
-  if (!comm.distributed()) {
+  if (comm.distributed()) {
+    // Which form each rank takes decides which collective calls follow: agree on it first.
+    const collective::Field form[] = {
+        {"options.local_decomposition", options.local_decomposition.has_value()},
+        {"options.rank_local_fields", options.rank_local_fields}};
+    collective::require_same(comm, form, "diffusion init");
+  }
+  if (options.local_decomposition) {
+    init_on_rank_grid(m, grid, config, vertical, metrics, interpolation, edges, cells, options);
+  } else if (!comm.distributed()) {
     if (!options.cell_owner.empty()) check_cell_owner(grid, options.cell_owner, 1);
     check_inputs(m, grid, config, vertical, metrics, interpolation, edges, cells, options);
     build(m, grid, config, vertical, metrics, interpolation, edges, cells, options);

@@ -2,8 +2,10 @@
 // same per-point arithmetic on the same values; no global reduction is involved): METIS's
 // partition and a caller's uneven latitude bands, both field layouts, both precisions, the cpu
 // and reference backends, several calls (the initial run, then regular steps) with every branch
-// on (shear type 2, cold pools, truly horizontal temperature diffusion). Bad decompositions,
-// ranks that disagree, and a rank without cells fail on every rank without hanging.
+// on (shear type 2, cold pools, truly horizontal temperature diffusion); the fields global or
+// each rank's own; ICON's form (each rank's local grid and inputs, global indices and owners);
+// the C interface. Bad decompositions, wrong owners, ranks that disagree, and a rank without
+// cells fail on every rank without hanging.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "diffusion/decomposition.hpp"
 #include "diffusion/granule_setup.hpp"
 #include "mpi_test.hpp"
 #include "sciproxy/diffusion.hpp"
@@ -185,6 +188,36 @@ TEST(MpiDiffusion, TinyRanksEqualOneProcess) {
   check_against_one_process<double>(s, owner, "cpu", FieldLayout::LevelsContiguous);
 }
 
+// A rank's fields over its local entities against the one-process run's: vn, w, theta_v,
+// exner on every local entry (halos included), the diagnostics on owned cells, bit for bit.
+template <class Real>
+void expect_local_equal(const GranuleSetup& s, const std::vector<std::vector<Real>>& got,
+                        const std::vector<std::vector<Real>>& expected,
+                        const std::vector<std::int32_t>& cells,
+                        const std::vector<std::int32_t>& edges,
+                        const std::vector<std::int8_t>& cell_level, FieldLayout layout) {
+  const int nlev = s.vertical.num_levels;
+  const char* names[] = {"vn", "w", "theta_v", "exner", "hdef_ic", "div_ic", "dwdx", "dwdy"};
+  const std::int64_t gc = s.grid.num_cells, ge = s.grid.num_edges;
+  auto at = [&](std::int64_t n, int nk, std::int64_t i, int k) {
+    return layout == FieldLayout::LevelsContiguous ? i * nk + k : std::int64_t{k} * n + i;
+  };
+  for (int field = 0; field < 8; ++field) {
+    const bool on_edges = field == 0, diagnostic = field >= 4;
+    const int nk = field == 0 || field == 2 || field == 3 ? nlev : nlev + 1;
+    const auto& which = on_edges ? edges : cells;
+    const std::int64_t n = which.size(), gn = on_edges ? ge : gc;
+    std::size_t differ = 0, checked = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+      if (diagnostic && cell_level[i] != 0) continue;
+      for (int k = 0; k < nk; ++k, ++checked)
+        differ += got[field][at(n, nk, i, k)] != expected[field][at(gn, nk, which[i], k)];
+    }
+    EXPECT_EQ(differ, 0u) << names[field] << " (rank " << world().rank() << ")";
+    EXPECT_GT(checked, 0u);
+  }
+}
+
 // ICON's form: each rank passes its own fields over its local entities. Afterwards every
 // local entry of vn, w, theta_v and exner (halos included: the last exchange filled them), and
 // the diagnostics on owned cells, equal the one-process run's bit for bit.
@@ -210,25 +243,7 @@ void check_rank_local_fields(const GranuleSetup& s, const std::vector<std::int32
   const int nlev = s.vertical.num_levels;
   ASSERT_EQ(cells.size(), cell_level.size());
   const auto got = three_calls<Real>(granule, in, layout, cells, edges, nlev);
-  const char* names[] = {"vn", "w", "theta_v", "exner", "hdef_ic", "div_ic", "dwdx", "dwdy"};
-  const std::int64_t gc = s.grid.num_cells, ge = s.grid.num_edges;
-  auto at = [&](std::int64_t n, int nk, std::int64_t i, int k) {
-    return layout == FieldLayout::LevelsContiguous ? i * nk + k : std::int64_t{k} * n + i;
-  };
-  for (int field = 0; field < 8; ++field) {
-    const bool on_edges = field == 0, diagnostic = field >= 4;
-    const int nk = field == 0 || field == 2 || field == 3 ? nlev : nlev + 1;
-    const auto& which = on_edges ? edges : cells;
-    const std::int64_t n = which.size(), gn = on_edges ? ge : gc;
-    std::size_t differ = 0, checked = 0;
-    for (std::int64_t i = 0; i < n; ++i) {
-      if (diagnostic && cell_level[i] != 0) continue;
-      for (int k = 0; k < nk; ++k, ++checked)
-        differ += got[field][at(n, nk, i, k)] != expected[field][at(gn, nk, which[i], k)];
-    }
-    EXPECT_EQ(differ, 0u) << names[field] << " (rank " << world().rank() << ")";
-    EXPECT_GT(checked, 0u);
-  }
+  expect_local_equal<Real>(s, got, expected, cells, edges, cell_level, layout);
 }
 
 TEST(MpiDiffusion, RankLocalFieldsEqualOneProcessBitForBit) {
@@ -325,6 +340,125 @@ TEST(MpiDiffusion, CInterfaceOnTheRanks) {
     sciproxy_diffusion_free(granule);
   }
   sciproxy_diffusion_grid_free(grid);
+}
+
+// The rank's rows of a per-entity input (width values each).
+template <class T>
+std::vector<T> rows_for(const std::vector<T>& x, const std::vector<std::int32_t>& which,
+                        std::int64_t width) {
+  std::vector<T> out;
+  for (std::int32_t g : which)
+    out.insert(out.end(), x.begin() + g * width, x.begin() + (g + 1) * width);
+  return out;
+}
+
+// ICON's own form: each rank brings its local grid, its inputs' rows and, per local entity, the
+// global index and the owner (here from the library's decomposition, as ICON's would come from
+// its own); the exchange pattern is found by asking the owners.
+struct RankInputs {
+  diffusion::RankDomain domain;
+  diffusion::DiffusionMetricState metrics;
+  diffusion::DiffusionInterpolationState interpolation;
+  diffusion::DiffusionEdgeParams edges;
+  diffusion::DiffusionCellParams cells;
+  DiffusionOptions::LocalDecomposition decomposition;
+};
+RankInputs rank_inputs(const GranuleSetup& s, const std::vector<std::int32_t>& owner) {
+  RankInputs r;
+  r.domain = diffusion::rank_domain(s.grid, owner, world().size(), world().rank());
+  const auto &C = r.domain.cells.global, &E = r.domain.edges.global, &V = r.domain.vertices.global;
+  const int nlev = s.vertical.num_levels;
+  r.metrics.theta_ref_mc = rows_for(s.metrics.theta_ref_mc, C, nlev);
+  r.metrics.wgtfac_c = rows_for(s.metrics.wgtfac_c, C, nlev + 1);
+  r.metrics.zd_intcoef = rows_for(s.metrics.zd_intcoef, C, 3 * nlev);
+  r.metrics.zd_diffcoef = rows_for(s.metrics.zd_diffcoef, C, nlev);
+  r.metrics.zd_vertoffset = rows_for(s.metrics.zd_vertoffset, C, 3 * nlev);
+  const auto& in = s.interpolation;
+  r.interpolation.e_bln_c_s = rows_for(in.e_bln_c_s, C, 3);
+  r.interpolation.geofac_div = rows_for(in.geofac_div, C, 3);
+  r.interpolation.rbf_coeff_1 = rows_for(in.rbf_coeff_1, V, 6);
+  r.interpolation.rbf_coeff_2 = rows_for(in.rbf_coeff_2, V, 6);
+  r.interpolation.geofac_n2s = rows_for(in.geofac_n2s, C, 4);
+  r.interpolation.geofac_grg_x = rows_for(in.geofac_grg_x, C, 4);
+  r.interpolation.geofac_grg_y = rows_for(in.geofac_grg_y, C, 4);
+  r.interpolation.nudgecoeff_e = rows_for(in.nudgecoeff_e, E, 1);
+  const auto& ep = s.edges;
+  r.edges.tangent_orientation = rows_for(ep.tangent_orientation, E, 1);
+  r.edges.inverse_primal_edge_lengths = rows_for(ep.inverse_primal_edge_lengths, E, 1);
+  r.edges.inverse_vertex_vertex_lengths = rows_for(ep.inverse_vertex_vertex_lengths, E, 1);
+  r.edges.inverse_dual_edge_lengths = rows_for(ep.inverse_dual_edge_lengths, E, 1);
+  r.edges.edge_areas = rows_for(ep.edge_areas, E, 1);
+  r.edges.primal_normal_vert_x = rows_for(ep.primal_normal_vert_x, E, 4);
+  r.edges.primal_normal_vert_y = rows_for(ep.primal_normal_vert_y, E, 4);
+  r.edges.dual_normal_vert_x = rows_for(ep.dual_normal_vert_x, E, 4);
+  r.edges.dual_normal_vert_y = rows_for(ep.dual_normal_vert_y, E, 4);
+  r.cells.area = rows_for(s.cells.area, C, 1);
+  r.cells.mean_cell_area = s.cells.mean_cell_area;
+  r.decomposition = {C, E, V, r.domain.cells.owner, r.domain.edges.owner, r.domain.vertices.owner};
+  return r;
+}
+
+Diffusion rank_granule(const GranuleSetup& s, const RankInputs& r, DiffusionOptions o) {
+  o.comm = world();
+  o.rank_local_fields = true;
+  o.local_decomposition = r.decomposition;
+  return Diffusion(r.domain.grid, s.config, s.vertical, r.metrics, r.interpolation, r.edges,
+                   r.cells, o);
+}
+
+TEST(MpiDiffusion, RankLocalGridAsIconGivesItEqualsOneProcessBitForBit) {
+  const GranuleSetup s = setup();
+  const GranuleFields in = diffusion::testing::make_fields(s, 13);
+  for (const FieldLayout layout :
+       {FieldLayout::LevelsContiguous, FieldLayout::EntitiesContiguous}) {
+    SCOPED_TRACE(::testing::Message() << "layout " << int(layout));
+    DiffusionOptions o;
+    o.device = "cpu";
+    o.layout = layout;
+    o.nparallel = 1;
+    const auto expected = run_calls<double>(s, in, o);
+    const RankInputs r = rank_inputs(s, uneven_bands(s.grid, world().size()));
+    Diffusion granule = rank_granule(s, r, o);
+    EXPECT_EQ(granule.global_index(diffusion::Dimension::Edge), r.domain.edges.global);
+    const auto got = three_calls<double>(granule, in, layout, r.domain.cells.global,
+                                         r.domain.edges.global, s.vertical.num_levels);
+    expect_local_equal<double>(s, got, expected, r.domain.cells.global, r.domain.edges.global,
+                               r.domain.cells.halo_level, layout);
+  }
+}
+
+TEST(MpiDiffusion, RankLocalGridWithWrongOwnersFailsOnEveryRank) {
+  const GranuleSetup s = setup();
+  const auto& comm = world();
+  RankInputs r = rank_inputs(s, uneven_bands(s.grid, comm.size()));
+  DiffusionOptions o;
+  o.device = "cpu";
+  o.nparallel = 1;
+  RankInputs short_owner = r;
+  short_owner.decomposition.edge_owner.pop_back();
+  expect_error_on_every_rank<InvalidArgument>([&] { rank_granule(s, short_owner, o); },
+                                              "local_decomposition.edge_owner");
+  if (!comm.distributed()) return;
+  // The last rank names the wrong owner for its first halo cell.
+  if (comm.rank() + 1 == comm.size()) {
+    auto& owner = r.decomposition.cell_owner;
+    const std::int32_t first_halo = r.domain.cells.num_owned();
+    owner[first_halo] = (owner[first_halo] + 1) % comm.size();
+  }
+  expect_error_on_every_rank<InvalidArgument>([&] { rank_granule(s, r, o); },
+                                              "local_decomposition.cell_owner");
+  // Ranks that disagree on the form fail alike.
+  DiffusionOptions global = o;
+  global.comm = comm;
+  expect_error_on_every_rank<InvalidArgument>(
+      [&] {
+        if (comm.rank() == 0)
+          Diffusion(s.grid, s.config, s.vertical, s.metrics, s.interpolation, s.edges, s.cells,
+                    global);
+        else
+          rank_granule(s, rank_inputs(s, uneven_bands(s.grid, comm.size())), o);
+      },
+      "options.local_decomposition");
 }
 
 Diffusion make_granule(const GranuleSetup& s, const DiffusionOptions& o) {
