@@ -635,6 +635,10 @@ bool metis_compiled();
 // num_cells values in [0, num_parts), the same on every machine for the same grid. num_parts 1:
 // all 0. NotCompiled without METIS; InvalidArgument for num_parts < 1 or > num_cells.
 std::vector<std::int32_t> partition_cells(const Grid& grid, int num_parts);
+// The owner of every cell when the grid is cut into num_parts bands of latitude with equal
+// numbers of cells, north to south (ties by cell index): a partition without METIS, with longer
+// boundaries. InvalidArgument for num_parts < 1 or > num_cells.
+std::vector<std::int32_t> latitude_bands(const Grid& grid, int num_parts);
 
 class Diffusion {
  public:

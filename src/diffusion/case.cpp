@@ -37,19 +37,6 @@ std::pair<int, int> parse_grid_name(const std::string& name, const std::string& 
 
 namespace {
 
-// Equal-count bands of latitude, north to south: the partition without METIS.
-std::vector<std::int32_t> latitude_bands(const Grid& grid, int num_ranks) {
-  std::vector<std::int32_t> order(grid.num_cells);
-  for (std::int32_t c = 0; c < grid.num_cells; ++c) order[c] = c;
-  std::stable_sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) {
-    return grid.cell_lat[a] > grid.cell_lat[b];
-  });
-  std::vector<std::int32_t> owner(grid.num_cells);
-  for (std::int64_t i = 0; i < grid.num_cells; ++i)
-    owner[order[i]] = static_cast<std::int32_t>(i * num_ranks / grid.num_cells);
-  return owner;
-}
-
 template <class Real>
 struct State {
   std::vector<Real> vn, w, theta_v, exner, hdef_ic, div_ic, dwdx, dwdy;

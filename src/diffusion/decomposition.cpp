@@ -56,6 +56,20 @@ std::vector<std::int32_t> partition_cells(const Grid& grid, int num_parts) {
 #endif
 }
 
+std::vector<std::int32_t> latitude_bands(const Grid& grid, int num_parts) {
+  require(num_parts >= 1 && num_parts <= grid.num_cells, "num_parts",
+          fmt::format("1 to num_cells = {} parts", grid.num_cells), std::to_string(num_parts));
+  std::vector<std::int32_t> order(grid.num_cells);
+  for (std::int32_t c = 0; c < grid.num_cells; ++c) order[c] = c;
+  std::stable_sort(order.begin(), order.end(), [&](std::int32_t a, std::int32_t b) {
+    return grid.cell_lat[a] > grid.cell_lat[b];
+  });
+  std::vector<std::int32_t> owner(grid.num_cells);
+  for (std::int64_t i = 0; i < grid.num_cells; ++i)
+    owner[order[i]] = static_cast<std::int32_t>(i * num_parts / grid.num_cells);
+  return owner;
+}
+
 void check_cell_owner(const Grid& global, const std::vector<std::int32_t>& owner, int num_ranks) {
   require(static_cast<std::int64_t>(owner.size()) == global.num_cells, "cell_owner",
           fmt::format("num_cells = {} ranks", global.num_cells),

@@ -192,6 +192,19 @@ TEST(DiffusionDecomposition, LatitudeBandsFollowTheDefinitions) {
   const Grid g = icosahedral_grid(2, 1);
   check_decomposition(g, bands(g, {1, 2, 3}), 3);
   check_decomposition(g, bands(g, {5, 1, 1, 2}), 4);
+  // The library's equal bands: as many cells on each rank (to one), rank 0 the northernmost.
+  const std::vector<std::int32_t> equal = latitude_bands(g, 3);
+  check_decomposition(g, equal, 3);
+  std::vector<int> count(3, 0);
+  double south_of_0 = 1e9, north_of_1 = -1e9;
+  for (std::int32_t c = 0; c < g.num_cells; ++c) {
+    ++count[equal[c]];
+    if (equal[c] == 0) south_of_0 = std::min(south_of_0, g.cell_lat[c]);
+    if (equal[c] == 1) north_of_1 = std::max(north_of_1, g.cell_lat[c]);
+  }
+  for (int n : count) EXPECT_NEAR(n, g.num_cells / 3.0, 1.0);
+  EXPECT_GE(south_of_0, north_of_1);
+  EXPECT_THROW(latitude_bands(g, 0), sciproxy::InvalidArgument);
 }
 
 TEST(DiffusionDecomposition, OneRankHasNoHalo) {
