@@ -988,6 +988,113 @@ void init_on_rank_grid(Diffusion::Impl& m, const Grid& grid, const DiffusionConf
                    static_cast<double>(owned[2]), options.single_precision ? 4 : 8);
 }
 
+// The replicated form: every rank's global grid and inputs, each rank's rows of them on its
+// part of the partition (METIS's, or the caller's cell_owner).
+void init_on_partition(Diffusion::Impl& m, const Grid& grid, const DiffusionConfig& config,
+                       const DiffusionVerticalGrid& vertical, const DiffusionMetricState& metrics,
+                       const DiffusionInterpolationState& interpolation,
+                       const DiffusionEdgeParams& edges, const DiffusionCellParams& cells,
+                       const DiffusionOptions& options) {
+  const Communicator& comm = options.comm;
+  // Ranks that disagree on what they pass fail alike (before anything reads the arrays).
+  namespace co = collective;
+  const std::int32_t nlev = vertical.num_levels;
+  const co::Field same[] = {
+      {"grid.num_cells", grid.num_cells},
+      {"grid.num_edges", grid.num_edges},
+      {"grid.num_vertices", grid.num_vertices},
+      {"grid.c2e", co::hash_of(std::span<const std::int32_t>(grid.c2e)), true},
+      {"grid.c2e2c", co::hash_of(std::span<const std::int32_t>(grid.c2e2c)), true},
+      {"grid.e2c2v", co::hash_of(std::span<const std::int32_t>(grid.e2c2v)), true},
+      {"grid.v2e", co::hash_of(std::span<const std::int32_t>(grid.v2e)), true},
+      {"vertical_grid.num_levels", nlev},
+      {"options.layout", static_cast<std::int64_t>(options.layout)},
+      {"options.single_precision", options.single_precision},
+      {"options.rank_local_fields", options.rank_local_fields},
+      {"options.cell_owner", co::hash_of(std::span<const std::int32_t>(options.cell_owner)), true}};
+  co::require_same(comm, same, "diffusion init");
+  co::on_every_rank(comm, [&] {
+    require(options.savepoint_dir.empty(), "options.savepoint_dir",
+            "no savepoints under a communicator of several ranks", options.savepoint_dir);
+    if (!options.cell_owner.empty()) check_cell_owner(grid, options.cell_owner, comm.size());
+    check_inputs(m, grid, config, vertical, metrics, interpolation, edges, cells, options);
+    require(m.device.backend != Backend::cuda, "options.device",
+            "a host backend (reference, cpu) under a communicator of several ranks", "cuda");
+    require(!grid.limited_area, "grid",
+            "a global grid under a communicator of several ranks (limited-area grids run on "
+            "one)",
+            "a limited-area grid");
+  });
+  // METIS on rank 0, its partition sent to every rank.
+  std::vector<std::int32_t> owner = options.cell_owner;
+  if (owner.empty()) {
+    std::string bytes;
+    co::on_every_rank(comm, [&] {
+      if (comm.rank() != 0) return;
+      const std::vector<std::int32_t> parts = partition_cells(grid, comm.size());
+      bytes.assign(reinterpret_cast<const char*>(parts.data()), parts.size() * sizeof parts[0]);
+    });
+    co::broadcast(comm, bytes, 0);
+    owner.resize(grid.num_cells);
+    std::memcpy(owner.data(), bytes.data(), owner.size() * sizeof owner[0]);
+  }
+  co::on_every_rank(comm, [&] {
+    check_cell_owner(grid, owner, comm.size());
+    auto ranks = std::make_unique<Diffusion::Impl::Ranks>();
+    ranks->comm = comm;
+    ranks->domain = rank_domain(grid, owner, comm.size(), comm.rank());
+    ranks->global_cells = grid.num_cells;
+    ranks->global_edges = grid.num_edges;
+    OwnedByRank cells_by_rank = owned_by_rank(grid, owner, comm.size(), Dimension::Cell);
+    OwnedByRank edges_by_rank = owned_by_rank(grid, owner, comm.size(), Dimension::Edge);
+    ranks->cells_by_rank = std::move(cells_by_rank.order);
+    ranks->cell_counts = std::move(cells_by_rank.counts);
+    ranks->edges_by_rank = std::move(edges_by_rank.order);
+    ranks->edge_counts = std::move(edges_by_rank.counts);
+
+    // The rank's inputs: the global ones' rows of its local entities.
+    const RankDomain& dom = ranks->domain;
+    const LocalEntities &C = dom.cells, &E = dom.edges, &V = dom.vertices;
+    DiffusionMetricState lm;
+    lm.theta_ref_mc = rows_for(metrics.theta_ref_mc, C, nlev);
+    lm.wgtfac_c = rows_for(metrics.wgtfac_c, C, nlev + 1);
+    lm.zd_intcoef = rows_for(metrics.zd_intcoef, C, 3 * nlev);
+    lm.zd_diffcoef = rows_for(metrics.zd_diffcoef, C, nlev);
+    lm.zd_vertoffset = rows_for(metrics.zd_vertoffset, C, 3 * nlev);
+    DiffusionInterpolationState li;
+    li.e_bln_c_s = rows_for(interpolation.e_bln_c_s, C, 3);
+    li.geofac_div = rows_for(interpolation.geofac_div, C, 3);
+    li.rbf_coeff_1 = rows_for(interpolation.rbf_coeff_1, V, 6);
+    li.rbf_coeff_2 = rows_for(interpolation.rbf_coeff_2, V, 6);
+    li.geofac_n2s = rows_for(interpolation.geofac_n2s, C, 4);
+    li.geofac_grg_x = rows_for(interpolation.geofac_grg_x, C, 4);
+    li.geofac_grg_y = rows_for(interpolation.geofac_grg_y, C, 4);
+    li.nudgecoeff_e = rows_for(interpolation.nudgecoeff_e, E, 1);
+    DiffusionEdgeParams le;
+    le.tangent_orientation = rows_for(edges.tangent_orientation, E, 1);
+    le.inverse_primal_edge_lengths = rows_for(edges.inverse_primal_edge_lengths, E, 1);
+    le.inverse_vertex_vertex_lengths = rows_for(edges.inverse_vertex_vertex_lengths, E, 1);
+    le.inverse_dual_edge_lengths = rows_for(edges.inverse_dual_edge_lengths, E, 1);
+    le.edge_areas = rows_for(edges.edge_areas, E, 1);
+    le.primal_normal_vert_x = rows_for(edges.primal_normal_vert_x, E, 4);
+    le.primal_normal_vert_y = rows_for(edges.primal_normal_vert_y, E, 4);
+    le.dual_normal_vert_x = rows_for(edges.dual_normal_vert_x, E, 4);
+    le.dual_normal_vert_y = rows_for(edges.dual_normal_vert_y, E, 4);
+    DiffusionCellParams lc;
+    lc.area = rows_for(cells.area, C, 1);
+    lc.mean_cell_area = cells.mean_cell_area;  // the whole grid's, as on one rank
+    check_inputs(m, dom.grid, config, vertical, lm, li, le, lc, options);
+    build(m, dom.grid, config, vertical, lm, li, le, lc, options);
+    const std::int64_t nc = dom.grid.num_cells, ne = dom.grid.num_edges;
+    const std::int64_t local = ne * nlev + 2 * nc * nlev + 5 * nc * (nlev + 1);
+    if (!options.rank_local_fields)
+      std::visit([&](auto& st) { st.local_fields.assign(local, 0); }, m.storage);
+    m.ranks = std::move(ranks);
+    m.set_work_model(grid.num_cells, grid.num_edges, grid.num_vertices,
+                     options.single_precision ? 4 : 8);
+  });
+}
+
 }  // namespace
 
 Diffusion::Diffusion(const Grid& grid, const DiffusionConfig& config,
@@ -1013,104 +1120,7 @@ Diffusion::Diffusion(const Grid& grid, const DiffusionConfig& config,
     check_inputs(m, grid, config, vertical, metrics, interpolation, edges, cells, options);
     build(m, grid, config, vertical, metrics, interpolation, edges, cells, options);
   } else {
-    // Ranks that disagree on what they pass fail alike (before anything reads the arrays).
-    namespace co = collective;
-    const std::int32_t nlev = vertical.num_levels;
-    const co::Field same[] = {
-        {"grid.num_cells", grid.num_cells},
-        {"grid.num_edges", grid.num_edges},
-        {"grid.num_vertices", grid.num_vertices},
-        {"grid.c2e", co::hash_of(std::span<const std::int32_t>(grid.c2e)), true},
-        {"grid.c2e2c", co::hash_of(std::span<const std::int32_t>(grid.c2e2c)), true},
-        {"grid.e2c2v", co::hash_of(std::span<const std::int32_t>(grid.e2c2v)), true},
-        {"grid.v2e", co::hash_of(std::span<const std::int32_t>(grid.v2e)), true},
-        {"vertical_grid.num_levels", nlev},
-        {"options.layout", static_cast<std::int64_t>(options.layout)},
-        {"options.single_precision", options.single_precision},
-        {"options.rank_local_fields", options.rank_local_fields},
-        {"options.cell_owner", co::hash_of(std::span<const std::int32_t>(options.cell_owner)),
-         true}};
-    co::require_same(comm, same, "diffusion init");
-    co::on_every_rank(comm, [&] {
-      require(options.savepoint_dir.empty(), "options.savepoint_dir",
-              "no savepoints under a communicator of several ranks", options.savepoint_dir);
-      if (!options.cell_owner.empty()) check_cell_owner(grid, options.cell_owner, comm.size());
-      check_inputs(m, grid, config, vertical, metrics, interpolation, edges, cells, options);
-      require(m.device.backend != Backend::cuda, "options.device",
-              "a host backend (reference, cpu) under a communicator of several ranks", "cuda");
-      require(!grid.limited_area, "grid",
-              "a global grid under a communicator of several ranks (limited-area grids run on "
-              "one)",
-              "a limited-area grid");
-    });
-    // METIS on rank 0, its partition sent to every rank.
-    std::vector<std::int32_t> owner = options.cell_owner;
-    if (owner.empty()) {
-      std::string bytes;
-      co::on_every_rank(comm, [&] {
-        if (comm.rank() != 0) return;
-        const std::vector<std::int32_t> parts = partition_cells(grid, comm.size());
-        bytes.assign(reinterpret_cast<const char*>(parts.data()), parts.size() * sizeof parts[0]);
-      });
-      co::broadcast(comm, bytes, 0);
-      owner.resize(grid.num_cells);
-      std::memcpy(owner.data(), bytes.data(), owner.size() * sizeof owner[0]);
-    }
-    co::on_every_rank(comm, [&] {
-      check_cell_owner(grid, owner, comm.size());
-      auto ranks = std::make_unique<Impl::Ranks>();
-      ranks->comm = comm;
-      ranks->domain = rank_domain(grid, owner, comm.size(), comm.rank());
-      ranks->global_cells = grid.num_cells;
-      ranks->global_edges = grid.num_edges;
-      OwnedByRank cells_by_rank = owned_by_rank(grid, owner, comm.size(), Dimension::Cell);
-      OwnedByRank edges_by_rank = owned_by_rank(grid, owner, comm.size(), Dimension::Edge);
-      ranks->cells_by_rank = std::move(cells_by_rank.order);
-      ranks->cell_counts = std::move(cells_by_rank.counts);
-      ranks->edges_by_rank = std::move(edges_by_rank.order);
-      ranks->edge_counts = std::move(edges_by_rank.counts);
-
-      // The rank's inputs: the global ones' rows of its local entities.
-      const RankDomain& dom = ranks->domain;
-      const LocalEntities &C = dom.cells, &E = dom.edges, &V = dom.vertices;
-      DiffusionMetricState lm;
-      lm.theta_ref_mc = rows_for(metrics.theta_ref_mc, C, nlev);
-      lm.wgtfac_c = rows_for(metrics.wgtfac_c, C, nlev + 1);
-      lm.zd_intcoef = rows_for(metrics.zd_intcoef, C, 3 * nlev);
-      lm.zd_diffcoef = rows_for(metrics.zd_diffcoef, C, nlev);
-      lm.zd_vertoffset = rows_for(metrics.zd_vertoffset, C, 3 * nlev);
-      DiffusionInterpolationState li;
-      li.e_bln_c_s = rows_for(interpolation.e_bln_c_s, C, 3);
-      li.geofac_div = rows_for(interpolation.geofac_div, C, 3);
-      li.rbf_coeff_1 = rows_for(interpolation.rbf_coeff_1, V, 6);
-      li.rbf_coeff_2 = rows_for(interpolation.rbf_coeff_2, V, 6);
-      li.geofac_n2s = rows_for(interpolation.geofac_n2s, C, 4);
-      li.geofac_grg_x = rows_for(interpolation.geofac_grg_x, C, 4);
-      li.geofac_grg_y = rows_for(interpolation.geofac_grg_y, C, 4);
-      li.nudgecoeff_e = rows_for(interpolation.nudgecoeff_e, E, 1);
-      DiffusionEdgeParams le;
-      le.tangent_orientation = rows_for(edges.tangent_orientation, E, 1);
-      le.inverse_primal_edge_lengths = rows_for(edges.inverse_primal_edge_lengths, E, 1);
-      le.inverse_vertex_vertex_lengths = rows_for(edges.inverse_vertex_vertex_lengths, E, 1);
-      le.inverse_dual_edge_lengths = rows_for(edges.inverse_dual_edge_lengths, E, 1);
-      le.edge_areas = rows_for(edges.edge_areas, E, 1);
-      le.primal_normal_vert_x = rows_for(edges.primal_normal_vert_x, E, 4);
-      le.primal_normal_vert_y = rows_for(edges.primal_normal_vert_y, E, 4);
-      le.dual_normal_vert_x = rows_for(edges.dual_normal_vert_x, E, 4);
-      le.dual_normal_vert_y = rows_for(edges.dual_normal_vert_y, E, 4);
-      DiffusionCellParams lc;
-      lc.area = rows_for(cells.area, C, 1);
-      lc.mean_cell_area = cells.mean_cell_area;  // the whole grid's, as on one rank
-      check_inputs(m, dom.grid, config, vertical, lm, li, le, lc, options);
-      build(m, dom.grid, config, vertical, lm, li, le, lc, options);
-      const std::int64_t nc = dom.grid.num_cells, ne = dom.grid.num_edges;
-      const std::int64_t local = ne * nlev + 2 * nc * nlev + 5 * nc * (nlev + 1);
-      if (!options.rank_local_fields)
-        std::visit([&](auto& st) { st.local_fields.assign(local, 0); }, m.storage);
-      m.ranks = std::move(ranks);
-      m.set_work_model(grid.num_cells, grid.num_edges, grid.num_vertices,
-                       options.single_precision ? 4 : 8);
-    });
+    init_on_partition(m, grid, config, vertical, metrics, interpolation, edges, cells, options);
   }
   m.init_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   m.timers.record("init", m.init_seconds);
