@@ -150,10 +150,14 @@ void check_against_one_process(const GranuleSetup& s, const std::vector<std::int
   ranks.cell_owner = owner;
   const auto got = run_calls<Real>(s, in, ranks);
   expect_bitwise(got, expected);
-  // The fields changed: the comparison is not of untouched inputs.
-  const auto untouched =
-      diffusion::to_layout<Real>(in.vn, s.grid.num_edges, s.vertical.num_levels, layout);
-  EXPECT_NE(got[0], untouched);
+  // The fields changed: the comparison is not of untouched inputs (vn, or theta_v where the
+  // configuration leaves vn alone).
+  const int nlev = s.vertical.num_levels;
+  const bool vn_changed =
+      got[0] != diffusion::to_layout<Real>(in.vn, s.grid.num_edges, nlev, layout);
+  const bool theta_changed =
+      got[2] != diffusion::to_layout<Real>(in.theta_v, s.grid.num_cells, nlev, layout);
+  EXPECT_TRUE(vn_changed || theta_changed);
 }
 
 TEST(MpiDiffusion, CallerDecompositionEqualsOneProcessBitForBit) {
@@ -177,6 +181,22 @@ TEST(MpiDiffusion, MetisDecompositionEqualsOneProcessBitForBit) {
   }
   check_against_one_process<double>(s, {}, "cpu", FieldLayout::LevelsContiguous);
   check_against_one_process<float>(s, {}, "cpu", FieldLayout::EntitiesContiguous);
+}
+
+// The configuration's branches each change which stencils run between the exchanges.
+TEST(MpiDiffusion, EveryBranchEqualsOneProcess) {
+  const GranuleSetup base = setup();
+  const auto owner = uneven_bands(base.grid, world().size());
+  for (int variant = 0; variant < 5; ++variant) {
+    SCOPED_TRACE(::testing::Message() << "variant " << variant);
+    GranuleSetup s = base;
+    if (variant == 0) s.config.apply_to_temperature = false;
+    if (variant == 1) s.config.apply_to_vertical_wind = false;
+    if (variant == 2) s.config.apply_to_horizontal_wind = false;
+    if (variant == 3) s.config.shear_type = 0, s.config.a_hshr = 0;  // no turbulence diagnostics
+    if (variant == 4) s.config.apply_zdiffusion_t = false, s.config.shear_type = 1;
+    check_against_one_process<double>(s, owner, "cpu", FieldLayout::LevelsContiguous);
+  }
 }
 
 // Every rank but the last its own cell: the last rank owns nearly everything, the others a
