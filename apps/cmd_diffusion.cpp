@@ -113,6 +113,11 @@ int run_with(const DiffusionCliOptions& opt, const dif::DiffusionInputs& in, con
   o.single_precision = sizeof(Real) == 4;
   o.check_finite = false;  // a driver's fields come from the granule itself
   o.savepoint_dir = opt.savepoint_dir;
+  // Under mpirun the granule runs on the ranks (METIS's partition, or latitude bands without
+  // it), the fields whole on every rank; rank 0 prints.
+  o.comm = ranks();
+  if (o.comm.distributed() && !dif::metis_compiled())
+    o.cell_owner = dif::latitude_bands(in.grid, o.comm.size());
   dif::Diffusion granule(in.grid, in.config, in.vertical, in.metrics, in.interpolation, in.edges,
                          in.cells, o);
   const dif::DiffusionState state = dif::synthetic_state(in, opt.seed);
@@ -148,6 +153,8 @@ int run_with(const DiffusionCliOptions& opt, const dif::DiffusionInputs& in, con
   if (opt.verify && device.backend != Backend::reference) {
     dif::DiffusionOptions ro = o;
     ro.device = "reference";
+    ro.comm = Communicator();  // one process: the ranks' result against the single-rank run
+    ro.cell_owner.clear();
     dif::Diffusion reference(in.grid, in.config, in.vertical, in.metrics, in.interpolation,
                              in.edges, in.cells, ro);
     Fields<Real> r = fields_of<Real>(state, in.grid, nlev, layout);
@@ -217,6 +224,8 @@ int run_diffusion_command(const DiffusionCliOptions& opt) {
       throw UsageError(e.what());
     }
   }
+  if (!opt.savepoint_dir.empty() && ranks().distributed())
+    throw UsageError("--savepoints: one process only (not under mpirun)");
   if (!opt.savepoint_dir.empty() && !std::filesystem::is_directory(opt.savepoint_dir))
     throw UsageError(
         fmt::format("--savepoints: expected an existing directory, got \"{}\"", opt.savepoint_dir));
@@ -241,6 +250,10 @@ int run_diffusion_command(const DiffusionCliOptions& opt) {
       opt.levels, opt.steps, dtype, opt.layout, device.name(),
       device.automatic ? " (chosen by auto)" : "");
   fmt::print("Grid and coefficients computed by sciproxy in {:.3f} s\n", setup);
+  if (ranks().distributed())
+    fmt::print(
+        "On {} MPI ranks, the grid partitioned by {}, halos exchanged as ICON4Py's granule\n",
+        ranks().size(), dif::metis_compiled() ? "METIS" : "latitude bands");
   std::fflush(stdout);
   return dtype == "float32" ? run_with<float>(opt, in, device) : run_with<double>(opt, in, device);
 }

@@ -39,6 +39,12 @@ module sciproxy_diffusion
     type(c_ptr) :: device = c_null_ptr
     integer(c_int32_t) :: nparallel = 0, layout = SCIPROXY_DIFFUSION_FORTRAN_ORDER
     integer(c_int32_t) :: single_precision = 0, check_finite = 1
+    ! MPI: the communicator's handle (comm%MPI_VAL with mpi_f08; -1: this process alone), the
+    ! rank (0-based) of every cell of the grid (c_loc of a num_cells array; c_null_ptr: METIS),
+    ! and non-zero for each rank's own fields (sciproxy_diffusion_local_entities).
+    integer(c_int64_t) :: comm = -1_c_int64_t
+    type(c_ptr) :: cell_owner = c_null_ptr
+    integer(c_int32_t) :: rank_local_fields = 0
   end type
 
   ! ICON4Py's DiffusionConfig (flags as integers, non-zero true). Fill it with
@@ -75,7 +81,8 @@ module sciproxy_diffusion
             sciproxy_diffusion_config_default, sciproxy_diffusion_init, &
             sciproxy_diffusion_init_computed, sciproxy_diffusion_run, &
             sciproxy_diffusion_get_info, sciproxy_diffusion_device, &
-            sciproxy_diffusion_timer_table, sciproxy_diffusion_free
+            sciproxy_diffusion_timer_table, sciproxy_diffusion_free, &
+            sciproxy_diffusion_local_entities
 
   ! run on float64 (ICON's wp) or float32 fields; the granule's precision is its init's
   ! (options%single_precision). dtime is real(c_double) in both.
@@ -131,6 +138,17 @@ module sciproxy_diffusion
       import :: c_int, c_ptr, sciproxy_diffusion_info
       type(c_ptr), value :: handle
       type(sciproxy_diffusion_info), intent(out) :: info
+      integer(c_int) :: status
+    end function
+    ! This rank's local entities of a dimension (0 cells, 1 edges, 2 vertices): their 1-based
+    ! indices in the grid and halo levels (0: owned), owned first (c/diffusion.h).
+    function sciproxy_diffusion_local_entities(handle, dimension, global_index, halo_level, &
+                                               size, count) bind(C) result(status)
+      import :: c_int, c_int32_t, c_ptr
+      type(c_ptr), value :: handle
+      integer(c_int32_t), value :: dimension, size
+      integer(c_int32_t), intent(out), optional :: global_index(*), halo_level(*)
+      integer(c_int32_t), intent(out), optional :: count
       integer(c_int) :: status
     end function
 

@@ -39,8 +39,11 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "sciproxy/core/communicator.hpp"
 
 namespace sciproxy {
 class Timers;  // sciproxy/core/timers.hpp
@@ -594,7 +597,48 @@ struct DiffusionOptions {
   // runs' files with `sciproxy verify`.
   std::string savepoint_dir;
   std::string savepoint_prefix = "diffusion";
+  // Under MPI (docs/kernels/diffusion.md, "Under MPI"): the ranks of comm share the grid. Every
+  // rank passes the same global grid and inputs to init; each rank computes on its part of the
+  // grid with ICON's two cell halo lines and exchanges halos where ICON4Py's granule does.
+  // run() takes either the same global fields on every rank (rank_local_fields false): the
+  // whole grid's results come back on every rank, equal bit for bit to the run of one process;
+  // or, as ICON passes them, each rank's own fields (rank_local_fields true) over its local
+  // entities in Diffusion::global_index's order (owned, then halo levels): afterwards vn, w,
+  // theta_v and exner equal the one-process run's on every local entry, halos included, and
+  // the diagnostics on the owned cells. cell_owner: the rank of every global cell (num_cells
+  // values in [0, comm size)), as ICON gives its own decomposition; empty: METIS
+  // (partition_cells).
+  // Ranks that disagree on the grid, the inputs' sizes or cell_owner, and a bad cell_owner,
+  // make init throw InvalidArgument on every rank. Only global grids, host backends (reference,
+  // cpu) and no savepoints under a communicator of several ranks.
+  Communicator comm;
+  std::vector<std::int32_t> cell_owner;
+  bool rank_local_fields = false;
+  // ICON's own form: when set, the grid and every input init takes are this rank's local ones
+  // (its entities in its own numbering, the owned ones first, then the halos as ICON orders
+  // them, the grid's zones LOCAL, HALO and HALO_LEVEL_2 marking them; a global grid's halo of
+  // two cell lines), rank_local_fields must be true, and cell_owner is not used. For each local
+  // entity: its index in the global grid and the rank owning it. The ranks ask the owners of
+  // their halo entries for them by global index at init (one exchange), so the halos need not
+  // be ICON4Py's exactly, only deep enough for the stencils and owned by whoever is named.
+  struct LocalDecomposition {
+    std::vector<std::int32_t> cell_global_index, edge_global_index, vertex_global_index;
+    std::vector<std::int32_t> cell_owner, edge_owner, vertex_owner;
+  };
+  std::optional<LocalDecomposition> local_decomposition;
 };
+
+// Whether this library was built with METIS (the build option SCIPROXY_METIS).
+bool metis_compiled();
+// The owner of every cell when the grid is split into num_parts parts by METIS
+// (METIS_PartGraphKway on the cells' edge adjacency C2E2C, as ICON4Py's SimpleMetisDecomposer):
+// num_cells values in [0, num_parts), the same on every machine for the same grid. num_parts 1:
+// all 0. NotCompiled without METIS; InvalidArgument for num_parts < 1 or > num_cells.
+std::vector<std::int32_t> partition_cells(const Grid& grid, int num_parts);
+// The owner of every cell when the grid is cut into num_parts bands of latitude with equal
+// numbers of cells, north to south (ties by cell index): a partition without METIS, with longer
+// boundaries. InvalidArgument for num_parts < 1 or > num_cells.
+std::vector<std::int32_t> latitude_bands(const Grid& grid, int num_parts);
 
 class Diffusion {
  public:
@@ -619,8 +663,16 @@ class Diffusion {
   sciproxy::Timers& timers();
   std::string device() const;  // the backend that runs, e.g. "cpu"
   std::int32_t num_levels() const;
+  // The grid the granule runs on: under a communicator of several ranks, this rank's local grid
+  // (owned entities, then the halo levels; docs/kernels/diffusion.md, "Under MPI").
   const Grid& grid() const;
-  // Bytes one run moves at least (each field read or written once) for the roofline.
+  // This rank's local entities of a dimension: the global index of each (owned first, then
+  // halo level 1, 2, and 3 for edges, each ascending), and its halo level (0: owned). The order
+  // of rank_local_fields. On one rank: 0 .. n - 1, all owned.
+  std::vector<std::int32_t> global_index(Dimension dim) const;
+  std::vector<std::int8_t> halo_level(Dimension dim) const;
+  // Bytes one run moves at least (each field read or written once) for the roofline; under MPI
+  // the whole grid's (as are working_set_bytes and flops_per_run).
   double bytes_per_run() const;
   // The arrays a run touches (fields, their temporaries, coefficients and tables): when they fit
   // the last-level cache, repeated runs read them from there, and the roofline says so.

@@ -164,11 +164,11 @@ struct ImageInput {
   std::optional<PixelRange> range;
 };
 
-// Where the result goes when the call runs on several ranks (the values of stack::ResultLayout).
-enum class ResultLayout : int {
-  all_ranks = 0,  // every rank receives the whole result
-  root = 1,       // rank 0 receives the whole result; the others' arrays are empty (gpu_specter)
-};
+// Where the result goes when the call runs on several ranks (sciproxy/core/communicator.hpp):
+// all_ranks (every rank receives the whole result) or root (rank 0 does; the others' arrays are
+// empty, as gpu_specter gathers). A bundle's spectra span patches on one rank only, so ex2d keeps
+// no per-rank layout (own is refused).
+using sciproxy::ResultLayout;
 
 struct Ex2dOptions {
   int bundlesize = 25;

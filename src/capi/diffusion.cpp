@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "capi/guarded.hpp"
+#include "core/collective.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/resources.hpp"
 #include "sciproxy/core/timers.hpp"
@@ -32,6 +33,7 @@ struct sciproxy_diffusion_grid {
 struct sciproxy_diffusion {
   std::unique_ptr<sciproxy::diffusion::Diffusion> granule;
   bool single_precision = false;
+  sciproxy::Communicator comm;  // init's: run's checks fail on every rank alike
 };
 
 namespace {
@@ -164,23 +166,30 @@ std::vector<T> from_fortran3(const T* a, std::int64_t n, int mid, std::int64_t n
 
 // ---- Options and configuration ----
 
-df::DiffusionOptions options_of(const sciproxy_diffusion_options* c_options) {
+// Under a communicator every check after the handle's runs through on_every_rank: bad options
+// on one rank fail every rank, none waits in init's collective calls.
+df::DiffusionOptions options_of(const sciproxy_diffusion_options* c_options, const df::Grid& grid) {
   const auto o = sciproxy::capi::read_options(c_options, sciproxy_diffusion_options_default,
                                               "sciproxy_diffusion_options");
-  require_pointer(o.device, "options.device");
-  require(o.layout == SCIPROXY_DIFFUSION_FORTRAN_ORDER || o.layout == SCIPROXY_DIFFUSION_C_ORDER,
-          "options.layout",
-          "SCIPROXY_DIFFUSION_FORTRAN_ORDER (0) or SCIPROXY_DIFFUSION_C_ORDER (1)",
-          std::to_string(o.layout));
-  require(o.nparallel >= 0, "options.nparallel", "0 (all threads) or a positive thread count",
-          std::to_string(o.nparallel));
   df::DiffusionOptions d;
-  d.device = o.device;
-  d.nparallel = o.nparallel;
-  d.layout = o.layout == SCIPROXY_DIFFUSION_FORTRAN_ORDER ? df::FieldLayout::EntitiesContiguous
-                                                          : df::FieldLayout::LevelsContiguous;
-  d.single_precision = o.single_precision != 0;
-  d.check_finite = o.check_finite != 0;
+  d.comm = sciproxy::Communicator::from_handle(o.comm, "options.comm");
+  sciproxy::collective::on_every_rank(d.comm, [&] {
+    require_pointer(o.device, "options.device");
+    require(o.layout == SCIPROXY_DIFFUSION_FORTRAN_ORDER || o.layout == SCIPROXY_DIFFUSION_C_ORDER,
+            "options.layout",
+            "SCIPROXY_DIFFUSION_FORTRAN_ORDER (0) or SCIPROXY_DIFFUSION_C_ORDER (1)",
+            std::to_string(o.layout));
+    require(o.nparallel >= 0, "options.nparallel", "0 (all threads) or a positive thread count",
+            std::to_string(o.nparallel));
+    d.device = o.device;
+    d.nparallel = o.nparallel;
+    d.layout = o.layout == SCIPROXY_DIFFUSION_FORTRAN_ORDER ? df::FieldLayout::EntitiesContiguous
+                                                            : df::FieldLayout::LevelsContiguous;
+    d.single_precision = o.single_precision != 0;
+    d.check_finite = o.check_finite != 0;
+    if (o.cell_owner) d.cell_owner.assign(o.cell_owner, o.cell_owner + grid.num_cells);
+    d.rank_local_fields = o.rank_local_fields != 0;
+  });
   return d;
 }
 
@@ -247,6 +256,7 @@ void give_handle(sciproxy_diffusion** handle, const df::Grid& grid,
   h->granule = std::make_unique<df::Diffusion>(grid, config_of(config), vertical, metrics,
                                                interpolation, edges, cells, o);
   h->single_precision = o.single_precision;
+  h->comm = o.comm;
   live_granules().add(h.get());
   *handle = h.release();
 }
@@ -256,23 +266,25 @@ void run_granule(sciproxy_diffusion* handle, Real* w, Real* vn, Real* exner, Rea
                  Real* hdef_ic, Real* div_ic, Real* dwdx, Real* dwdy, double dtime,
                  std::int32_t linit) {
   sciproxy_diffusion& h = granule_of(handle);
-  const bool single = sizeof(Real) == 4;
-  if (single != h.single_precision)
-    throw sciproxy::TypeError(fmt::format(
-        "fields: expected {} (the granule was initialised with options.single_precision = {}: "
-        "call sciproxy_diffusion_run{}), got {}",
-        h.single_precision ? "float32" : "float64", h.single_precision ? 1 : 0,
-        h.single_precision ? "_f32" : "", single ? "float32" : "float64"));
-  require_pointer(w, "w");
-  require_pointer(vn, "vn");
-  require_pointer(exner, "exner");
-  require_pointer(theta_v, "theta_v");
-  require_pointer(hdef_ic, "hdef_ic");
-  require_pointer(div_ic, "div_ic");
-  require_pointer(dwdx, "dwdx");
-  require_pointer(dwdy, "dwdy");
-  require(std::isfinite(dtime) && dtime > 0, "dtime", "a positive, finite time step in seconds",
-          fmt::format("{}", dtime));
+  sciproxy::collective::on_every_rank(h.comm, [&] {
+    const bool single = sizeof(Real) == 4;
+    if (single != h.single_precision)
+      throw sciproxy::TypeError(fmt::format(
+          "fields: expected {} (the granule was initialised with options.single_precision = {}: "
+          "call sciproxy_diffusion_run{}), got {}",
+          h.single_precision ? "float32" : "float64", h.single_precision ? 1 : 0,
+          h.single_precision ? "_f32" : "", single ? "float32" : "float64"));
+    require_pointer(w, "w");
+    require_pointer(vn, "vn");
+    require_pointer(exner, "exner");
+    require_pointer(theta_v, "theta_v");
+    require_pointer(hdef_ic, "hdef_ic");
+    require_pointer(div_ic, "div_ic");
+    require_pointer(dwdx, "dwdx");
+    require_pointer(dwdy, "dwdy");
+    require(std::isfinite(dtime) && dtime > 0, "dtime", "a positive, finite time step in seconds",
+            fmt::format("{}", dtime));
+  });
   df::DiffusionPrognosticFields<Real> prognostic{vn, w, theta_v, exner};
   df::DiffusionDiagnosticFields<Real> diagnostic{hdef_ic, div_ic, dwdx, dwdy};
   h.granule->run(diagnostic, prognostic, dtime, linit != 0);
@@ -385,6 +397,9 @@ void sciproxy_diffusion_options_default(sciproxy_diffusion_options* options) {
   options->layout = SCIPROXY_DIFFUSION_FORTRAN_ORDER;
   options->single_precision = 0;
   options->check_finite = 1;
+  options->comm = SCIPROXY_NO_COMM;
+  options->cell_owner = nullptr;
+  options->rank_local_fields = 0;
 }
 
 void sciproxy_diffusion_config_default(sciproxy_diffusion_config* config) {
@@ -438,48 +453,50 @@ sciproxy_status sciproxy_diffusion_init(
   return guarded([&] {
     require_pointer(handle, "handle");
     const df::Grid& g = grid_of(grid).grid;
-    const df::DiffusionOptions o = options_of(options);
-    (void)config_of(config);  // the config's struct_size before the arrays
-    require_levels(num_levels, g);
-    const std::int64_t nc = g.num_cells, ne = g.num_edges, nv = g.num_vertices, nlev = num_levels;
-    require(std::isfinite(mean_cell_area) && mean_cell_area > 0, "mean_cell_area",
-            "a positive, finite area", fmt::format("{}", mean_cell_area));
-
+    const df::DiffusionOptions o = options_of(options, g);
     df::DiffusionVerticalGrid vertical;
-    vertical.num_levels = num_levels;
-    vertical.vct_a = from_fortran(vct_a, nlev + 1, 1, "vct_a");
-    vertical.end_index_of_damping_layer = end_index_of_damping_layer;
     df::DiffusionMetricState metrics;
-    metrics.theta_ref_mc = from_fortran(theta_ref_mc, nc, nlev, "theta_ref_mc");
-    metrics.wgtfac_c = from_fortran(wgtfac_c, nc, nlev + 1, "wgtfac_c");
-    metrics.zd_intcoef = from_fortran3(zd_intcoef, nc, 3, nlev, "zd_intcoef");
-    metrics.zd_vertoffset = from_fortran3(zd_vertoffset, nc, 3, nlev, "zd_vertoffset");
-    metrics.zd_diffcoef = from_fortran(zd_diffcoef, nc, nlev, "zd_diffcoef");
     df::DiffusionInterpolationState in;
-    in.e_bln_c_s = from_fortran(e_bln_c_s, nc, 3, "e_bln_c_s");
-    in.geofac_div = from_fortran(geofac_div, nc, 3, "geofac_div");
-    in.geofac_grg_x = from_fortran(geofac_grg_x, nc, 4, "geofac_grg_x");
-    in.geofac_grg_y = from_fortran(geofac_grg_y, nc, 4, "geofac_grg_y");
-    in.geofac_n2s = from_fortran(geofac_n2s, nc, 4, "geofac_n2s");
-    in.nudgecoeff_e = from_fortran(nudgecoeff_e, ne, 1, "nudgecoeff_e");
-    in.rbf_coeff_1 = from_fortran(rbf_coeff_1, nv, 6, "rbf_coeff_1");
-    in.rbf_coeff_2 = from_fortran(rbf_coeff_2, nv, 6, "rbf_coeff_2");
     df::DiffusionEdgeParams ep;
-    ep.tangent_orientation = from_fortran(tangent_orientation, ne, 1, "tangent_orientation");
-    ep.inverse_primal_edge_lengths =
-        from_fortran(inverse_primal_edge_lengths, ne, 1, "inverse_primal_edge_lengths");
-    ep.inverse_dual_edge_lengths =
-        from_fortran(inverse_dual_edge_lengths, ne, 1, "inverse_dual_edge_lengths");
-    ep.inverse_vertex_vertex_lengths =
-        from_fortran(inverse_vertex_vertex_lengths, ne, 1, "inverse_vertex_vertex_lengths");
-    ep.edge_areas = from_fortran(edge_areas, ne, 1, "edge_areas");
-    ep.primal_normal_vert_x = from_fortran(primal_normal_vert_x, ne, 4, "primal_normal_vert_x");
-    ep.primal_normal_vert_y = from_fortran(primal_normal_vert_y, ne, 4, "primal_normal_vert_y");
-    ep.dual_normal_vert_x = from_fortran(dual_normal_vert_x, ne, 4, "dual_normal_vert_x");
-    ep.dual_normal_vert_y = from_fortran(dual_normal_vert_y, ne, 4, "dual_normal_vert_y");
     df::DiffusionCellParams cp;
-    cp.area = from_fortran(cell_area, nc, 1, "cell_area");
-    cp.mean_cell_area = mean_cell_area;
+    sciproxy::collective::on_every_rank(o.comm, [&] {
+      (void)config_of(config);  // the config's struct_size before the arrays
+      require_levels(num_levels, g);
+      const std::int64_t nc = g.num_cells, ne = g.num_edges, nv = g.num_vertices, nlev = num_levels;
+      require(std::isfinite(mean_cell_area) && mean_cell_area > 0, "mean_cell_area",
+              "a positive, finite area", fmt::format("{}", mean_cell_area));
+
+      vertical.num_levels = num_levels;
+      vertical.vct_a = from_fortran(vct_a, nlev + 1, 1, "vct_a");
+      vertical.end_index_of_damping_layer = end_index_of_damping_layer;
+      metrics.theta_ref_mc = from_fortran(theta_ref_mc, nc, nlev, "theta_ref_mc");
+      metrics.wgtfac_c = from_fortran(wgtfac_c, nc, nlev + 1, "wgtfac_c");
+      metrics.zd_intcoef = from_fortran3(zd_intcoef, nc, 3, nlev, "zd_intcoef");
+      metrics.zd_vertoffset = from_fortran3(zd_vertoffset, nc, 3, nlev, "zd_vertoffset");
+      metrics.zd_diffcoef = from_fortran(zd_diffcoef, nc, nlev, "zd_diffcoef");
+      in.e_bln_c_s = from_fortran(e_bln_c_s, nc, 3, "e_bln_c_s");
+      in.geofac_div = from_fortran(geofac_div, nc, 3, "geofac_div");
+      in.geofac_grg_x = from_fortran(geofac_grg_x, nc, 4, "geofac_grg_x");
+      in.geofac_grg_y = from_fortran(geofac_grg_y, nc, 4, "geofac_grg_y");
+      in.geofac_n2s = from_fortran(geofac_n2s, nc, 4, "geofac_n2s");
+      in.nudgecoeff_e = from_fortran(nudgecoeff_e, ne, 1, "nudgecoeff_e");
+      in.rbf_coeff_1 = from_fortran(rbf_coeff_1, nv, 6, "rbf_coeff_1");
+      in.rbf_coeff_2 = from_fortran(rbf_coeff_2, nv, 6, "rbf_coeff_2");
+      ep.tangent_orientation = from_fortran(tangent_orientation, ne, 1, "tangent_orientation");
+      ep.inverse_primal_edge_lengths =
+          from_fortran(inverse_primal_edge_lengths, ne, 1, "inverse_primal_edge_lengths");
+      ep.inverse_dual_edge_lengths =
+          from_fortran(inverse_dual_edge_lengths, ne, 1, "inverse_dual_edge_lengths");
+      ep.inverse_vertex_vertex_lengths =
+          from_fortran(inverse_vertex_vertex_lengths, ne, 1, "inverse_vertex_vertex_lengths");
+      ep.edge_areas = from_fortran(edge_areas, ne, 1, "edge_areas");
+      ep.primal_normal_vert_x = from_fortran(primal_normal_vert_x, ne, 4, "primal_normal_vert_x");
+      ep.primal_normal_vert_y = from_fortran(primal_normal_vert_y, ne, 4, "primal_normal_vert_y");
+      ep.dual_normal_vert_x = from_fortran(dual_normal_vert_x, ne, 4, "dual_normal_vert_x");
+      ep.dual_normal_vert_y = from_fortran(dual_normal_vert_y, ne, 4, "dual_normal_vert_y");
+      cp.area = from_fortran(cell_area, nc, 1, "cell_area");
+      cp.mean_cell_area = mean_cell_area;
+    });
     give_handle(handle, g, config, vertical, metrics, in, ep, cp, o);
   });
 }
@@ -492,15 +509,18 @@ sciproxy_status sciproxy_diffusion_init_computed(const sciproxy_diffusion_grid* 
   return guarded([&] {
     require_pointer(handle, "handle");
     const sciproxy_diffusion_grid& h = grid_of(grid);
-    require(h.has_geometry, "grid",
-            "a generated grid (sciproxy_diffusion_grid_icosahedral): coefficients are computed "
-            "from its geometry",
-            "a grid from tables (pass ICON's coefficients to sciproxy_diffusion_init)");
-    const df::DiffusionOptions o = options_of(options);
-    (void)config_of(config);
     const df::Grid& g = h.grid;
-    require_levels(num_levels, g);
-    const df::DiffusionInputs in = df::computed_inputs(g, num_levels);
+    const df::DiffusionOptions o = options_of(options, g);
+    df::DiffusionInputs in;
+    sciproxy::collective::on_every_rank(o.comm, [&] {
+      require(h.has_geometry, "grid",
+              "a generated grid (sciproxy_diffusion_grid_icosahedral): coefficients are computed "
+              "from its geometry",
+              "a grid from tables (pass ICON's coefficients to sciproxy_diffusion_init)");
+      (void)config_of(config);
+      require_levels(num_levels, g);
+      in = df::computed_inputs(g, num_levels);
+    });
     give_handle(handle, g, config, in.vertical, in.metrics, in.interpolation, in.edges, in.cells,
                 o);
   });
@@ -544,6 +564,29 @@ sciproxy_status sciproxy_diffusion_get_info(const sciproxy_diffusion* handle,
     const std::size_t n = std::min(device.size(), sizeof(info->device) - 1);
     std::memcpy(info->device, device.data(), n);
     info->device[n] = '\0';
+  });
+}
+
+sciproxy_status sciproxy_diffusion_local_entities(const sciproxy_diffusion* handle,
+                                                  int32_t dimension, int32_t* global_index,
+                                                  int32_t* halo_level, int32_t size,
+                                                  int32_t* count) {
+  return guarded([&] {
+    sciproxy_diffusion& h = granule_of(handle);
+    require(dimension >= 0 && dimension <= 2, "dimension", "0 (cells), 1 (edges) or 2 (vertices)",
+            std::to_string(dimension));
+    const auto dim = static_cast<df::Dimension>(dimension);
+    const std::vector<std::int32_t> index = h.granule->global_index(dim);
+    const std::vector<std::int8_t> level = h.granule->halo_level(dim);
+    const auto n = static_cast<std::int32_t>(index.size());
+    if (count) *count = n;
+    if (!global_index && !halo_level) return;
+    require(size >= n, "size", fmt::format("at least the {} local entities", n),
+            std::to_string(size));
+    for (std::int32_t i = 0; i < n; ++i) {
+      if (global_index) global_index[i] = index[i] + 1;
+      if (halo_level) halo_level[i] = level[i];
+    }
   });
 }
 

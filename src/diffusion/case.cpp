@@ -4,11 +4,13 @@
 // diffusion step of an evolving state. Verification resets the state and compares one step of
 // each device with one step of the reference. Settings: grid ("R2B4"), levels (65), dtime
 // (seconds; default 9 s per km of the grid's spacing, where the Smagorinsky branch is on),
-// dtype, layout ("levels" or "entities": Fortran's), seed.
+// dtype, layout ("levels" or "entities": Fortran's), seed. Under mpirun the granule runs on the
+// ranks (distribute) and verifies on rank 0 against one process's reference.
 #include "case.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -87,7 +89,10 @@ class DiffusionCase : public Case {
     WorkModel w;
     const double nc = inputs_.grid.num_cells, ne = inputs_.grid.num_edges;
     w.points = (nc + ne) * levels_;
-    const Diffusion& g = granule_for(Device{Backend::reference, 0, false});
+    // The granule that ran (under MPI, making another would be a collective call of its own);
+    // its numbers are the whole grid's on every rank.
+    const Diffusion& g = granules_.empty() ? granule_for(Device{Backend::reference, 0, false})
+                                           : *granules_.begin()->second;
     w.bytes = g.bytes_per_run();
     w.working_set_bytes = g.working_set_bytes();
     w.flops = g.flops_per_run();
@@ -110,6 +115,14 @@ class DiffusionCase : public Case {
   void run_device_window(const Device& device) override {
     initial_state();
     run(device, nullptr);
+  }
+
+  // Every rank runs the granule on its part of the grid (METIS where built, else latitude
+  // bands); run() returns the whole grid's fields on every rank, so outputs() on rank 0 verify
+  // against the reference of one process.
+  void distribute(const Communicator& comm) override {
+    comm_ = comm;
+    if (!metis_compiled()) cell_owner_ = latitude_bands(inputs_.grid, comm.size());
   }
 
   std::vector<CaseOutput> outputs() const override {
@@ -138,6 +151,8 @@ class DiffusionCase : public Case {
       o.layout = layout_;
       o.single_precision = single_;
       o.check_finite = false;  // the harness times the kernel, not the input checks
+      o.comm = comm_;
+      o.cell_owner = cell_owner_;
       it = granules_
                .emplace(key, std::make_unique<Diffusion>(
                                  inputs_.grid, inputs_.config, inputs_.vertical, inputs_.metrics,
@@ -204,6 +219,8 @@ class DiffusionCase : public Case {
   double dtime_ = 0;
   DiffusionInputs inputs_;
   mutable std::map<std::string, std::unique_ptr<Diffusion>> granules_;
+  Communicator comm_;
+  std::vector<std::int32_t> cell_owner_;
   State<double> state64_;
   State<float> state32_;
 };
@@ -234,6 +251,7 @@ void register_cases(std::vector<CaseEntry>& registry) {
        make_diffusion,
        {CaseSettings{{{"grid", "R2B4"}, {"levels", "65"}}}},
        diffusion_sweep()});
+  registry.back().runs_on_ranks = true;
   registry.back().tolerance = [](const CaseSettings& s, const std::string&) {
     return diffusion_tolerance(s.get("dtype", "float64") == "float32" ? Precision::fp32
                                                                       : Precision::fp64);

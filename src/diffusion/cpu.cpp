@@ -12,8 +12,10 @@
 //
 // The two groups of a pass are independent (w and the cold pools read neither vn nor kh), so
 // they share a pass without a barrier between them. Within a pass the points are independent;
-// the result is the same for any thread count. Loops run over entities (OpenMP) and levels
-// (SIMD) when levels are contiguous, over levels then blocks of entities when entities are.
+// the result is the same for any thread count. Under MPI the granule exchanges halos between
+// passes 1 and 2 (u, v), 2 and 3 (z_nabla2_e), 3 and 4 (u, v), and starts vn's after pass 4. Loops
+// run over entities (OpenMP) and levels (SIMD) when levels are contiguous, over levels then blocks
+// of entities when entities are.
 #include <omp.h>
 
 #include <algorithm>
@@ -86,6 +88,7 @@ void run_passes(const Context& ctx, const Problem<Real>& p, const RunFields<Real
             enh[2 * c + (k - k_cold)] = cold_pool_enhancement<Real, L>(p, theta_v, c, k);
           });
   });
+  exchange_halo(p, kHaloVertexWind);
   pass("smagorinsky", [&] {
     for_points<L>(p.edge_smag_begin, p.edge_smag_end, 0, nlev, [&](std::int64_t e, std::int32_t k) {
       smagorinsky_at_edge<Real, L>(p, p.u_vert, p.v_vert, vn[xe(e, k)], e, k, dms[k], smag_limit[k],
@@ -93,6 +96,7 @@ void run_passes(const Context& ctx, const Problem<Real>& p, const RunFields<Real
                                    p.z_nabla2_e[xe(e, k)]);
     });
   });
+  exchange_halo(p, kHaloNabla2Edges);
   pass("rbf_nabla2_turbulence_nabla2_w", [&] {
     for_points<L>(p.vertex_begin, p.vertex_end, 0, nlev, [&](std::int64_t v, std::int32_t k) {
       rbf_at_vertex<Real, L>(p, p.z_nabla2_e, v, k, p.u_vert[xv(v, k)], p.v_vert[xv(v, k)]);
@@ -119,6 +123,7 @@ void run_passes(const Context& ctx, const Problem<Real>& p, const RunFields<Real
         f.diagnostic.dwdy[xh(c, k)] = c2e2co_sum<Real, L>(p, p.geofac_grg_y, w, nlev + 1, c, k);
       });
   });
+  exchange_halo(p, kHaloVertexNabla2);
   pass("vn_w", [&] {
     if (p.apply_to_horizontal_wind)
       for_points<L>(p.edge_vn_begin, p.edge_vn_end, 0, nlev, [&](std::int64_t e, std::int32_t k) {
@@ -154,6 +159,7 @@ void run_passes(const Context& ctx, const Problem<Real>& p, const RunFields<Real
                                                   p.kh_smag_e[xe(e, k)] = m;
                                                 });
   });
+  exchange_halo(p, kHaloVn);
   if (!temperature) return;
   pass("theta_exner", [&] {
     for_points<L>(p.cell_theta_begin, p.cell_theta_end, 0, nlev,
@@ -249,6 +255,7 @@ void run_rows(const Context& ctx, const Problem<Real>& p, const RunFields<Real>&
         enh[2 * c + (k - k_cold)] = cold_pool_enhancement<Real, L>(p, theta_v, c, k);
       });
   });
+  exchange_halo(p, kHaloVertexWind);
   pass("smagorinsky", [&] {
 #pragma omp for schedule(static) nowait
     for (std::int64_t e = p.edge_smag_begin; e < p.edge_smag_end; ++e) {
@@ -284,6 +291,7 @@ void run_rows(const Context& ctx, const Problem<Real>& p, const RunFields<Real>&
       }
     }
   });
+  exchange_halo(p, kHaloNabla2Edges);
   pass("rbf_nabla2_turbulence_nabla2_w", [&] {
     rbf_rows(p.z_nabla2_e);
     if (p.turbulence_diagnostics) {
@@ -328,6 +336,7 @@ void run_rows(const Context& ctx, const Problem<Real>& p, const RunFields<Real>&
       }
     }
   });
+  exchange_halo(p, kHaloVertexNabla2);
   pass("vn_w", [&] {
     if (p.apply_to_horizontal_wind) {
 #pragma omp for schedule(static) nowait
@@ -412,6 +421,7 @@ void run_rows(const Context& ctx, const Problem<Real>& p, const RunFields<Real>&
                       p.kh_smag_e[xe(e, k)] = m;
                     });
   });
+  exchange_halo(p, kHaloVn);
   if (!temperature) return;
   pass("theta_exner", [&] {
 #pragma omp for schedule(static)

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <limits>
@@ -28,7 +29,9 @@
 #include <variant>
 #include <vector>
 
+#include "core/collective.hpp"
 #include "core/recorded_call.hpp"
+#include "diffusion/decomposition.hpp"
 #include "diffusion/kernels.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
@@ -138,6 +141,70 @@ std::vector<double> enh_smag_fac(const DiffusionConfig& c, const std::vector<dou
   return out;
 }
 
+// A field of a rank's grid in the caller's layout: value (i, k) of n entities, nk levels.
+struct LocalField {
+  void* data;
+  std::int32_t nk;
+};
+inline std::int64_t at(FieldLayout layout, std::int64_t n, std::int32_t nk, std::int64_t i,
+                       std::int32_t k) {
+  return layout == FieldLayout::LevelsContiguous ? i * nk + k
+                                                 : static_cast<std::int64_t>(k) * n + i;
+}
+
+// One halo exchange of some fields of one entity kind: the owned entries each neighbour has in
+// its halo are packed (field after field, entity after entity, level after level) and sent, the
+// halo entries received are unpacked in the same order.
+template <class Real>
+struct HaloExchange {
+  const HaloPattern* pattern = nullptr;
+  std::vector<LocalField> fields;
+  std::int64_t n = 0;
+  FieldLayout layout = FieldLayout::LevelsContiguous;
+  std::vector<Real> send, receive;
+  std::vector<collective::Message<Real>> messages;
+  collective::Pending pending;
+
+  void start(const Communicator& comm, const HaloPattern& halo, std::vector<LocalField> what,
+             std::int64_t entities, FieldLayout field_layout, int tag) {
+    pattern = &halo, fields = std::move(what), n = entities, layout = field_layout;
+    std::int64_t levels = 0, send_size = 0, receive_size = 0;
+    for (const LocalField& f : fields) levels += f.nk;
+    for (const HaloNeighbour& nb : halo) {
+      send_size += static_cast<std::int64_t>(nb.send.size()) * levels;
+      receive_size += static_cast<std::int64_t>(nb.receive.size()) * levels;
+    }
+    send.resize(send_size), receive.resize(receive_size), messages.clear();
+    Real* out = send.data();
+    Real* in = receive.data();
+    for (const HaloNeighbour& nb : halo) {
+      Real* const first = out;
+      for (const LocalField& f : fields) {
+        const Real* x = static_cast<const Real*>(f.data);
+        for (std::int32_t i : nb.send)
+          for (std::int32_t k = 0; k < f.nk; ++k) *out++ = x[at(layout, n, f.nk, i, k)];
+      }
+      const std::int64_t count = static_cast<std::int64_t>(nb.receive.size()) * levels;
+      messages.push_back({nb.rank, std::span<const Real>(first, out), std::span<Real>(in, count)});
+      in += count;
+    }
+    pending = collective::start_exchange<Real>(comm, messages, tag);
+  }
+
+  void finish() {
+    if (pattern == nullptr) return;
+    pending.wait();
+    const Real* in = receive.data();
+    for (const HaloNeighbour& nb : *pattern)
+      for (const LocalField& f : fields) {
+        Real* x = static_cast<Real*>(f.data);
+        for (std::int32_t i : nb.receive)
+          for (std::int32_t k = 0; k < f.nk; ++k) x[at(layout, n, f.nk, i, k)] = *in++;
+      }
+    pattern = nullptr;
+  }
+};
+
 // The caller's fields, in the precision the granule runs.
 template <class Real>
 struct Storage {
@@ -147,6 +214,11 @@ struct Storage {
   std::vector<std::int32_t> zd_vertoffset;
   std::vector<std::uint8_t> cell_has_zd;
   kernels::Problem<Real> problem;
+  // Under MPI: the rank's fields of the run (the 8 fields back to back), and the exchanges.
+  std::vector<Real> local_fields;
+  DiffusionPrognosticFields<Real> local_prognostic;
+  DiffusionDiagnosticFields<Real> local_diagnostic;
+  HaloExchange<Real> intermediate, vn, cells;
 };
 
 }  // namespace
@@ -174,6 +246,29 @@ struct Diffusion::Impl {
   void build(const DiffusionMetricState& m, const DiffusionInterpolationState& in,
              const DiffusionEdgeParams& ep, const DiffusionCellParams& cp);
   long calls = 0;
+
+  // Under a communicator of several ranks: this rank's domain (grid above is its local grid),
+  // and every rank's owned cells and edges (global indices, rank after rank) for the gather.
+  struct Ranks {
+    Communicator comm;
+    RankDomain domain;
+    std::int32_t global_cells = 0, global_edges = 0;
+    std::vector<std::int32_t> cells_by_rank, edges_by_rank;
+    std::vector<std::int64_t> cell_counts, edge_counts;
+  };
+  std::unique_ptr<Ranks> ranks;
+  template <class Real>
+  void run_on_ranks(DiffusionDiagnosticFields<Real>& d, DiffusionPrognosticFields<Real>& f,
+                    double dtime, bool initial_run);
+  template <class Real>
+  void run_rank(DiffusionDiagnosticFields<Real>& ld, DiffusionPrognosticFields<Real>& lp,
+                double dtime, bool initial_run);
+  template <class Real>
+  static void halo_hook(void* context, int point);
+  void set_work_model(double nc, double ne, double nv, std::size_t real_bytes);
+  template <class Real>
+  void check_run(const DiffusionDiagnosticFields<Real>& d, const DiffusionPrognosticFields<Real>& f,
+                 double dtime, std::int64_t nc, std::int64_t ne) const;
 
   template <class Real>
   void run(DiffusionDiagnosticFields<Real>& d, DiffusionPrognosticFields<Real>& f, double dtime,
@@ -219,6 +314,30 @@ void Diffusion::Impl::write_savepoint(const char* name, const DiffusionDiagnosti
   add("dwdx", d.dwdx, nc, "cell", nlev + 1, "khalf");
   add("dwdy", d.dwdy, nc, "cell", nlev + 1, "khalf");
   sp::write_next(w, options.savepoint_dir, options.savepoint_prefix);
+}
+
+// The roofline's numbers for a grid of nc cells, ne edges, nv vertices (under MPI: the whole
+// grid's, as the case's work model is the whole problem's).
+void Diffusion::Impl::set_work_model(double nc, double ne, double nv, std::size_t real_bytes) {
+  const std::int32_t nlev = vertical.num_levels;
+  const bool turbulence_diagnostics =
+      config.shear_type >= 1 || config.loutshs || config.a_hshr > 0.0;
+  // Compulsory bytes of a run: vn, w, theta_v, exner read and written; div_ic, hdef_ic, dwdx,
+  // dwdy written (as configured); the coefficients read once.
+  const double r = static_cast<double>(real_bytes);
+  double fields = 2.0 * ne * nlev + 2.0 * nc * (nlev + 1) + 4.0 * nc * nlev;
+  if (turbulence_diagnostics) fields += 2.0 * nc * (nlev - 1) + nc * (nlev + 1);  // + wgtfac_c
+  if (config.shear_type == 2) fields += 2.0 * nc * (nlev - 1);
+  fields += nc * nlev;  // zd_diffcoef
+  const double coefficients = 6.0 * nv + 13.0 * ne + 15.0 * nc;
+  const double tables = 4.0 * (6.0 * nv + 4.0 * ne + 2.0 * ne + 3.0 * nc + 3.0 * nc + 4.0 * nc);
+  bytes_per_run = r * (fields + coefficients) + tables;
+  // The working set adds the temporaries (u_vert, v_vert; kh_smag_e, kh_smag_ec, z_nabla2_e;
+  // z_nabla2_c, z_temp, theta_old; w_old) to them; a field read and written counts twice in the
+  // bytes, so this overstates it a little.
+  const double temporaries = 2.0 * nv * nlev + 3.0 * ne * nlev + 3.0 * nc * nlev + nc * (nlev + 1);
+  working_set_bytes = bytes_per_run + r * temporaries;
+  flops_per_run = double(nlev) * (48.0 * double(nv) + 89.0 * double(ne) + 94.0 * double(nc));
 }
 
 template <class Real>
@@ -393,22 +512,7 @@ void Diffusion::Impl::build(const DiffusionMetricState& m, const DiffusionInterp
   p.nparallel = options.nparallel;
   p.check_finite = options.check_finite;
 
-  // Compulsory bytes of a run: vn, w, theta_v, exner read and written; div_ic, hdef_ic, dwdx,
-  // dwdy written (as configured); the coefficients read once.
-  const double r = sizeof(Real);
-  double fields = 2.0 * ne * nlev + 2.0 * nc * (nlev + 1) + 4.0 * nc * nlev;
-  if (p.turbulence_diagnostics) fields += 2.0 * nc * (nlev - 1) + nc * (nlev + 1);  // + wgtfac_c
-  if (p.shear_type == 2) fields += 2.0 * nc * (nlev - 1);
-  fields += nc * nlev;  // zd_diffcoef
-  const double coefficients = 6.0 * nv + 13.0 * ne + 15.0 * nc;
-  const double tables = 4.0 * (6.0 * nv + 4.0 * ne + 2.0 * ne + 3.0 * nc + 3.0 * nc + 4.0 * nc);
-  bytes_per_run = r * (fields + coefficients) + tables;
-  // The working set adds the temporaries (u_vert, v_vert; kh_smag_e, kh_smag_ec, z_nabla2_e;
-  // z_nabla2_c, z_temp, theta_old; w_old) to them; a field read and written counts twice in the
-  // bytes, so this overstates it a little.
-  const double temporaries = 2.0 * nv * nlev + 3.0 * ne * nlev + 3.0 * nc * nlev + nc * (nlev + 1);
-  working_set_bytes = bytes_per_run + r * temporaries;
-  flops_per_run = double(nlev) * (48.0 * double(nv) + 89.0 * double(ne) + 94.0 * double(nc));
+  set_work_model(nc, ne, nv, sizeof(Real));
 }
 
 namespace {
@@ -429,9 +533,12 @@ void check_finite_field(const Real* x, std::int64_t n, const char* name, int thr
 
 }  // namespace
 
+// The run's arguments: the precision, dtime, every field present, and (check_finite) finite
+// prognostic fields of nc cells and ne edges.
 template <class Real>
-void Diffusion::Impl::run(DiffusionDiagnosticFields<Real>& d, DiffusionPrognosticFields<Real>& f,
-                          double dtime, bool initial_run) {
+void Diffusion::Impl::check_run(const DiffusionDiagnosticFields<Real>& d,
+                                const DiffusionPrognosticFields<Real>& f, double dtime,
+                                std::int64_t nc, std::int64_t ne) const {
   auto* s = std::get_if<Storage<Real>>(&storage);
   require(s != nullptr, "fields",
           options.single_precision
@@ -448,7 +555,6 @@ void Diffusion::Impl::run(DiffusionDiagnosticFields<Real>& d, DiffusionPrognosti
                   {d.hdef_ic, "diagnostic.hdef_ic"}, {d.div_ic, "diagnostic.div_ic"},
                   {d.dwdx, "diagnostic.dwdx"},       {d.dwdy, "diagnostic.dwdy"}};
   for (const auto& r : required) require(r.ptr != nullptr, r.name, "a field", "a null pointer");
-  const std::int64_t nc = grid.num_cells, ne = grid.num_edges;
   const std::int32_t nlev = vertical.num_levels;
   // The cuda backend checks on the device: the fields may be device pointers.
   if (options.check_finite && device.backend != Backend::cuda) {
@@ -458,6 +564,15 @@ void Diffusion::Impl::run(DiffusionDiagnosticFields<Real>& d, DiffusionPrognosti
     check_finite_field(f.theta_v, nc * nlev, "prognostic.theta_v", threads);
     check_finite_field(f.exner, nc * nlev, "prognostic.exner", threads);
   }
+}
+
+template <class Real>
+void Diffusion::Impl::run(DiffusionDiagnosticFields<Real>& d, DiffusionPrognosticFields<Real>& f,
+                          double dtime, bool initial_run) {
+  if (ranks) return run_on_ranks(d, f, dtime, initial_run);
+  const std::int64_t nc = grid.num_cells, ne = grid.num_edges;
+  const std::int32_t nlev = vertical.num_levels;
+  check_run(d, f, dtime, nc, ne);
   RecordedCall call("diffusion", device, &timers);
   WorkModel work;
   work.points = static_cast<double>(ne * nlev + nc * nlev);
@@ -492,14 +607,153 @@ void Diffusion::Impl::run_kernel(DiffusionDiagnosticFields<Real>& d,
                         std::integral_constant<FieldLayout, FieldLayout::EntitiesContiguous>{});
 }
 
-Diffusion::Diffusion(const Grid& grid, const DiffusionConfig& config,
-                     const DiffusionVerticalGrid& vertical, const DiffusionMetricState& metrics,
-                     const DiffusionInterpolationState& interpolation,
-                     const DiffusionEdgeParams& edges, const DiffusionCellParams& cells,
-                     const DiffusionOptions& options)
-    : impl_(std::make_unique<Impl>()) {
-  const auto start = std::chrono::steady_clock::now();
-  Impl& m = *impl_;
+// Under MPI, the rank's fields in its local numbering: the kernel run with the halo exchanges
+// of ICON4Py's granule (halo_hook), then w, theta_v and exner exchanged (and vn waited for).
+template <class Real>
+void Diffusion::Impl::run_rank(DiffusionDiagnosticFields<Real>& ld,
+                               DiffusionPrognosticFields<Real>& lp, double dtime,
+                               bool initial_run) {
+  const Ranks& r = *ranks;
+  Storage<Real>& s = std::get<Storage<Real>>(storage);
+  const std::int32_t nlev = vertical.num_levels;
+  RecordedCall call("diffusion", device, &timers);
+  WorkModel work;
+  work.points = static_cast<double>(r.global_edges + r.global_cells) * nlev;
+  work.bytes = bytes_per_run;
+  work.working_set_bytes = working_set_bytes;
+  work.flops = flops_per_run;
+  work.precision = sizeof(Real) == 4 ? Precision::fp32 : Precision::fp64;
+  call.set_work(work);
+  auto t = Timers::region(&timers, "diffusion_run");
+  s.problem.exchange_halo = &halo_hook<Real>;
+  s.problem.exchange_context = this;
+  s.local_prognostic = lp;
+  run_kernel(ld, lp, dtime, initial_run);
+  auto h = Timers::region(&timers, "halo_exchange");
+  s.cells.start(r.comm, r.domain.cell_halo,
+                {{lp.w, nlev + 1}, {lp.theta_v, nlev}, {lp.exner, nlev}}, grid.num_cells,
+                options.layout, 2);
+  s.vn.finish();
+  s.cells.finish();
+}
+
+// Under MPI: with rank_local_fields the caller's fields are the rank's; otherwise the rank's
+// fields are copied from the caller's global ones, run, and every rank's owned entries gathered
+// into the caller's global fields on every rank.
+template <class Real>
+void Diffusion::Impl::run_on_ranks(DiffusionDiagnosticFields<Real>& d,
+                                   DiffusionPrognosticFields<Real>& f, double dtime,
+                                   bool initial_run) {
+  Ranks& r = *ranks;
+  if (options.rank_local_fields) {
+    // A bad field on one rank fails every rank before any exchange.
+    collective::on_every_rank(r.comm,
+                              [&] { check_run(d, f, dtime, grid.num_cells, grid.num_edges); });
+    run_rank(d, f, dtime, initial_run);
+    ++calls;
+    return;
+  }
+  // Every rank holds the same global fields, so the checks fail alike; on_every_rank makes sure.
+  collective::on_every_rank(r.comm,
+                            [&] { check_run(d, f, dtime, r.global_cells, r.global_edges); });
+  Storage<Real>& s = std::get<Storage<Real>>(storage);
+  const std::int32_t nlev = vertical.num_levels;
+  const FieldLayout layout = options.layout;
+  const std::int64_t nc = grid.num_cells, ne = grid.num_edges;
+  const std::int64_t gc = r.global_cells, ge = r.global_edges;
+  Real* x = s.local_fields.data();
+  auto take = [&](std::int64_t n) {
+    Real* q = x;
+    x += n;
+    return q;
+  };
+  DiffusionPrognosticFields<Real> lp;
+  DiffusionDiagnosticFields<Real> ld;
+  lp.vn = take(ne * nlev), lp.w = take(nc * (nlev + 1)), lp.theta_v = take(nc * nlev);
+  lp.exner = take(nc * nlev);
+  ld.hdef_ic = take(nc * (nlev + 1)), ld.div_ic = take(nc * (nlev + 1));
+  ld.dwdx = take(nc * (nlev + 1)), ld.dwdy = take(nc * (nlev + 1));
+  struct Pair {
+    Real* global;
+    Real* local;
+    std::int32_t nk;
+  };
+  const Pair cell_fields[] = {{f.w, lp.w, nlev + 1},           {f.theta_v, lp.theta_v, nlev},
+                              {f.exner, lp.exner, nlev},       {d.hdef_ic, ld.hdef_ic, nlev + 1},
+                              {d.div_ic, ld.div_ic, nlev + 1}, {d.dwdx, ld.dwdx, nlev + 1},
+                              {d.dwdy, ld.dwdy, nlev + 1}};
+  const std::vector<std::int32_t>& cells = r.domain.cells.global;
+  const std::vector<std::int32_t>& edges = r.domain.edges.global;
+  for (std::int64_t i = 0; i < ne; ++i)
+    for (std::int32_t k = 0; k < nlev; ++k)
+      lp.vn[at(layout, ne, nlev, i, k)] = f.vn[at(layout, ge, nlev, edges[i], k)];
+  for (const Pair& p : cell_fields)
+    for (std::int64_t i = 0; i < nc; ++i)
+      for (std::int32_t k = 0; k < p.nk; ++k)
+        p.local[at(layout, nc, p.nk, i, k)] = p.global[at(layout, gc, p.nk, cells[i], k)];
+
+  run_rank(ld, lp, dtime, initial_run);
+
+  // Every rank's owned rows, rank after rank, on every rank; then into the global fields.
+  auto t = Timers::region(&timers, "gather");
+  const int rank = r.comm.rank();
+  std::int64_t first_cell = 0, first_edge = 0;
+  for (int q = 0; q < rank; ++q) first_cell += r.cell_counts[q], first_edge += r.edge_counts[q];
+  const std::int64_t cell_row = 5 * (nlev + 1) + 2 * nlev;
+  std::vector<Real> all_cells(gc * cell_row), all_edges(ge * nlev);
+  Real* out = all_cells.data() + first_cell * cell_row;
+  for (std::int64_t i = 0; i < r.domain.cells.num_owned(); ++i)
+    for (const Pair& p : cell_fields)
+      for (std::int32_t k = 0; k < p.nk; ++k) *out++ = p.local[at(layout, nc, p.nk, i, k)];
+  out = all_edges.data() + first_edge * nlev;
+  for (std::int64_t i = 0; i < r.domain.edges.num_owned(); ++i)
+    for (std::int32_t k = 0; k < nlev; ++k) *out++ = lp.vn[at(layout, ne, nlev, i, k)];
+  collective::allgather_rows<Real>(r.comm, all_cells, r.cell_counts, cell_row);
+  collective::allgather_rows<Real>(r.comm, all_edges, r.edge_counts, nlev);
+  const Real* in = all_cells.data();
+  for (std::int32_t g : r.cells_by_rank)
+    for (const Pair& p : cell_fields)
+      for (std::int32_t k = 0; k < p.nk; ++k) p.global[at(layout, gc, p.nk, g, k)] = *in++;
+  in = all_edges.data();
+  for (std::int32_t g : r.edges_by_rank)
+    for (std::int32_t k = 0; k < nlev; ++k) f.vn[at(layout, ge, nlev, g, k)] = *in++;
+  ++calls;
+}
+
+// The exchanges inside a run (kernels::HaloPoint): u_vert and v_vert, z_nabla2_e waited for at
+// once (the next stencil reads them), vn started (theta and exner do not read it).
+template <class Real>
+void Diffusion::Impl::halo_hook(void* context, int point) {
+  Impl& m = *static_cast<Impl*>(context);
+  const Ranks& r = *m.ranks;
+  Storage<Real>& s = std::get<Storage<Real>>(m.storage);
+  const kernels::Problem<Real>& p = s.problem;
+  const FieldLayout layout = m.options.layout;
+  auto t = Timers::region(&m.timers, "halo_exchange");
+  switch (point) {
+    case kernels::kHaloVn:
+      s.vn.start(r.comm, r.domain.edge_halo, {{s.local_prognostic.vn, p.nlev}}, p.num_edges, layout,
+                 1);
+      return;
+    case kernels::kHaloNabla2Edges:
+      s.intermediate.start(r.comm, r.domain.edge_halo, {{p.z_nabla2_e, p.nlev}}, p.num_edges,
+                           layout, 0);
+      break;
+    default:  // kHaloVertexWind, kHaloVertexNabla2
+      s.intermediate.start(r.comm, r.domain.vertex_halo, {{p.u_vert, p.nlev}, {p.v_vert, p.nlev}},
+                           p.num_vertices, layout, 0);
+  }
+  s.intermediate.finish();
+}
+
+namespace {
+
+// Every input against the grid and the levels; selects the device.
+void check_inputs(Diffusion::Impl& m, const Grid& grid, const DiffusionConfig& config,
+                  const DiffusionVerticalGrid& vertical, const DiffusionMetricState& metrics,
+                  const DiffusionInterpolationState& interpolation,
+                  const DiffusionEdgeParams& edges, const DiffusionCellParams& cells,
+                  const DiffusionOptions& options) {
   check_config(config);
   m.device = select_device(options.device);
   if (!options.savepoint_dir.empty()) {
@@ -540,8 +794,9 @@ Diffusion::Diffusion(const Grid& grid, const DiffusionConfig& config,
           "metric_state.zd_vertoffset",
           fmt::format("(cells, 3, levels) = {} values", nc * 3 * nlev),
           count_text(metrics.zd_vertoffset.size()));
+  // (On a rank: its owned cells, where the stencil runs; the whole grid was checked before.)
   if (config.apply_zdiffusion_t && config.apply_to_temperature)
-    for (std::int64_t c = 0; c < nc; ++c)
+    for (std::int64_t c = 0; c < grid.end_index(Dimension::Cell, Zone::Local); ++c)
       for (int k = 0; k < nlev; ++k) {
         if (metrics.zd_diffcoef[c * nlev + k] == 0.0) continue;
         for (int j = 0; j < 3; ++j) {
@@ -583,7 +838,8 @@ Diffusion::Diffusion(const Grid& grid, const DiffusionConfig& config,
   require_size(cells.area, nc, "cell_params.area", "(cells)");
   // Every vertex of a diamond the stencils read must exist in the edge range they run over.
   const std::int32_t smag_begin = grid.start_index(Dimension::Edge, Zone::LateralBoundaryLevel5);
-  for (std::int64_t e = smag_begin; e < ne; ++e)
+  const std::int32_t smag_end = grid.end_index(Dimension::Edge, Zone::HaloLevel2);
+  for (std::int64_t e = smag_begin; e < smag_end; ++e)
     for (int i = 0; i < 4; ++i)
       if (grid.e2c2v[4 * e + i] < 0)
         throw_invalid_argument(
@@ -593,7 +849,8 @@ Diffusion::Diffusion(const Grid& grid, const DiffusionConfig& config,
   // The temperature stencil differences theta_v across every edge of the cells it updates
   // (E2C without a check for missing cells): both cells must exist there.
   if (config.apply_to_temperature)
-    for (std::int64_t c = grid.start_index(Dimension::Cell, Zone::Nudging); c < nc; ++c)
+    for (std::int64_t c = grid.start_index(Dimension::Cell, Zone::Nudging);
+         c < grid.end_index(Dimension::Cell, Zone::Local); ++c)
       for (int j = 0; j < 3; ++j) {
         const std::int32_t e = grid.c2e[3 * c + j];
         if (grid.e2c[2 * e] < 0 || grid.e2c[2 * e + 1] < 0)
@@ -606,7 +863,12 @@ Diffusion::Diffusion(const Grid& grid, const DiffusionConfig& config,
       (16.0 * nc * (nlev + 1) + 4.0 * ne * nlev + 2.0 * nv * nlev + 30.0 * ne);
   require_memory(field_bytes, "grid, vertical_grid.num_levels",
                  fmt::format("{} cells x {} levels", nc, nlev));
+}
 
+void build(Diffusion::Impl& m, const Grid& grid, const DiffusionConfig& config,
+           const DiffusionVerticalGrid& vertical, const DiffusionMetricState& metrics,
+           const DiffusionInterpolationState& interpolation, const DiffusionEdgeParams& edges,
+           const DiffusionCellParams& cells, const DiffusionOptions& options) {
   m.grid = grid;
   m.config = config;
   m.vertical = vertical;
@@ -615,6 +877,251 @@ Diffusion::Diffusion(const Grid& grid, const DiffusionConfig& config,
     m.build<float>(metrics, interpolation, edges, cells);
   else
     m.build<double>(metrics, interpolation, edges, cells);
+}
+
+// Rows of a per-entity input (width values each) for a rank's entities.
+template <class T>
+std::vector<T> rows_for(const std::vector<T>& x, const LocalEntities& local, std::int64_t width) {
+  std::vector<T> out;
+  out.reserve(static_cast<std::size_t>(local.size() * width));
+  for (std::int32_t g : local.global)
+    out.insert(out.end(), x.begin() + g * width, x.begin() + (g + 1) * width);
+  return out;
+}
+
+// ICON's form (DiffusionOptions::local_decomposition): the caller's local grid and inputs as
+// they come; the exchange pattern by asking the owners of the halo entries.
+void init_on_rank_grid(Diffusion::Impl& m, const Grid& grid, const DiffusionConfig& config,
+                       const DiffusionVerticalGrid& vertical, const DiffusionMetricState& metrics,
+                       const DiffusionInterpolationState& interpolation,
+                       const DiffusionEdgeParams& edges, const DiffusionCellParams& cells,
+                       const DiffusionOptions& options) {
+  namespace co = collective;
+  const Communicator& comm = options.comm;
+  const DiffusionOptions::LocalDecomposition& dec = *options.local_decomposition;
+  const int rank = comm.rank();
+  co::on_every_rank(comm, [&] {
+    require(options.rank_local_fields, "options.rank_local_fields",
+            "true with options.local_decomposition (the fields are the rank's too)", "false");
+    check_inputs(m, grid, config, vertical, metrics, interpolation, edges, cells, options);
+    if (comm.distributed()) {
+      require(options.savepoint_dir.empty(), "options.savepoint_dir",
+              "no savepoints under a communicator of several ranks", options.savepoint_dir);
+      require(m.device.backend != Backend::cuda, "options.device",
+              "a host backend (reference, cpu) under a communicator of several ranks", "cuda");
+      require(!grid.limited_area, "grid", "a global grid's part under a communicator",
+              "a limited-area grid");
+    }
+    const struct {
+      const std::vector<std::int32_t>& values;
+      std::int32_t n;
+      const char* name;
+    } arrays[] = {
+        {dec.cell_global_index, grid.num_cells, "options.local_decomposition.cell_global_index"},
+        {dec.edge_global_index, grid.num_edges, "options.local_decomposition.edge_global_index"},
+        {dec.vertex_global_index, grid.num_vertices,
+         "options.local_decomposition.vertex_global_index"},
+        {dec.cell_owner, grid.num_cells, "options.local_decomposition.cell_owner"},
+        {dec.edge_owner, grid.num_edges, "options.local_decomposition.edge_owner"},
+        {dec.vertex_owner, grid.num_vertices, "options.local_decomposition.vertex_owner"}};
+    for (const auto& a : arrays)
+      require(static_cast<std::int64_t>(a.values.size()) == a.n, a.name,
+              fmt::format("{} values (one per local entity)", a.n), count_text(a.values.size()));
+    // The stencils update the zone LOCAL: it must be the owned entities, first.
+    const struct {
+      const std::vector<std::int32_t>& owner;
+      Dimension dim;
+      const char* name;
+    } owners[] = {
+        {dec.cell_owner, Dimension::Cell, "options.local_decomposition.cell_owner"},
+        {dec.edge_owner, Dimension::Edge, "options.local_decomposition.edge_owner"},
+        {dec.vertex_owner, Dimension::Vertex, "options.local_decomposition.vertex_owner"}};
+    for (const auto& o : owners) {
+      const std::int32_t local_end = grid.end_index(o.dim, Zone::Local);
+      for (std::size_t i = 0; i < o.owner.size(); ++i)
+        if ((o.owner[i] == rank) != (static_cast<std::int32_t>(i) < local_end))
+          throw_invalid_argument(
+              o.name,
+              fmt::format("this rank ({}) owning exactly the entities of the zone LOCAL, [0, {})",
+                          rank, local_end),
+              fmt::format("owner {} at local entry {}", o.owner[i], i));
+    }
+  });
+  auto ranks = std::make_unique<Diffusion::Impl::Ranks>();
+  ranks->comm = comm;
+  RankDomain& d = ranks->domain;
+  d.rank = rank;
+  d.num_ranks = comm.size();
+  // Halo levels are the caller's; here 0 (owned) or 1 (any halo).
+  auto entities = [&](const std::vector<std::int32_t>& global,
+                      const std::vector<std::int32_t>& owner) {
+    LocalEntities e;
+    e.global = global;
+    e.owner = owner;
+    std::int32_t owned = 0;
+    for (std::int32_t r : owner) {
+      e.halo_level.push_back(r == rank ? 0 : 1);
+      owned += r == rank;
+    }
+    const auto n = static_cast<std::int32_t>(owner.size());
+    e.level_begin = {0, owned, n, n, n};
+    return e;
+  };
+  d.cells = entities(dec.cell_global_index, dec.cell_owner);
+  d.edges = entities(dec.edge_global_index, dec.edge_owner);
+  d.vertices = entities(dec.vertex_global_index, dec.vertex_owner);
+  d.cell_halo = halo_pattern_by_request(comm, dec.cell_global_index, dec.cell_owner,
+                                        "options.local_decomposition.cell_owner");
+  d.edge_halo = halo_pattern_by_request(comm, dec.edge_global_index, dec.edge_owner,
+                                        "options.local_decomposition.edge_owner");
+  d.vertex_halo = halo_pattern_by_request(comm, dec.vertex_global_index, dec.vertex_owner,
+                                          "options.local_decomposition.vertex_owner");
+  std::int64_t owned[3] = {d.cells.num_owned(), d.edges.num_owned(), d.vertices.num_owned()};
+  co::allreduce_sum<std::int64_t>(comm, std::span<std::int64_t>(owned, 3));
+  ranks->global_cells = static_cast<std::int32_t>(owned[0]);
+  ranks->global_edges = static_cast<std::int32_t>(owned[1]);
+  co::on_every_rank(comm, [&] {
+    build(m, grid, config, vertical, metrics, interpolation, edges, cells, options);
+  });
+  m.ranks = std::move(ranks);
+  m.set_work_model(static_cast<double>(owned[0]), static_cast<double>(owned[1]),
+                   static_cast<double>(owned[2]), options.single_precision ? 4 : 8);
+}
+
+// The replicated form: every rank's global grid and inputs, each rank's rows of them on its
+// part of the partition (METIS's, or the caller's cell_owner).
+void init_on_partition(Diffusion::Impl& m, const Grid& grid, const DiffusionConfig& config,
+                       const DiffusionVerticalGrid& vertical, const DiffusionMetricState& metrics,
+                       const DiffusionInterpolationState& interpolation,
+                       const DiffusionEdgeParams& edges, const DiffusionCellParams& cells,
+                       const DiffusionOptions& options) {
+  const Communicator& comm = options.comm;
+  // Ranks that disagree on what they pass fail alike (before anything reads the arrays).
+  namespace co = collective;
+  const std::int32_t nlev = vertical.num_levels;
+  const co::Field same[] = {
+      {"grid.num_cells", grid.num_cells},
+      {"grid.num_edges", grid.num_edges},
+      {"grid.num_vertices", grid.num_vertices},
+      {"grid.c2e", co::hash_of(std::span<const std::int32_t>(grid.c2e)), true},
+      {"grid.c2e2c", co::hash_of(std::span<const std::int32_t>(grid.c2e2c)), true},
+      {"grid.e2c2v", co::hash_of(std::span<const std::int32_t>(grid.e2c2v)), true},
+      {"grid.v2e", co::hash_of(std::span<const std::int32_t>(grid.v2e)), true},
+      {"vertical_grid.num_levels", nlev},
+      {"options.layout", static_cast<std::int64_t>(options.layout)},
+      {"options.single_precision", options.single_precision},
+      {"options.rank_local_fields", options.rank_local_fields},
+      {"options.cell_owner", co::hash_of(std::span<const std::int32_t>(options.cell_owner)), true}};
+  co::require_same(comm, same, "diffusion init");
+  co::on_every_rank(comm, [&] {
+    require(options.savepoint_dir.empty(), "options.savepoint_dir",
+            "no savepoints under a communicator of several ranks", options.savepoint_dir);
+    if (!options.cell_owner.empty()) check_cell_owner(grid, options.cell_owner, comm.size());
+    check_inputs(m, grid, config, vertical, metrics, interpolation, edges, cells, options);
+    require(m.device.backend != Backend::cuda, "options.device",
+            "a host backend (reference, cpu) under a communicator of several ranks", "cuda");
+    require(!grid.limited_area, "grid",
+            "a global grid under a communicator of several ranks (limited-area grids run on "
+            "one)",
+            "a limited-area grid");
+  });
+  // METIS on rank 0, its partition sent to every rank.
+  std::vector<std::int32_t> owner = options.cell_owner;
+  if (owner.empty()) {
+    std::string bytes;
+    co::on_every_rank(comm, [&] {
+      if (comm.rank() != 0) return;
+      const std::vector<std::int32_t> parts = partition_cells(grid, comm.size());
+      bytes.assign(reinterpret_cast<const char*>(parts.data()), parts.size() * sizeof parts[0]);
+    });
+    co::broadcast(comm, bytes, 0);
+    owner.resize(grid.num_cells);
+    std::memcpy(owner.data(), bytes.data(), owner.size() * sizeof owner[0]);
+  }
+  co::on_every_rank(comm, [&] {
+    check_cell_owner(grid, owner, comm.size());
+    auto ranks = std::make_unique<Diffusion::Impl::Ranks>();
+    ranks->comm = comm;
+    ranks->domain = rank_domain(grid, owner, comm.size(), comm.rank());
+    ranks->global_cells = grid.num_cells;
+    ranks->global_edges = grid.num_edges;
+    OwnedByRank cells_by_rank = owned_by_rank(grid, owner, comm.size(), Dimension::Cell);
+    OwnedByRank edges_by_rank = owned_by_rank(grid, owner, comm.size(), Dimension::Edge);
+    ranks->cells_by_rank = std::move(cells_by_rank.order);
+    ranks->cell_counts = std::move(cells_by_rank.counts);
+    ranks->edges_by_rank = std::move(edges_by_rank.order);
+    ranks->edge_counts = std::move(edges_by_rank.counts);
+
+    // The rank's inputs: the global ones' rows of its local entities.
+    const RankDomain& dom = ranks->domain;
+    const LocalEntities &C = dom.cells, &E = dom.edges, &V = dom.vertices;
+    DiffusionMetricState lm;
+    lm.theta_ref_mc = rows_for(metrics.theta_ref_mc, C, nlev);
+    lm.wgtfac_c = rows_for(metrics.wgtfac_c, C, nlev + 1);
+    lm.zd_intcoef = rows_for(metrics.zd_intcoef, C, 3 * nlev);
+    lm.zd_diffcoef = rows_for(metrics.zd_diffcoef, C, nlev);
+    lm.zd_vertoffset = rows_for(metrics.zd_vertoffset, C, 3 * nlev);
+    DiffusionInterpolationState li;
+    li.e_bln_c_s = rows_for(interpolation.e_bln_c_s, C, 3);
+    li.geofac_div = rows_for(interpolation.geofac_div, C, 3);
+    li.rbf_coeff_1 = rows_for(interpolation.rbf_coeff_1, V, 6);
+    li.rbf_coeff_2 = rows_for(interpolation.rbf_coeff_2, V, 6);
+    li.geofac_n2s = rows_for(interpolation.geofac_n2s, C, 4);
+    li.geofac_grg_x = rows_for(interpolation.geofac_grg_x, C, 4);
+    li.geofac_grg_y = rows_for(interpolation.geofac_grg_y, C, 4);
+    li.nudgecoeff_e = rows_for(interpolation.nudgecoeff_e, E, 1);
+    DiffusionEdgeParams le;
+    le.tangent_orientation = rows_for(edges.tangent_orientation, E, 1);
+    le.inverse_primal_edge_lengths = rows_for(edges.inverse_primal_edge_lengths, E, 1);
+    le.inverse_vertex_vertex_lengths = rows_for(edges.inverse_vertex_vertex_lengths, E, 1);
+    le.inverse_dual_edge_lengths = rows_for(edges.inverse_dual_edge_lengths, E, 1);
+    le.edge_areas = rows_for(edges.edge_areas, E, 1);
+    le.primal_normal_vert_x = rows_for(edges.primal_normal_vert_x, E, 4);
+    le.primal_normal_vert_y = rows_for(edges.primal_normal_vert_y, E, 4);
+    le.dual_normal_vert_x = rows_for(edges.dual_normal_vert_x, E, 4);
+    le.dual_normal_vert_y = rows_for(edges.dual_normal_vert_y, E, 4);
+    DiffusionCellParams lc;
+    lc.area = rows_for(cells.area, C, 1);
+    lc.mean_cell_area = cells.mean_cell_area;  // the whole grid's, as on one rank
+    check_inputs(m, dom.grid, config, vertical, lm, li, le, lc, options);
+    build(m, dom.grid, config, vertical, lm, li, le, lc, options);
+    const std::int64_t nc = dom.grid.num_cells, ne = dom.grid.num_edges;
+    const std::int64_t local = ne * nlev + 2 * nc * nlev + 5 * nc * (nlev + 1);
+    if (!options.rank_local_fields)
+      std::visit([&](auto& st) { st.local_fields.assign(local, 0); }, m.storage);
+    m.ranks = std::move(ranks);
+    m.set_work_model(grid.num_cells, grid.num_edges, grid.num_vertices,
+                     options.single_precision ? 4 : 8);
+  });
+}
+
+}  // namespace
+
+Diffusion::Diffusion(const Grid& grid, const DiffusionConfig& config,
+                     const DiffusionVerticalGrid& vertical, const DiffusionMetricState& metrics,
+                     const DiffusionInterpolationState& interpolation,
+                     const DiffusionEdgeParams& edges, const DiffusionCellParams& cells,
+                     const DiffusionOptions& options)
+    : impl_(std::make_unique<Impl>()) {
+  const auto start = std::chrono::steady_clock::now();
+  Impl& m = *impl_;
+  const Communicator& comm = options.comm;
+  if (comm.distributed()) {
+    // Which form each rank takes decides which collective calls follow: agree on it first.
+    const collective::Field form[] = {
+        {"options.local_decomposition", options.local_decomposition.has_value()},
+        {"options.rank_local_fields", options.rank_local_fields}};
+    collective::require_same(comm, form, "diffusion init");
+  }
+  if (options.local_decomposition) {
+    init_on_rank_grid(m, grid, config, vertical, metrics, interpolation, edges, cells, options);
+  } else if (!comm.distributed()) {
+    if (!options.cell_owner.empty()) check_cell_owner(grid, options.cell_owner, 1);
+    check_inputs(m, grid, config, vertical, metrics, interpolation, edges, cells, options);
+    build(m, grid, config, vertical, metrics, interpolation, edges, cells, options);
+  } else {
+    init_on_partition(m, grid, config, vertical, metrics, interpolation, edges, cells, options);
+  }
   m.init_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   m.timers.record("init", m.init_seconds);
 }
@@ -630,6 +1137,24 @@ void Diffusion::run(DiffusionDiagnosticFields<double>& diagnostic,
 void Diffusion::run(DiffusionDiagnosticFields<float>& diagnostic,
                     DiffusionPrognosticFields<float>& prognostic, double dtime, bool initial_run) {
   impl_->run(diagnostic, prognostic, dtime, initial_run);
+}
+
+std::vector<std::int32_t> Diffusion::global_index(Dimension dim) const {
+  if (!impl_->ranks) {
+    std::vector<std::int32_t> all(impl_->grid.size(dim));
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::int32_t>(i);
+    return all;
+  }
+  const RankDomain& d = impl_->ranks->domain;
+  return (dim == Dimension::Cell ? d.cells : dim == Dimension::Edge ? d.edges : d.vertices).global;
+}
+std::vector<std::int8_t> Diffusion::halo_level(Dimension dim) const {
+  if (!impl_->ranks) return std::vector<std::int8_t>(impl_->grid.size(dim), 0);
+  const RankDomain& d = impl_->ranks->domain;
+  return (dim == Dimension::Cell   ? d.cells
+          : dim == Dimension::Edge ? d.edges
+                                   : d.vertices)
+      .halo_level;
 }
 
 Timers& Diffusion::timers() {

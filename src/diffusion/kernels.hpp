@@ -105,11 +105,31 @@ struct Problem {
   // (nlev) scratch: diff_multfac_smag = enh_smag_fac dtime, of this run.
   Real* diff_multfac_smag = nullptr;
 
+  // Under MPI: the granule's halo exchange, which the host backends call at the points of
+  // ICON4Py's granule (HaloPoint); null on one rank.
+  void (*exchange_halo)(void* context, int point) = nullptr;
+  void* exchange_context = nullptr;
+
   int nparallel = 0;  // OpenMP threads of the cpu backend; 0: all
   // The cuda backend checks the prognostic fields for NaN and infinity itself, on the device
   // (they may be device pointers); the granule checks them on the host for the other backends.
   bool check_finite = false;
 };
+
+// Where a run exchanges halos under MPI, ICON4Py's Diffusion.run order: u_vert, v_vert after
+// the RBF of vn; z_nabla2_e after the Smagorinsky stencil; u_vert, v_vert after the RBF of
+// z_nabla2_e; vn (started) after its update. w, theta_v and exner (and the wait for vn) follow
+// the backend's run, in the granule.
+enum HaloPoint : int {
+  kHaloVertexWind = 0,
+  kHaloNabla2Edges = 1,
+  kHaloVertexNabla2 = 2,
+  kHaloVn = 3
+};
+template <class Real>
+void exchange_halo(const Problem<Real>& p, HaloPoint point) {
+  if (p.exchange_halo != nullptr) p.exchange_halo(p.exchange_context, point);
+}
 
 // One run's fields (the caller's memory for host backends, the device mirror for cuda) and
 // scalars.

@@ -35,6 +35,7 @@ void run_steps(const Context& ctx, const Problem<Real>& p, const RunFields<Real>
     auto t = Timers::region(ctx.timers, "rbf_vn");
     rbf(vn);
   }
+  exchange_halo(p, kHaloVertexWind);
   {
     auto t = Timers::region(ctx.timers, "smagorinsky");
     for (std::int64_t e = p.edge_smag_begin; e < p.edge_smag_end; ++e)
@@ -43,6 +44,7 @@ void run_steps(const Context& ctx, const Problem<Real>& p, const RunFields<Real>
             p, p.u_vert, p.v_vert, vn[xe(e, k)], e, k, p.diff_multfac_smag[k], smag_limit[k],
             smag_offset, p.kh_smag_e[xe(e, k)], p.kh_smag_ec[xe(e, k)], p.z_nabla2_e[xe(e, k)]);
   }
+  exchange_halo(p, kHaloNabla2Edges);
   if (p.turbulence_diagnostics) {
     auto t = Timers::region(ctx.timers, "turbulence");
     for (std::int64_t c = p.cell_turb_begin; c < p.cell_turb_end; ++c)
@@ -61,6 +63,7 @@ void run_steps(const Context& ctx, const Problem<Real>& p, const RunFields<Real>
     auto t = Timers::region(ctx.timers, "rbf_nabla2");
     rbf(p.z_nabla2_e);
   }
+  exchange_halo(p, kHaloVertexNabla2);
   if (p.apply_to_horizontal_wind) {
     auto t = Timers::region(ctx.timers, "vn");
     for (std::int64_t e = p.edge_vn_begin; e < p.edge_vn_end; ++e)
@@ -71,6 +74,7 @@ void run_steps(const Context& ctx, const Problem<Real>& p, const RunFields<Real>
                                    diff_multfac_vn[k]);
       }
   }
+  exchange_halo(p, kHaloVn);
   {
     // The gradients of w are turbulence diagnostics (shear type 2): computed whether or not w
     // is diffused, from w before its update.

@@ -87,6 +87,17 @@ typedef struct sciproxy_diffusion_options {
   int32_t layout;           /* a sciproxy_diffusion_layout (SCIPROXY_DIFFUSION_FORTRAN_ORDER) */
   int32_t single_precision; /* non-zero: float32 fields, run with sciproxy_diffusion_run_f32 (0) */
   int32_t check_finite;     /* non-zero: each run first checks vn, w, theta_v, exner for NaN (1) */
+  /* MPI (docs/kernels/diffusion.md, "Under MPI"; c/core.h): the ranks of comm share the grid.
+   * Every rank passes the same grid and inputs; init and run are collective. */
+  int64_t comm; /* the communicator's Fortran handle (SCIPROXY_NO_COMM: this process alone) */
+  /* The caller's decomposition: the rank (0-based) of every cell of the grid, num_cells values,
+   * read at init; NULL: METIS's partition (SCIPROXY_ERROR_NOT_COMPILED without METIS). */
+  const int32_t* cell_owner;
+  /* 0: run takes the whole grid's fields on every rank and returns the whole result on every
+   * rank. Non-zero, as ICON passes them: each rank's own fields over its local entities
+   * (sciproxy_diffusion_local_entities); afterwards vn, w, theta_v and exner hold the
+   * one-process result on every local entry, halos included, the diagnostics on owned cells. */
+  int32_t rank_local_fields;
 } sciproxy_diffusion_options;
 
 void sciproxy_diffusion_options_default(sciproxy_diffusion_options* options);
@@ -203,6 +214,17 @@ typedef struct sciproxy_diffusion_info {
 
 sciproxy_status sciproxy_diffusion_get_info(const sciproxy_diffusion* handle,
                                             sciproxy_diffusion_info* info);
+
+/* This rank's local entities of a dimension (0 cells, 1 edges, 2 vertices), in the order of
+ * rank-local fields (owned first, then halo levels 1, 2, and 3 for edges): each one's index in
+ * the grid, 1-based as the grid's tables, into global_index[size], and its halo level (0:
+ * owned) into halo_level[size] (either may be NULL). *count (may be NULL) receives their number;
+ * size below it is SCIPROXY_ERROR_INVALID_ARGUMENT (call with size 0 and NULL arrays first). On
+ * one process: 1 .. n, all owned. sciproxy_diffusion_get_info's counts are this rank's. */
+sciproxy_status sciproxy_diffusion_local_entities(const sciproxy_diffusion* handle,
+                                                  int32_t dimension, int32_t* global_index,
+                                                  int32_t* halo_level, int32_t size,
+                                                  int32_t* count);
 
 /* ICON's timer table of the granule (name, # calls, t_min, t_avg, t_max, total, seconds; init
  * and every run so far) into buffer[size]: at most size - 1 characters and a NUL (buffer may be
