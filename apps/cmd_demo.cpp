@@ -138,8 +138,12 @@ int run_demo(const DemoOptions& opt) {
   nlohmann::json summary = nlohmann::json::array();
   for (const auto& r : rows) {
     pass = pass && r.pass;
-    fmt::print("{:<24} {:<8} {:<10} {:>10.4f} {:>9.3f} {:>8.1f}% {:>10}  {}\n", r.kernel, r.dtype,
-               r.device, r.seconds, r.grate, 100 * r.fraction, r.rel_l2, r.verdict);
+    if (r.device == "-")  // not run (a case for one rank only, under mpirun)
+      fmt::print("{:<24} {:<8} {:<10} {:>10} {:>9} {:>9} {:>10}  {}\n", r.kernel, r.dtype, r.device,
+                 "-", "-", "-", r.rel_l2, r.verdict);
+    else
+      fmt::print("{:<24} {:<8} {:<10} {:>10.4f} {:>9.3f} {:>8.1f}% {:>10}  {}\n", r.kernel, r.dtype,
+                 r.device, r.seconds, r.grate, 100 * r.fraction, r.rel_l2, r.verdict);
     summary.push_back({{"kernel", r.kernel},
                        {"dtype", r.dtype},
                        {"device", r.device},

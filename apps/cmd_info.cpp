@@ -33,6 +33,11 @@ int run_info(const InfoOptions& opt) {
   fmt::print("  backends   reference, cpu (OpenMP){}\n",
              cuda ? ", cuda" : "  [cuda: not compiled]");
   fmt::print("  cpu        {}, {} OpenMP threads\n", cpu_model(), threads);
+  if (mpi_compiled())
+    fmt::print("  mpi        {}; this run: {} rank{}\n", mpi_library_version(), ranks().size(),
+               ranks().size() == 1 ? "" : "s");
+  else
+    fmt::print("  mpi        not compiled (install libopenmpi-dev and build again)\n");
   if (gpus.empty()) {
     fmt::print("  cuda       no device: {}\n", cuda_unavailable_reason());
   } else {
@@ -67,6 +72,9 @@ int run_info(const InfoOptions& opt) {
                         {"flags", build_info().flags},
                         {"backends", backends},
                         {"cuda_compiled", cuda},
+                        {"mpi_compiled", mpi_compiled()},
+                        {"mpi_library", mpi_library_version()},
+                        {"ranks", ranks().size()},
                         {"cpu_model", cpu_model()},
                         {"openmp_threads", threads},
                         {"cuda_devices", gpu_list},

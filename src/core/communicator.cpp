@@ -88,7 +88,7 @@ std::string mpi_library_version() {
   int length = 0;
   MPI_Get_library_version(version, &length);
   std::string text(version, static_cast<std::size_t>(std::max(length, 0)));
-  const auto line_end = text.find_first_of("\r\n");
+  const auto line_end = text.find_first_of(std::string("\r\n\0", 3));
   if (line_end != std::string::npos) text.resize(line_end);
   while (!text.empty() && (text.back() == ',' || text.back() == ' ')) text.pop_back();
   return text;
