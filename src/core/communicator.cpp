@@ -528,25 +528,6 @@ Pending start_exchange(const Communicator& comm, std::span<const Message<T>> mes
   return pending;
 }
 
-#define SCIPROXY_INSTANTIATE_ROWS(T)                                                   \
-  template void gather_rows<T>(const Communicator&, std::span<const T>, std::span<T>,  \
-                               std::span<const std::int64_t>, std::int64_t, int);      \
-  template void allgather_rows<T>(const Communicator&, std::span<T>,                   \
-                                  std::span<const std::int64_t>, std::int64_t);        \
-  template void scatter_rows<T>(const Communicator&, std::span<const T>, std::span<T>, \
-                                std::span<const std::int64_t>, std::int64_t, int);     \
-  template Pending start_exchange<T>(const Communicator&, std::span<const Message<T>>, int);
-SCIPROXY_INSTANTIATE_ROWS(float)
-SCIPROXY_INSTANTIATE_ROWS(double)
-SCIPROXY_INSTANTIATE_ROWS(std::int32_t)
-SCIPROXY_INSTANTIATE_ROWS(std::uint32_t)
-SCIPROXY_INSTANTIATE_ROWS(std::int64_t)
-SCIPROXY_INSTANTIATE_ROWS(char)
-#undef SCIPROXY_INSTANTIATE_ROWS
-template void allreduce_sum<float>(const Communicator&, std::span<float>);
-template void allreduce_sum<double>(const Communicator&, std::span<double>);
-template void allreduce_sum<std::int64_t>(const Communicator&, std::span<std::int64_t>);
-
 }  // namespace collective
 
 #else  // built without MPI: every communicator is this process alone
@@ -630,6 +611,13 @@ Pending start_exchange(const Communicator&, std::span<const Message<T>> messages
   return Pending();
 }
 
+}  // namespace collective
+
+#endif
+
+// What works the same with and without MPI.
+namespace collective {
+
 #define SCIPROXY_INSTANTIATE_ROWS(T)                                                   \
   template void gather_rows<T>(const Communicator&, std::span<const T>, std::span<T>,  \
                                std::span<const std::int64_t>, std::int64_t, int);      \
@@ -648,13 +636,6 @@ SCIPROXY_INSTANTIATE_ROWS(char)
 template void allreduce_sum<float>(const Communicator&, std::span<float>);
 template void allreduce_sum<double>(const Communicator&, std::span<double>);
 template void allreduce_sum<std::int64_t>(const Communicator&, std::span<std::int64_t>);
-
-}  // namespace collective
-
-#endif
-
-// What works the same with and without MPI.
-namespace collective {
 
 Block block_of(std::int64_t n, int rank, int size) {
   const std::int64_t base = n / size, extra = n % size;
