@@ -2,27 +2,11 @@
 every layout against one process bit for bit, and bad input on one rank raised on every rank.
 Exits non-zero when any rank fails; rank 0 prints the summary line."""
 
-import sys
-
 import numpy as np
-from mpi4py import MPI
 
 import sciproxy
+from ranks import block, check, comm, finish, prefix, rank, size
 
-comm = MPI.COMM_WORLD
-rank, size = comm.Get_rank(), comm.Get_size()
-failures = []
-
-
-def check(condition, what):
-    if not condition:
-        failures.append(what)
-
-
-def block(n):
-    base, extra = divmod(n, size)
-    first = rank * base + min(rank, extra)
-    return first, base + (1 if rank < extra else 0)
 
 
 rng = np.random.default_rng(5)
@@ -72,8 +56,7 @@ try:
     sciproxy.parstack(arrays, offsets, shifts, bad, impl="cpu", comm=comm)
     check(False, "bad weights on one rank: no error")
 except ValueError as e:
-    prefix = f"rank {size - 1} of {size}: " if size > 1 else ""
-    check(str(e).startswith(prefix + "weights: expected finite values"), f"bad weights: {e}")
+    check(str(e).startswith(prefix() + "weights: expected finite values"), f"bad weights: {e}")
 
 # Ranks that disagree on the method (Python's checks pass on each): every rank raises.
 if size > 1:
@@ -95,13 +78,6 @@ try:
                       comm=comm)
     check(False, "offsets too short on one rank: no error")
 except ValueError as e:
-    prefix = f"rank {size - 1} of {size}: " if size > 1 else ""
-    check(str(e).startswith(prefix + "offsets: expected one offset per trace"), f"offsets: {e}")
+    check(str(e).startswith(prefix() + "offsets: expected one offset per trace"), f"offsets: {e}")
 
-all_failures = comm.gather(failures, root=0)
-if rank == 0:
-    flat = [f"rank {r}: {f}" for r, fs in enumerate(all_failures) for f in fs]
-    for line in flat:
-        print("FAILED", line)
-    print(f"check_stack: {size} ranks: {'all checks passed' if not flat else 'FAILED'}")
-sys.exit(1 if comm.allreduce(len(failures)) else 0)
+finish("check_stack")

@@ -1,23 +1,12 @@
-"""sciproxy_wave.scalar, scalar_gradient, scalar_born and scalar_born_gradient with an mpi4py
+"""sciproxy.wave.scalar, scalar_gradient, scalar_born and scalar_born_gradient with an mpi4py
 communicator, run by tests/python/test_mpi.py under mpiexec: the shots split across the ranks
 give one process's outputs (bit for bit per shot; the shared model's gradient, summed over the
 ranks, to 1e-12 relative), and bad input on one rank is raised on every rank."""
 
-import sys
-
 import numpy as np
-from mpi4py import MPI
 
 from sciproxy import wave as sciproxy_wave
-
-comm = MPI.COMM_WORLD
-rank, size = comm.Get_rank(), comm.Get_size()
-failures = []
-
-
-def check(condition, what):
-    if not condition:
-        failures.append(what)
+from ranks import block, check, comm, finish, prefix, rank, size
 
 
 def rel(a, b):
@@ -45,8 +34,7 @@ for results in ("all", "root"):
     else:
         check(out.receiver_amplitudes.shape == (0, nrec, nt), f"scalar root: rank {rank} shape")
 
-base, extra = divmod(nshots, size)
-first, count = rank * base + min(rank, extra), base + (1 if rank < extra else 0)
+first, count = block(nshots)
 own = sciproxy_wave.scalar(v, 5.0, 0.002, amplitudes[first:first + count], sources[first:first + count],
                       receivers[first:first + count], comm=comm, shots="own", results="own",
                       **common)
@@ -82,8 +70,7 @@ try:
                              grad_receiver_amplitudes=bad, comm=comm, **common)
     check(False, "bad residual on one rank: no error")
 except ValueError as e:
-    prefix = f"rank {size - 1} of {size}: " if size > 1 else ""
-    check(str(e).startswith(prefix + "grad_receiver_amplitudes: expected shape"), f"residual: {e}")
+    check(str(e).startswith(prefix() + "grad_receiver_amplitudes: expected shape"), f"residual: {e}")
 try:
     sciproxy_wave.scalar(v, 5.0, 0.002, amplitudes, sources, receivers, comm=comm, results="own",
                     **common)
@@ -91,10 +78,4 @@ try:
 except ValueError as e:
     check("results: expected 'all' or 'root' with shots='all'" in str(e), f"results: {e}")
 
-all_failures = comm.gather(failures, root=0)
-if rank == 0:
-    flat = [f"rank {r}: {f}" for r, fs in enumerate(all_failures) for f in fs]
-    for line in flat:
-        print("FAILED", line)
-    print(f"check_wave: {size} ranks: {'all checks passed' if not flat else 'FAILED'}")
-sys.exit(1 if comm.allreduce(len(failures)) else 0)
+finish("check_wave")
