@@ -8,12 +8,20 @@
 !
 ! The configuration is ICON4Py's defaults with shear_type 2 (every branch, every output) and
 ! dtime = 9 s per km of grid spacing (dx ~ 5050 km / (n 2^k)), as ICON4Py's benchmark runs it.
+! After the steps: one checksum line per field (its sum over the grid), to compare runs.
+!
+! Under mpiexec (where built with MPI's Fortran module: SCIPROXY_DRIVER_MPI), MPI_COMM_WORLD is
+! the granule's communicator (options%comm): every rank passes the whole grid's fields and gets
+! the whole result back; rank 0 prints. The checksums equal a run of one process bit for bit.
 program diffusion_driver
   use, intrinsic :: iso_c_binding
   use, intrinsic :: iso_fortran_env, only: int64, output_unit
   use sciproxy, only: SCIPROXY_OK, sciproxy_last_error_message, sciproxy_c_string, &
                       sciproxy_version_string
   use sciproxy_diffusion
+#ifdef SCIPROXY_DRIVER_MPI
+  use mpi
+#endif
   implicit none
   integer :: n, k, nlev, nsteps, step, level, status
   character(len=64) :: device, precision
@@ -30,7 +38,22 @@ program diffusion_driver
   character(len=:), allocatable :: table
   real(c_double) :: dtime, dx_km, grid_seconds, init_seconds
   integer(int64) :: t0, t1, rate
-  logical :: single
+  logical :: single, mpi_started
+  integer :: rank
+#ifdef SCIPROXY_DRIVER_MPI
+  integer :: ierr
+#endif
+
+  rank = 0
+  mpi_started = .false.
+#ifdef SCIPROXY_DRIVER_MPI
+  ! MPI only where a launcher started this process, as the library's MpiSession does.
+  if (launched()) then
+    call MPI_Init(ierr)
+    call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
+    mpi_started = .true.
+  end if
+#endif
 
   n = int_argument(1, 2)
   k = int_argument(2, 4)
@@ -64,6 +87,9 @@ program diffusion_driver
   call sciproxy_diffusion_options_default(options)
   options%device = sciproxy_c_string(trim(device))
   if (single) options%single_precision = 1
+#ifdef SCIPROXY_DRIVER_MPI
+  if (mpi_started) options%comm = int(MPI_COMM_WORLD, c_int64_t)
+#endif
   call sciproxy_diffusion_config_default(config)
   config%shear_type = 2
   call system_clock(t0)
@@ -104,14 +130,16 @@ program diffusion_driver
     dwdy4 = hdef4
   end if
 
-  print '(a, a)', "sciproxy ", sciproxy_version_string()
-  print '(a, i0, a, i0, a, i0, a, i0, a, i0, a, i0, a)', "diffusion: R", n, "B", k, " (", nc, &
-    " cells, ", ne, " edges, ", nv, " vertices) x ", nlev, " levels"
-  print '(a, a, a, a, a, f0.1, a, f0.1, a, i0)', "device ", trim(device_name(info)), ", ", &
-    trim(precision), " precision, dtime ", dtime, " s (dx ", dx_km, " km), shear_type ", &
-    config%shear_type
-  print '(a, f0.4, a, f0.4, a)', "grid ", grid_seconds, " s, init (coefficients + granule) ", &
-    init_seconds, " s"
+  if (rank == 0) then
+    print '(a, a)', "sciproxy ", sciproxy_version_string()
+    print '(a, i0, a, i0, a, i0, a, i0, a, i0, a, i0, a)', "diffusion: R", n, "B", k, " (", nc, &
+      " cells, ", ne, " edges, ", nv, " vertices) x ", nlev, " levels"
+    print '(a, a, a, a, a, f0.1, a, f0.1, a, i0)', "device ", trim(device_name(info)), ", ", &
+      trim(precision), " precision, dtime ", dtime, " s (dx ", dx_km, " km), shear_type ", &
+      config%shear_type
+    print '(a, f0.4, a, f0.4, a)', "grid ", grid_seconds, " s, init (coefficients + granule) ", &
+      init_seconds, " s"
+  end if
 
   ! The steps: ICON's initial call first, then the dynamics steps.
   allocate (seconds(nsteps))
@@ -127,24 +155,71 @@ program diffusion_driver
     call system_clock(t1)
     if (status /= SCIPROXY_OK) call fail(sciproxy_last_error_message())
     seconds(step) = real(t1 - t0, c_double) / rate
-    print '(a, i0, a, l1, a, f0.3, a)', "step ", step, " (linit ", step == 1, "): ", &
-      1d3 * seconds(step), " ms"
+    if (rank == 0) print '(a, i0, a, l1, a, f0.3, a)', "step ", step, " (linit ", step == 1, "): ", &
+                        1d3 * seconds(step), " ms"
   end do
 
   status = sciproxy_diffusion_timer_table(diffusion, table)
   if (status /= SCIPROXY_OK) call fail(sciproxy_last_error_message())
-  write (output_unit, '(a)', advance='no') table
-  print '(a, f0.3, a, i0, a)', "time per call: ", 1d3 * sum(seconds) / nsteps, " ms (", nsteps, &
-    " calls)"
-  if (nsteps > 1) print '(a, f0.3, a, f0.2, a)', "time per call after the first: ", &
-    1d3 * sum(seconds(2:)) / (nsteps - 1), " ms, ", &
-    info%bytes_per_run / (sum(seconds(2:)) / (nsteps - 1)) / 1d9, " GB/s (compulsory bytes)"
+  if (rank == 0) then
+    write (output_unit, '(a)', advance='no') table
+    print '(a, f0.3, a, i0, a)', "time per call: ", 1d3 * sum(seconds) / nsteps, " ms (", nsteps, &
+      " calls)"
+    if (nsteps > 1) print '(a, f0.3, a, f0.2, a)', "time per call after the first: ", &
+      1d3 * sum(seconds(2:)) / (nsteps - 1), " ms, ", &
+      info%bytes_per_run / (sum(seconds(2:)) / (nsteps - 1)) / 1d9, " GB/s (compulsory bytes)"
+  end if
+  if (single) then
+    vn = real(vn4, c_double)
+    w = real(w4, c_double)
+    theta_v = real(theta4, c_double)
+    exner = real(exner4, c_double)
+    hdef_ic = real(hdef4, c_double)
+    div_ic = real(div4, c_double)
+    dwdx = real(dwdx4, c_double)
+    dwdy = real(dwdy4, c_double)
+  end if
+  if (rank == 0) then
+    call checksum("vn", vn)
+    call checksum("w", w)
+    call checksum("theta_v", theta_v)
+    call checksum("exner", exner)
+    call checksum("hdef_ic", hdef_ic)
+    call checksum("div_ic", div_ic)
+    call checksum("dwdx", dwdx)
+    call checksum("dwdy", dwdy)
+  end if
   call sciproxy_diffusion_free(diffusion)
   ! The main program's arrays are saved: freed here so that leak checkers see none.
   deallocate (vn, w, theta_v, exner, rho, hdef_ic, div_ic, dwdx, dwdy, edge_lat, pnx, seconds, table)
   if (single) deallocate (vn4, w4, theta4, exner4, rho4, hdef4, div4, dwdx4, dwdy4)
+#ifdef SCIPROXY_DRIVER_MPI
+  if (mpi_started) call MPI_Finalize(ierr)
+#endif
 
 contains
+
+  subroutine checksum(name, x)
+    character(len=*), intent(in) :: name
+    real(c_double), intent(in) :: x(:, :)
+    print '(a, a, a, es25.17)', "checksum ", name, " ", sum(x)
+  end subroutine
+
+#ifdef SCIPROXY_DRIVER_MPI
+  ! Whether an MPI launcher (mpiexec, srun) started this process.
+  logical function launched()
+    integer :: length
+    launched = .false.
+    call get_environment_variable("OMPI_COMM_WORLD_SIZE", length=length)
+    if (length > 0) launched = .true.
+    call get_environment_variable("PMIX_RANK", length=length)
+    if (length > 0) launched = .true.
+    call get_environment_variable("PMI_RANK", length=length)
+    if (length > 0) launched = .true.
+    call get_environment_variable("PMI_SIZE", length=length)
+    if (length > 0) launched = .true.
+  end function
+#endif
 
   integer function int_argument(position, default) result(value)
     integer, intent(in) :: position, default

@@ -27,7 +27,7 @@ import numbers
 
 import numpy as np
 
-from . import _sciproxy
+from . import _args, _sciproxy
 from ._args import describe as _describe
 from ._args import device as _device
 
@@ -272,6 +272,40 @@ def _array(name, value, shape, dtype=np.float64):
     return np.ascontiguousarray(value, dtype=dtype)
 
 
+def _agreeing(comm):
+    """The communicator whose ranks agree on the argument checks: comm when it is an mpi4py
+    communicator (else each rank raises alone, as each gets the same bad comm). None: no
+    mpi4py import (which would start MPI)."""
+    if comm is None:
+        return None
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        return None
+    if isinstance(comm, MPI.Intracomm) and comm != MPI.COMM_NULL:
+        return comm
+    return None
+
+
+def _mpi_options(grid, comm, cell_owner, rank_local_fields) -> dict:
+    """The MPI options of init: the communicator's handle, the owner rank of every global cell
+    (int32, or absent for METIS) and whether run() takes each rank's own fields."""
+    handle = _args.communicator("comm", comm)
+    ranks = 1 if comm is None else comm.Get_size()
+    mpi = {"comm": handle, "rank_local_fields": _args.boolean("rank_local_fields", rank_local_fields)}
+    if cell_owner is not None:
+        nc = _as_grid(grid).num_cells
+        owner = _args.index_array("cell_owner", cell_owner, np.int32)
+        if owner.shape != (nc,):
+            raise ValueError(f"cell_owner: expected the rank of every cell, shape ({nc},), got "
+                             f"{_describe(owner)}")
+        if nc and (int(owner.min()) < 0 or int(owner.max()) >= ranks):
+            raise ValueError(f"cell_owner: expected ranks in [0, {ranks - 1}] (the communicator's), "
+                             f"got values in [{int(owner.min())}, {int(owner.max())}]")
+        mpi["cell_owner"] = np.ascontiguousarray(owner, dtype=np.int32)
+    return mpi
+
+
 class Diffusion:
     """ICON4Py's Diffusion: ``Diffusion(grid, config, vertical_grid, metric_state,
     interpolation_state, edge_params, cell_params, device="auto", nparallel=None)`` then
@@ -279,11 +313,42 @@ class Diffusion:
 
     check_finite: every run first scans vn, w, theta_v and exner for NaN and infinity and
     refuses them naming the field (about a tenth of a run's time at R2B4; ICON4Py does not
-    check). layout, dtype: see the module's docstring."""
+    check). layout, dtype: see the module's docstring.
+
+    Under MPI (docs/kernels/diffusion.md, "Under MPI"): comm, an mpi4py intracommunicator (None:
+    this process alone), makes init and every run collective over its ranks, which all pass the
+    same global grid and inputs; each computes on its part of the grid with ICON's two halo
+    lines. cell_owner: the rank of every cell (num_cells integers in [0, comm size)), as ICON
+    gives its own decomposition; None: METIS's partition. Fields: the same global fields on
+    every rank, every rank getting the whole result (equal bit for bit to one process's); or,
+    with rank_local_fields=True, each rank's own fields, (n_local, levels) with the rows of
+    ``global_index(dim)`` (owned, then halos; ``halo_level(dim)``): afterwards vn, w, theta_v
+    and exner are one process's on every local row, the diagnostics on the owned cells. The
+    Python checks are agreed: a bad argument on one rank raises on every rank, naming it."""
 
     def __init__(self, grid, config, vertical_grid, metric_state, interpolation_state, edge_params,
                  cell_params, device="auto", nparallel=None, layout="levels", dtype=np.float64,
-                 check_finite=True):
+                 check_finite=True, comm=None, cell_owner=None, rank_local_fields=False):
+        self.comm = comm
+        mpi = {}
+        if comm is not None or cell_owner is not None or rank_local_fields is not False:
+            mpi = _args.agree(_agreeing(comm), lambda: _mpi_options(grid, comm, cell_owner,
+                                                                   rank_local_fields))
+        args = _args.agree(_agreeing(comm), lambda: self._prepare(
+            grid, config, vertical_grid, metric_state, interpolation_state, edge_params,
+            cell_params, device, nparallel, layout, dtype, check_finite))
+        self._granule = _sciproxy.DiffusionGranule(*args, mpi)
+        self.rank_local_fields = bool(mpi.get("rank_local_fields", False))
+        g = self.grid
+        if self.rank_local_fields:  # this rank's entities, owned then halos
+            self._sizes = {d: len(self._granule.global_index(d)) for d in ("cell", "edge")}
+        else:
+            self._sizes = {"cell": g.num_cells, "edge": g.num_edges}
+
+    def _prepare(self, grid, config, vertical_grid, metric_state, interpolation_state, edge_params,
+                 cell_params, device, nparallel, layout, dtype, check_finite):
+        """Checks and normalises init's arguments (on every rank under MPI, agreed): the
+        native granule's arguments but the MPI options."""
         self.grid = g = _as_grid(grid)
         if layout not in ("levels", "entities"):
             raise ValueError(f"layout: expected 'levels' (C order (entity, level), ICON4Py's) or "
@@ -326,10 +391,9 @@ class Diffusion:
         area = _array("cell_params.area", _get(cell_params, "area", "cell_params"), (nc,))
         mean = _get(cell_params, "mean_cell_area", "cell_params")
         cps = {"area": area, "mean_cell_area": float(np.asarray(mean))}
-        self._granule = _sciproxy.DiffusionGranule(
-            g._native, _config_from(config), vg, ms, ins, eps, cps, _device(device),
-            0 if nparallel is None else int(nparallel), layout, self.dtype == np.float32,
-            bool(check_finite))
+        return (g._native, _config_from(config), vg, ms, ins, eps, cps, _device(device),
+                0 if nparallel is None else int(nparallel), layout, self.dtype == np.float32,
+                bool(check_finite))
 
     @staticmethod
     def _num_levels(vertical_grid) -> int:
@@ -359,10 +423,30 @@ class Diffusion:
             raise ValueError(f"{label}: expected a writeable array (updated in place), got a read-only one")
         return a
 
+    def global_index(self, dim) -> np.ndarray:
+        """This rank's local entities of ``dim`` (cell, edge, vertex or ICON4Py's CellDim, ...):
+        the global index (zero-based) of each, the owned ones first, then halo levels 1, 2 (and 3
+        for edges), each ascending: the rows of the fields with ``rank_local_fields``. Without a
+        communicator of several ranks: 0 .. n - 1."""
+        return np.asarray(self._granule.global_index(_dim_name(dim)), dtype=np.int32)
+
+    def halo_level(self, dim) -> np.ndarray:
+        """The halo level of each of this rank's local entities of ``dim`` (0: owned), in the
+        order of global_index(dim)."""
+        return np.asarray(self._granule.halo_level(_dim_name(dim)), dtype=np.int8)
+
     def run(self, diagnostic_state, prognostic_state, dtime: float, initial_run: bool = False) -> None:
-        """One diffusion step of ``dtime`` seconds, in place; ``initial_run`` is ICON's linit."""
-        g = self.grid
-        nc, ne, nlev = g.num_cells, g.num_edges, g.num_levels
+        """One diffusion step of ``dtime`` seconds, in place; ``initial_run`` is ICON's linit.
+
+        Under MPI (``comm``), collective: with global fields each rank passes the whole grid's
+        and every rank gets the whole result; with ``rank_local_fields`` each rank passes its
+        own (rows in the order of global_index). A bad argument on one rank raises on all."""
+        fields = _args.agree(_agreeing(self.comm), lambda: self._run_fields(
+            diagnostic_state, prognostic_state, dtime, initial_run))
+        self._granule.run(*fields, float(dtime), bool(initial_run))
+
+    def _run_fields(self, diagnostic_state, prognostic_state, dtime, initial_run):
+        nc, ne, nlev = self._sizes["cell"], self._sizes["edge"], self.grid.num_levels
         if isinstance(dtime, bool) or not isinstance(dtime, numbers.Real):
             raise TypeError(f"dtime: expected a number of seconds, got {_describe(dtime)}")
         if not isinstance(initial_run, (bool, np.bool_)):
@@ -373,7 +457,7 @@ class Diffusion:
              self._field(prognostic_state, "exner", "prognostic_state", nlev, nc)]
         d = [self._field(diagnostic_state, name, "diagnostic_state", nlev + 1, nc)
              for name in ("hdef_ic", "div_ic", "dwdx", "dwdy")]
-        self._granule.run(*p, *d, float(dtime), bool(initial_run))
+        return (*p, *d)
 
     def timer_table(self) -> str:
         """ICON's timer table of every call so far (name, # calls, t_min, t_avg, t_max, total)."""

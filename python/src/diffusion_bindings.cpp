@@ -275,7 +275,7 @@ dif::Diffusion* make_granule(const dif::Grid& grid, const nb::dict& config,
                              const nb::dict& vertical, const nb::dict& metric,
                              const nb::dict& interp, const nb::dict& edge, const nb::dict& cell,
                              const std::string& device, int nparallel, const std::string& layout,
-                             bool single_precision, bool check_finite) {
+                             bool single_precision, bool check_finite, const nb::dict& mpi) {
   dif::DiffusionVerticalGrid v;
   v.num_levels = scalar_of<int>(vertical, "num_levels");
   v.vct_a = vector_of<double>(vertical, "vct_a");
@@ -315,6 +315,11 @@ dif::Diffusion* make_granule(const dif::Grid& grid, const nb::dict& config,
                                   : dif::FieldLayout::LevelsContiguous;
   o.single_precision = single_precision;
   o.check_finite = check_finite;
+  if (mpi.contains("comm")) {  // MPI: the Python layer checked the types, shape and ranks
+    o.comm = sciproxy::Communicator::from_handle(nb::cast<std::int64_t>(mpi["comm"]), "comm");
+    if (mpi.contains("cell_owner")) o.cell_owner = vector_of<std::int32_t>(mpi, "cell_owner");
+    o.rank_local_fields = scalar_of<bool>(mpi, "rank_local_fields");
+  }
   const dif::DiffusionConfig k = config_of(config);
   nb::gil_scoped_release release;
   return new dif::Diffusion(grid, k, v, m, i, e, c, o);
@@ -408,15 +413,16 @@ void register_diffusion(nb::module_& m) {
           [](dif::Diffusion* self, const dif::Grid& grid, const nb::dict& config,
              const nb::dict& vertical, const nb::dict& metric, const nb::dict& interp,
              const nb::dict& edge, const nb::dict& cell, const std::string& device, int nparallel,
-             const std::string& layout, bool single, bool check_finite) {
-            dif::Diffusion* made = make_granule(grid, config, vertical, metric, interp, edge, cell,
-                                                device, nparallel, layout, single, check_finite);
+             const std::string& layout, bool single, bool check_finite, const nb::dict& mpi) {
+            dif::Diffusion* made =
+                make_granule(grid, config, vertical, metric, interp, edge, cell, device, nparallel,
+                             layout, single, check_finite, mpi);
             new (self) dif::Diffusion(std::move(*made));
             delete made;
           },
           "grid"_a, "config"_a, "vertical_grid"_a, "metric_state"_a, "interpolation_state"_a,
           "edge_params"_a, "cell_params"_a, "device"_a, "nparallel"_a, "layout"_a,
-          "single_precision"_a, "check_finite"_a)
+          "single_precision"_a, "check_finite"_a, "mpi"_a)
       .def("run", &run_granule<double>, "vn"_a.noconvert(), "w"_a.noconvert(),
            "theta_v"_a.noconvert(), "exner"_a.noconvert(), "hdef_ic"_a.noconvert(),
            "div_ic"_a.noconvert(), "dwdx"_a.noconvert(), "dwdy"_a.noconvert(), "dtime"_a,
@@ -427,6 +433,22 @@ void register_diffusion(nb::module_& m) {
            "initial_run"_a)
       .def("timer_table", [](dif::Diffusion& g) { return g.timers().table(); })
       .def("timers_json", [](dif::Diffusion& g) { return g.timers().json(); })
+      .def(
+          "global_index",
+          [](const dif::Diffusion& g, const std::string& dim) {
+            std::vector<std::int32_t> v = g.global_index(dimension_of(dim));
+            const auto n = static_cast<std::int64_t>(v.size());
+            return sciproxy::python::to_numpy(std::move(v), {n});
+          },
+          "dim"_a)
+      .def(
+          "halo_level",
+          [](const dif::Diffusion& g, const std::string& dim) {
+            std::vector<std::int8_t> v = g.halo_level(dimension_of(dim));
+            const auto n = static_cast<std::int64_t>(v.size());
+            return sciproxy::python::to_numpy(std::move(v), {n});
+          },
+          "dim"_a)
       .def_prop_ro("device", &dif::Diffusion::device)
       .def_prop_ro("num_levels", &dif::Diffusion::num_levels)
       .def_prop_ro("bytes_per_run", &dif::Diffusion::bytes_per_run)

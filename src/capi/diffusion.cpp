@@ -10,10 +10,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -34,6 +36,9 @@ struct sciproxy_diffusion {
   std::unique_ptr<sciproxy::diffusion::Diffusion> granule;
   bool single_precision = false;
   sciproxy::Communicator comm;  // init's: run's checks fail on every rank alike
+  // The entities of run's fields: the whole grid's with global fields on several ranks (set
+  // then), otherwise the granule's grid (this rank's with rank_local_fields).
+  std::optional<std::array<std::int32_t, 3>> global_fields;
 };
 
 namespace {
@@ -257,6 +262,8 @@ void give_handle(sciproxy_diffusion** handle, const df::Grid& grid,
                                                interpolation, edges, cells, o);
   h->single_precision = o.single_precision;
   h->comm = o.comm;
+  if (o.comm.distributed() && !o.rank_local_fields)
+    h->global_fields = {grid.num_cells, grid.num_edges, grid.num_vertices};
   live_granules().add(h.get());
   *handle = h.release();
 }
@@ -553,9 +560,9 @@ sciproxy_status sciproxy_diffusion_get_info(const sciproxy_diffusion* handle,
     require_pointer(info, "info");
     *info = {};
     const df::Grid& g = h.granule->grid();
-    info->num_cells = g.num_cells;
-    info->num_edges = g.num_edges;
-    info->num_vertices = g.num_vertices;
+    info->num_cells = h.global_fields ? (*h.global_fields)[0] : g.num_cells;
+    info->num_edges = h.global_fields ? (*h.global_fields)[1] : g.num_edges;
+    info->num_vertices = h.global_fields ? (*h.global_fields)[2] : g.num_vertices;
     info->num_levels = h.granule->num_levels();
     info->single_precision = h.single_precision ? 1 : 0;
     info->init_seconds = h.granule->init_seconds();

@@ -321,6 +321,11 @@ TEST(MpiDiffusion, CInterfaceOnTheRanks) {
     for (auto& e : edges) --e;
     if (world().distributed()) EXPECT_LT(num_cells, s.grid.num_cells);  // the rank's part
     if (!rank_local) cells = all_of(s.grid.num_cells), edges = all_of(s.grid.num_edges);
+    // get_info counts run's fields: the grid's with the global fields, the rank's own otherwise.
+    sciproxy_diffusion_info info;
+    ASSERT_EQ(sciproxy_diffusion_get_info(granule, &info), SCIPROXY_OK);
+    EXPECT_EQ(info.num_cells, static_cast<std::int32_t>(cells.size()));
+    EXPECT_EQ(info.num_edges, static_cast<std::int32_t>(edges.size()));
     // C's run, Fortran's arrays: the same three calls as three_calls.
     diffusion::testing::TypedFields<double> f;
     using diffusion::to_layout;

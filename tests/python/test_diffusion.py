@@ -314,3 +314,31 @@ def test_bad_input_names_the_argument(setup):
         dif.coefficients("R2B4")
     with pytest.raises(ValueError, match="n: expected"):
         dif.icosahedral_grid(0, 2)
+
+
+def test_one_process_mpi_options(setup):
+    """comm, cell_owner and rank_local_fields checked in one process (tests/python/mpi/
+    check_diffusion.py runs them on several ranks): a process alone owns every entity."""
+    grid, vg, metric, interp, edge, cell = setup
+    config = dif.DiffusionConfig(shear_type=2)
+    with pytest.raises(TypeError, match="^comm: expected an mpi4py communicator"):
+        dif.Diffusion(grid, config, vg, metric, interp, edge, cell, comm="x")
+    with pytest.raises(ValueError, match=r"^cell_owner: expected ranks in \[0, 0\]"):
+        dif.Diffusion(grid, config, vg, metric, interp, edge, cell, cell_owner=np.ones(grid.num_cells, int))
+    with pytest.raises(ValueError, match="^cell_owner: expected the rank of every cell"):
+        dif.Diffusion(grid, config, vg, metric, interp, edge, cell, cell_owner=np.zeros(3, int))
+    with pytest.raises(TypeError, match="^cell_owner: expected integers"):
+        dif.Diffusion(grid, config, vg, metric, interp, edge, cell, cell_owner=np.zeros(grid.num_cells))
+    with pytest.raises(TypeError, match="^rank_local_fields: expected True or False"):
+        dif.Diffusion(grid, config, vg, metric, interp, edge, cell, rank_local_fields=1)
+    plain = dif.Diffusion(grid, config, vg, metric, interp, edge, cell, device="cpu")
+    local = dif.Diffusion(grid, config, vg, metric, interp, edge, cell, device="cpu",
+                          cell_owner=np.zeros(grid.num_cells, np.int64), rank_local_fields=True)
+    for dim, n in (("cell", grid.num_cells), ("EdgeDim", grid.num_edges), ("v", grid.num_vertices)):
+        assert np.array_equal(local.global_index(dim), np.arange(n))
+        assert not local.halo_level(dim).any()
+    a, b = _random_state(grid, 3), _random_state(grid, 3)
+    plain.run(a, a, 60.0, initial_run=True)
+    local.run(b, b, 60.0, initial_run=True)
+    for name in a:
+        assert np.array_equal(a[name], b[name]), name

@@ -203,7 +203,9 @@ sciproxy_status sciproxy_diffusion_run_f32(sciproxy_diffusion* handle, float* w,
                                            float* hdef_ic, float* div_ic, float* dwdx, float* dwdy,
                                            double dtime, int32_t linit);
 
-/* What a granule runs on and how long its init took. device: the backend's name, NUL-terminated. */
+/* What a granule runs on and how long its init took. device: the backend's name, NUL-terminated.
+ * num_cells, num_edges, num_vertices: those of run's fields (under MPI: the grid's with the global
+ * fields, this rank's local entities with rank_local_fields). */
 typedef struct sciproxy_diffusion_info {
   int32_t num_cells, num_edges, num_vertices, num_levels;
   int32_t single_precision;
@@ -220,7 +222,8 @@ sciproxy_status sciproxy_diffusion_get_info(const sciproxy_diffusion* handle,
  * the grid, 1-based as the grid's tables, into global_index[size], and its halo level (0:
  * owned) into halo_level[size] (either may be NULL). *count (may be NULL) receives their number;
  * size below it is SCIPROXY_ERROR_INVALID_ARGUMENT (call with size 0 and NULL arrays first). On
- * one process: 1 .. n, all owned. sciproxy_diffusion_get_info's counts are this rank's. */
+ * one process: 1 .. n, all owned. sciproxy_diffusion_get_info's counts are this rank's with
+ * rank_local_fields (the grid's with the global fields). */
 sciproxy_status sciproxy_diffusion_local_entities(const sciproxy_diffusion* handle,
                                                   int32_t dimension, int32_t* global_index,
                                                   int32_t* halo_level, int32_t size,

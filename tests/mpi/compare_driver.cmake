@@ -1,0 +1,23 @@
+# cmake -DDRIVER=<program> -DMPIEXEC=<mpiexec;-n;N;flags...> -DARGS=<arguments> -P compare_driver.cmake
+# Runs DRIVER with ARGS alone (no launcher) and under MPIEXEC; fails unless both print the same
+# "checksum <field> <sum>" lines (the results bit for bit), at least one of them.
+foreach(run alone ranks)
+  if(run STREQUAL "alone")
+    set(command ${DRIVER} ${ARGS})
+  else()
+    set(command ${MPIEXEC} ${DRIVER} ${ARGS})
+  endif()
+  execute_process(COMMAND ${command} RESULT_VARIABLE status OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT status EQUAL 0)
+    message(FATAL_ERROR "${run}: ${command} failed (${status}):\n${out}\n${err}")
+  endif()
+  string(REGEX MATCHALL "checksum [^\n]*" sums_${run} "${out}")
+  message(STATUS "${run}: ${sums_${run}}")
+endforeach()
+if(NOT sums_alone)
+  message(FATAL_ERROR "no checksum lines from ${DRIVER}:\n${out}")
+endif()
+if(NOT sums_alone STREQUAL sums_ranks)
+  message(FATAL_ERROR "the checksums differ:\nalone: ${sums_alone}\nranks: ${sums_ranks}")
+endif()
+message(STATUS "the checksums on the ranks equal those of one process")
