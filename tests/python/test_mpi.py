@@ -54,3 +54,10 @@ def test_scalar_on_ranks_is_one_process(ranks):
     done = run_under_mpi("check_wave.py", ranks)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"check_wave: {ranks} ranks: all checks passed" in done.stdout
+
+
+@pytest.mark.parametrize("ranks", [1, 2, 3])
+def test_tti_on_ranks_is_one_process(ranks):
+    done = run_under_mpi("check_tti.py", ranks)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"check_tti: {ranks} ranks: all checks passed" in done.stdout
