@@ -138,6 +138,10 @@ module sciproxy
     integer(c_int64_t) :: sponge_width(6) = 60
     real(c_double) :: q_min = 0.1d0, q_interior = 100, freq_q = 5, default_f = 0.85d0
     integer(c_int) :: free_surface = 0, nparallel = 0
+    ! MPI: the communicator's handle; the ranks per axis of the grid of subdomains (0: chosen),
+    ! C's order (axis 0 the depth), as in c/tti.h
+    integer(c_int64_t) :: comm = SCIPROXY_NO_COMM
+    integer(c_int) :: process_grid(3) = 0
   end type
 
   type, bind(c), public :: sciproxy_tti_demo_input

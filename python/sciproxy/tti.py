@@ -17,6 +17,11 @@ the receivers [nshots, nreceivers, nt]; ``tti_adjoint`` takes data of that shape
 [nshots, nsources, nt], the exact adjoint (dot-product test to rounding), for RTM and FWI.
 A dt beyond the stability limit (``tti_max_dt``) is an error: resample your traces.
 
+Under MPI (``comm=``, an mpi4py intracommunicator): ``tti`` and ``tti_adjoint`` split the padded
+grid (model and sponge) into a Cartesian grid of subdomains, one per rank (``process_grid``), and
+each rank steps its own with halo exchanges; every rank passes the same arguments and receives
+the whole result, one process's bits. The cpu backend only.
+
 The one-field operator of Devito's workshop demo is here too: ``tti_demo`` (returns a
 ``TtiDemoRun``), ``tti_demo_dt_limit``, ``tti_demo_flops`` and ``ricker``. Every name is also
 reachable from ``sciproxy.wave``, where it used to live.
@@ -122,8 +127,38 @@ def _options(model: dict, space_order, sponge_width, q_min, q_interior, freq_q, 
     }
 
 
-def _run(vp, grid_spacing, dt, traces, traces_name, source_locations,
-         receiver_locations, nt, model, options, adjoint, device):
+def _process_grid(process_grid) -> list:
+    """Ranks per axis of the grid of subdomains, 0 = chosen (None: every entry chosen). Whether
+    they multiply to the ranks and fit the grid is the library's check (naming process_grid)."""
+    if process_grid is None:
+        return [0, 0, 0]
+    if isinstance(process_grid, (str, bytes)) or np.ndim(process_grid) != 1:
+        raise TypeError(f"process_grid: expected None or 3 integers (ranks per axis, 0: chosen), "
+                        f"got {_describe(process_grid)}")
+    grid = [_integer(f"process_grid[{i}]", p, 0, _args.INT32_MAX,
+                     "ranks per axis >= 1, or 0 for a number chosen")
+            for i, p in enumerate(process_grid)]
+    if len(grid) != 3:
+        raise ValueError(f"process_grid: expected 3 integers (ranks per axis, 0: chosen), got "
+                         f"{len(grid)}")
+    return grid
+
+
+def _call(comm, prepare):
+    """``tti`` or ``tti_adjoint``: the argument checks (``prepare()``, which returns the kernel
+    and its arguments) agreed across the ranks of `comm`, so that an error on one rank is raised
+    on every rank instead of leaving the others waiting in the call, then the call."""
+    kernel, args = _args.agree(comm, prepare)
+    return kernel(*args)
+
+
+def _mpi_options(options: dict, handle: int, process_grid) -> dict:
+    options.update(comm=handle, process_grid=_process_grid(process_grid))
+    return options
+
+
+def _prepare(vp, grid_spacing, dt, traces, traces_name, source_locations,
+             receiver_locations, nt, model, options, adjoint, device):
     vp, dtype, arrays, spacing = _model(vp, grid_spacing, model)
     if traces is None:
         raise TypeError(f"{traces_name}: expected a {dtype} array [nshots, n, nt], got None")
@@ -149,38 +184,56 @@ def _run(vp, grid_spacing, dt, traces, traces_name, source_locations,
             raise ValueError(f"nt: expected a number of samples whose traces ({nshots * per_shot} "
                              f"of nt {dtype.name} values) fit in int64 bytes, got {nt}")
     kernel = getattr(_sciproxy, f"tti_{dtype.name}")
-    return kernel(vp, arrays["buoyancy"], arrays["epsilon"], arrays["delta"], arrays["theta"],
-                  arrays["phi"], arrays["f"], spacing, _real("dt", dt), nt, max(nshots, 1),
-                  src.shape[1], rec.shape[1], np.ascontiguousarray(traces), src, rec, options,
-                  adjoint, _device(device))
+    return kernel, (vp, arrays["buoyancy"], arrays["epsilon"], arrays["delta"], arrays["theta"],
+                    arrays["phi"], arrays["f"], spacing, _real("dt", dt), nt, max(nshots, 1),
+                    src.shape[1], rec.shape[1], np.ascontiguousarray(traces), src, rec, options,
+                    adjoint, _device(device))
 
 
 def tti(vp, grid_spacing, dt, source_amplitudes, source_locations, receiver_locations=None, *,
         buoyancy=None, epsilon=None, delta=None, theta=None, phi=None, f=None, space_order=8,
         sponge_width=60, q_min=0.1, q_interior=100.0, freq_q=5.0, free_surface=False, nt=None,
-        device="auto", nparallel=None):
+        device="auto", nparallel=None, comm=None, process_grid=None):
     """Forward modelling: P at the receivers [nshots, nreceivers, nt] (before each step).
 
-    Sources inject into P and M; ``f`` is an array or a number (default 0.85)."""
+    Sources inject into P and M; ``f`` is an array or a number (default 0.85).
+
+    comm : an mpi4py intracommunicator (None: this process alone). The call is then collective:
+        every rank passes the same arguments (``nparallel``, the threads per rank, may differ),
+        the padded grid is split among the ranks, and every rank returns the whole receiver
+        amplitudes, one process's bits. The cpu backend only. An error on any rank is raised on
+        every rank, naming the lowest failing rank.
+    process_grid : with `comm`: ranks per axis (z, y, x) of the grid of subdomains, 0 = chosen to
+        exchange the fewest halo cells (None: [0, 0, 0]). A grid whose product is not the ranks,
+        or that leaves a rank fewer than space_order/2 cells of model and sponge along a split
+        axis, is a ValueError naming process_grid."""
+    handle = _args.communicator("comm", comm)
     model = dict(buoyancy=buoyancy, epsilon=epsilon, delta=delta, theta=theta, phi=phi, f=f)
-    options = _options(model, space_order, sponge_width, q_min, q_interior, freq_q, free_surface,
-                       nparallel)
-    return _run(vp, grid_spacing, dt, source_amplitudes, "source_amplitudes", source_locations,
-                receiver_locations, nt, model, options, False, device)
+    return _call(comm, lambda: _prepare(
+        vp, grid_spacing, dt, source_amplitudes, "source_amplitudes", source_locations,
+        receiver_locations, nt, model,
+        _mpi_options(_options(model, space_order, sponge_width, q_min, q_interior, freq_q,
+                              free_surface, nparallel), handle, process_grid),
+        False, device))
 
 
 def tti_adjoint(vp, grid_spacing, dt, receiver_amplitudes, source_locations, receiver_locations,
                 *, buoyancy=None, epsilon=None, delta=None, theta=None, phi=None, f=None,
                 space_order=8, sponge_width=60, q_min=0.1, q_interior=100.0, freq_q=5.0,
-                free_surface=False, nt=None, device="auto", nparallel=None):
+                free_surface=False, nt=None, device="auto", nparallel=None, comm=None,
+                process_grid=None):
     """The exact adjoint of ``tti`` with respect to the source amplitudes: receiver data
     [nshots, nreceivers, nt] in, [nshots, nsources, nt] out (sources at the receivers,
-    backward in time)."""
+    backward in time). ``comm`` and ``process_grid`` as ``tti``'s: every rank returns the whole
+    result."""
+    handle = _args.communicator("comm", comm)
     model = dict(buoyancy=buoyancy, epsilon=epsilon, delta=delta, theta=theta, phi=phi, f=f)
-    options = _options(model, space_order, sponge_width, q_min, q_interior, freq_q, free_surface,
-                       nparallel)
-    return _run(vp, grid_spacing, dt, receiver_amplitudes, "receiver_amplitudes",
-                source_locations, receiver_locations, nt, model, options, True, device)
+    return _call(comm, lambda: _prepare(
+        vp, grid_spacing, dt, receiver_amplitudes, "receiver_amplitudes", source_locations,
+        receiver_locations, nt, model,
+        _mpi_options(_options(model, space_order, sponge_width, q_min, q_interior, freq_q,
+                              free_surface, nparallel), handle, process_grid),
+        True, device))
 
 
 def tti_max_dt(vp, grid_spacing, *, epsilon=None, space_order=8, sponge_width=60, q_min=0.1,

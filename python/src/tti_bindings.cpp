@@ -2,7 +2,8 @@
 // (include/sciproxy/tti.hpp). The Python layer (python/sciproxy/tti.py) normalises the arguments
 // to exactly these types (C-contiguous arrays of the model's dtype, int64 locations, the options
 // as a dict of plain Python values), so nothing is converted here; the library checks every
-// value. The result is handed to numpy without a copy; the GIL is released while it runs.
+// value. The result is handed to numpy without a copy; the GIL is released while it runs (under
+// MPI, options["comm"], the ranks wait for each other in the library without holding it).
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
@@ -47,6 +48,13 @@ wv::TtiOptions options_of(const nb::dict& d) {
   o.default_f = nb::cast<double>(d["default_f"]);
   o.free_surface = nb::cast<bool>(d["free_surface"]);
   o.nparallel = nb::cast<int>(d["nparallel"]);
+  if (d.contains("comm"))  // MPI (tti, tti_adjoint): the Python layer checked the types
+    o.comm = sciproxy::Communicator::from_handle(nb::cast<std::int64_t>(d["comm"]), "comm");
+  if (d.contains("process_grid")) {
+    const auto grid = nb::cast<std::vector<int>>(d["process_grid"]);
+    for (std::size_t i = 0; i < o.process_grid.size() && i < grid.size(); ++i)
+      o.process_grid[i] = grid[i];
+  }
   return o;
 }
 

@@ -1,6 +1,7 @@
 // C ABI of the tti family (include/sciproxy/c/tti.h): extern "C" wrappers over
 // sciproxy::tti::tti_forward, tti_adjoint, tti_max_dt (the coupled P/M system) and tti_demo (the
-// workshop operator) that never throw (guarded.hpp).
+// workshop operator) that never throw (guarded.hpp). Under MPI (options.comm) the wrapper's own
+// checks run on every rank together, so that a bad pointer on one rank fails every rank.
 #include "sciproxy/tti.hpp"
 
 #include <fmt/format.h>
@@ -10,9 +11,11 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "capi/guarded.hpp"
+#include "core/collective.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/sciproxy.h"
@@ -46,8 +49,26 @@ Options options_of(const sciproxy_tti_options* options) {
   opt.default_f = c.default_f;
   opt.free_surface = c.free_surface != 0;
   opt.nparallel = std::max(0, c.nparallel);
+  opt.comm = sciproxy::Communicator::from_handle(c.comm, "options.comm");
+  std::copy(c.process_grid, c.process_grid + 3, opt.process_grid.begin());
   o.device = c.device;
   return o;
+}
+
+// The communicator of the options (none when they are NULL), read before the other checks so that
+// those run on every rank together (checked_on_every_rank).
+sciproxy::Communicator comm_of(const sciproxy_tti_options* options) {
+  if (options == nullptr) return {};
+  const auto c =
+      sciproxy::capi::read_options(options, sciproxy_tti_options_default, "sciproxy_tti_options");
+  return sciproxy::Communicator::from_handle(c.comm, "options.comm");
+}
+
+// The wrapper's own checks on every rank of the call, so that one rank's bad pointer fails every
+// rank instead of leaving the others waiting in the call's first collective.
+template <class F>
+void checked_on_every_rank(const sciproxy::Communicator& comm, F&& checks) {
+  sciproxy::collective::on_every_rank(comm, std::forward<F>(checks));
 }
 
 template <class T, class CModel>
@@ -104,14 +125,22 @@ template <class T, class CInput>
 sciproxy_status forward_impl(const CInput* input, const sciproxy_tti_options* options,
                              T* receiver_amplitudes) {
   return guarded([&] {
-    const auto opt = options_of(options);
-    tt::TtiInput<T> in = input_of<T>(input);
-    // Up front, not after the run: a missing output is the caller's mistake, found at once.
-    if (in.nreceivers > 0) require_pointer(receiver_amplitudes, "receiver_amplitudes");
-    in.source_amplitudes = input_span(
-        input->source_amplitudes,
-        checked_product(in.nshots * in.nsources, in.nt, "source_amplitudes"), "source_amplitudes");
-    const auto out = tt::tti_forward<T>(sciproxy::capi::device_of(opt.device), in, opt.library);
+    Options opt;
+    sciproxy::Device device;
+    tt::TtiInput<T> in;
+    checked_on_every_rank(comm_of(options), [&] {
+      opt = options_of(options);
+      device = sciproxy::capi::device_of(opt.device);
+      in = input_of<T>(input);
+      // Up front, not after the run: a missing output is the caller's mistake, found at once.
+      if (in.nreceivers > 0) require_pointer(receiver_amplitudes, "receiver_amplitudes");
+      in.source_amplitudes =
+          input_span(input->source_amplitudes,
+                     checked_product(in.nshots * in.nsources, in.nt, "source_amplitudes"),
+                     "source_amplitudes");
+    });
+    // Whole on every rank (gathered from the cells' holders).
+    const auto out = tt::tti_forward<T>(device, in, opt.library);
     copy_out(out.receiver_amplitudes, receiver_amplitudes, "receiver_amplitudes");
   });
 }
@@ -120,14 +149,21 @@ template <class T, class CInput>
 sciproxy_status adjoint_impl(const CInput* input, const sciproxy_tti_options* options,
                              const T* receiver_data, T* source_amplitudes) {
   return guarded([&] {
-    const auto opt = options_of(options);
-    const tt::TtiInput<T> in = input_of<T>(input);
-    if (in.nsources > 0) require_pointer(source_amplitudes, "source_amplitudes");
-    const auto data = input_span(receiver_data,
-                                 checked_product(in.nshots * in.nreceivers, in.nt, "receiver_data"),
-                                 "receiver_data");
-    const auto out =
-        tt::tti_adjoint<T>(sciproxy::capi::device_of(opt.device), in, data, opt.library);
+    Options opt;
+    sciproxy::Device device;
+    tt::TtiInput<T> in;
+    std::span<const T> data;
+    checked_on_every_rank(comm_of(options), [&] {
+      opt = options_of(options);
+      device = sciproxy::capi::device_of(opt.device);
+      in = input_of<T>(input);
+      if (in.nsources > 0) require_pointer(source_amplitudes, "source_amplitudes");
+      data = input_span(receiver_data,
+                        checked_product(in.nshots * in.nreceivers, in.nt, "receiver_data"),
+                        "receiver_data");
+    });
+    // Whole on every rank (gathered from the cells' holders).
+    const auto out = tt::tti_adjoint<T>(device, in, data, opt.library);
     copy_out(out.source_amplitudes, source_amplitudes, "source_amplitudes");
   });
 }
@@ -242,6 +278,8 @@ void sciproxy_tti_options_default(sciproxy_tti_options* options) {
   options->default_f = d.default_f;
   options->free_surface = d.free_surface ? 1 : 0;
   options->nparallel = d.nparallel;
+  options->comm = SCIPROXY_NO_COMM;
+  std::copy(d.process_grid.begin(), d.process_grid.end(), options->process_grid);
 }
 
 void sciproxy_tti_demo_options_default(sciproxy_tti_demo_options* options) {

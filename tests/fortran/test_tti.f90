@@ -1,7 +1,8 @@
 ! The tti family from Fortran: a small coupled P/M forward on a tilted anisotropic model (finite,
 ! non-zero receivers; cpu against reference, relative 1e-12), the adjoint's dot-product test
 ! (relative 1e-10), the workshop demo operator (finite, non-zero, cpu against reference), the
-! options' defaults, and errors that name their argument.
+! options' defaults and size (the MPI fields included), and errors that name their argument (a
+! process grid of several ranks on one process among them).
 program test_tti
   use, intrinsic :: iso_c_binding
   use sciproxy
@@ -41,7 +42,9 @@ program test_tti
   call check(options%struct_size > 0 .and. options%space_order == 8 .and. &
              all(options%sponge_width == 60) .and. options%q_min == 0.1d0 .and. &
              options%q_interior == 100 .and. options%default_f == 0.85d0 .and. &
-             options%free_surface == 0, "options defaults")
+             options%free_surface == 0 .and. options%comm == SCIPROXY_NO_COMM .and. &
+             all(options%process_grid == 0), "options defaults")
+  call check(c_sizeof(options) == options%struct_size, "options' size")
   options%sponge_width = 3
   options%device = sciproxy_c_string("cpu")
   input%model%shape = n
@@ -86,6 +89,12 @@ program test_tti
   call check(status == SCIPROXY_ERROR_INVALID_ARGUMENT .and. &
              index(sciproxy_last_error_message(), "space_order") > 0, "bad space_order")
   options%space_order = 8
+  ! One process: a process grid of more than one rank does not fit.
+  options%process_grid = [1, 2, 1]
+  status = sciproxy_tti_f64(input, options, out)
+  call check(status == SCIPROXY_ERROR_INVALID_ARGUMENT .and. &
+             index(sciproxy_last_error_message(), "process_grid") > 0, "bad process_grid")
+  options%process_grid = 0
   options%struct_size = 0
   status = sciproxy_tti_f64(input, options, out)
   call check(status == SCIPROXY_ERROR_INVALID_ARGUMENT .and. &

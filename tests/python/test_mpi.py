@@ -61,3 +61,9 @@ def test_diffusion_on_ranks_is_one_process(ranks):
     done = run_under_mpi("check_diffusion.py", ranks)
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"check_diffusion: {ranks} ranks: all checks passed" in done.stdout
+
+
+def test_tti_on_ranks_is_one_process(ranks):
+    done = run_under_mpi("check_tti.py", ranks)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"check_tti: {ranks} ranks: all checks passed" in done.stdout

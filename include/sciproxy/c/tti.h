@@ -56,7 +56,24 @@ typedef struct sciproxy_tti_options {
   double freq_q;           /* Hz (5); 0: no attenuation */
   double default_f;        /* f where model.f is NULL (0.85) */
   int free_surface;        /* non-zero: free surface at the first cell of axis 0 (0) */
-  int nparallel;           /* OpenMP threads of the cpu backend; <= 0: all (0) */
+  int nparallel;           /* OpenMP threads of the cpu backend (per rank under MPI); <= 0: all
+                            * (0) */
+  /* MPI (c/core.h): the Fortran handle of the ranks the call runs on (SCIPROXY_NO_COMM: this
+   * process alone). The padded grid (model and sponge) is split into a Cartesian grid of
+   * subdomains, one per rank, each stepped by its rank with halo exchanges (docs/kernels/tti.md,
+   * "Under MPI"); the cpu backend only (device "cpu", or "auto" where it resolves to the cpu).
+   * Every rank passes the same input (model, dt, traces, locations) and options but nparallel,
+   * and outputs of the one-process sizes: receiver_amplitudes [nshots, nreceivers, nt] (the
+   * adjoint's source_amplitudes [nshots, nsources, nt]) are written whole on every rank, the
+   * bits of one process. (These functions return no wavefield state, so no rank's subdomain
+   * reaches C.) The wrapper's checks (pointers, sizes, struct_size, device) are agreed: a
+   * failure on one rank is every rank's, the message naming that rank. */
+  int64_t comm;
+  /* Ranks per axis of that grid, 0 = chosen (as MPI_Dims_create) to exchange the fewest halo
+   * cells ({0, 0, 0}). A grid whose product is not the ranks, or that leaves a rank fewer than
+   * space_order/2 cells (of model and sponge) along a split axis, is an error naming
+   * process_grid on every rank. Without comm only grids of one rank fit ({0, 0, 0}, {1, 1, 1}). */
+  int process_grid[3];
 } sciproxy_tti_options;
 
 void sciproxy_tti_options_default(sciproxy_tti_options* options);
