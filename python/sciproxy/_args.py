@@ -243,7 +243,7 @@ def agree(comm, check):
     error, value = None, None
     try:
         value = check()
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, RuntimeError) as e:  # RuntimeError: a device absent here
         error = e
     size, rank = comm.Get_size(), comm.Get_rank()
     failing = comm.allreduce(rank if error is not None else size, op=MPI.MIN)
@@ -251,4 +251,5 @@ def agree(comm, check):
         return value
     kind, text = comm.bcast((type(error).__name__, str(error)) if rank == failing else None,
                             root=failing)
-    raise (TypeError if kind == "TypeError" else ValueError)(f"rank {failing} of {size}: {text}")
+    kinds = {"TypeError": TypeError, "ValueError": ValueError}
+    raise kinds.get(kind, RuntimeError)(f"rank {failing} of {size}: {text}")
