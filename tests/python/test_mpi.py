@@ -63,6 +63,7 @@ def test_diffusion_on_ranks_is_one_process(ranks):
     assert f"check_diffusion: {ranks} ranks: all checks passed" in done.stdout
 
 
+@pytest.mark.parametrize("ranks", [1, 2, 3])
 def test_tti_on_ranks_is_one_process(ranks):
     done = run_under_mpi("check_tti.py", ranks)
     assert done.returncode == 0, done.stdout + done.stderr
