@@ -205,6 +205,25 @@ RowCounts row_counts(const Communicator& comm, std::span<const std::int64_t> cou
   return r;
 }
 
+// The counts of an exchange of rows, checked against this rank's rows and, on `root`, the
+// whole (`whole_name` in the message).
+struct CheckedRows {
+  RowCounts counts;
+  std::int64_t own = 0;
+};
+
+CheckedRows checked_rows(const Communicator& comm, std::span<const std::int64_t> counts,
+                         std::size_t mine, std::size_t whole, std::int64_t row, int root,
+                         std::string_view whole_name) {
+  CheckedRows r{row_counts(comm, counts), counts[static_cast<std::size_t>(comm.rank())]};
+  require(static_cast<std::int64_t>(mine) == r.own * row, "rows of this rank",
+          fmt::format("{} x {} values", r.own, row), std::to_string(mine));
+  if (comm.rank() == root)
+    require(static_cast<std::int64_t>(whole) == r.counts.total * row, whole_name,
+            fmt::format("{} x {} values", r.counts.total, row), std::to_string(whole));
+  return r;
+}
+
 }  // namespace
 
 Communicator Communicator::from_handle(std::int64_t handle, std::string_view argument) {
@@ -337,13 +356,8 @@ std::vector<std::int64_t> allgather(const Communicator& comm, std::span<const st
 template <class T>
 void gather_rows(const Communicator& comm, std::span<const T> mine, std::span<T> all,
                  std::span<const std::int64_t> counts, std::int64_t row, int root) {
-  const RowCounts rc = row_counts(comm, counts);
-  const std::int64_t own = counts[static_cast<std::size_t>(comm.rank())];
-  require(static_cast<std::int64_t>(mine.size()) == own * row, "rows of this rank",
-          fmt::format("{} x {} values", own, row), std::to_string(mine.size()));
-  if (comm.rank() == root)
-    require(static_cast<std::int64_t>(all.size()) == rc.total * row, "gathered rows",
-            fmt::format("{} x {} values", rc.total, row), std::to_string(all.size()));
+  const auto [rc, own] =
+      checked_rows(comm, counts, mine.size(), all.size(), row, root, "gathered rows");
   if (!comm.distributed()) {
     std::copy(mine.begin(), mine.end(), all.begin());
     return;
@@ -382,13 +396,8 @@ void allgather_rows(const Communicator& comm, std::span<T> all,
 template <class T>
 void scatter_rows(const Communicator& comm, std::span<const T> all, std::span<T> mine,
                   std::span<const std::int64_t> counts, std::int64_t row, int root) {
-  const RowCounts rc = row_counts(comm, counts);
-  const std::int64_t own = counts[static_cast<std::size_t>(comm.rank())];
-  require(static_cast<std::int64_t>(mine.size()) == own * row, "rows of this rank",
-          fmt::format("{} x {} values", own, row), std::to_string(mine.size()));
-  if (comm.rank() == root)
-    require(static_cast<std::int64_t>(all.size()) == rc.total * row, "rows to scatter",
-            fmt::format("{} x {} values", rc.total, row), std::to_string(all.size()));
+  const auto [rc, own] =
+      checked_rows(comm, counts, mine.size(), all.size(), row, root, "rows to scatter");
   if (!comm.distributed()) {
     std::copy(all.begin(), all.end(), mine.begin());
     return;
