@@ -42,29 +42,10 @@ def run_under_mpi(script: str, ranks: int, *args: str) -> subprocess.CompletedPr
                            *args], capture_output=True, text=True, env=env, timeout=600)
 
 
+# One check script per family (tests/python/mpi/check_<family>.py).
 @pytest.mark.parametrize("ranks", [1, 2, 3])
-def test_parstack_on_ranks_is_one_process(ranks):
-    done = run_under_mpi("check_stack.py", ranks)
+@pytest.mark.parametrize("family", ["stack", "wave", "tti", "diffusion"])
+def test_family_on_ranks_is_one_process(family, ranks):
+    done = run_under_mpi(f"check_{family}.py", ranks)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert f"check_stack: {ranks} ranks: all checks passed" in done.stdout
-
-
-@pytest.mark.parametrize("ranks", [1, 2, 3])
-def test_scalar_on_ranks_is_one_process(ranks):
-    done = run_under_mpi("check_wave.py", ranks)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert f"check_wave: {ranks} ranks: all checks passed" in done.stdout
-
-
-@pytest.mark.parametrize("ranks", [1, 2, 3])
-def test_diffusion_on_ranks_is_one_process(ranks):
-    done = run_under_mpi("check_diffusion.py", ranks)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert f"check_diffusion: {ranks} ranks: all checks passed" in done.stdout
-
-
-@pytest.mark.parametrize("ranks", [1, 2, 3])
-def test_tti_on_ranks_is_one_process(ranks):
-    done = run_under_mpi("check_tti.py", ranks)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert f"check_tti: {ranks} ranks: all checks passed" in done.stdout
+    assert f"check_{family}: {ranks} ranks: all checks passed" in done.stdout
