@@ -5,23 +5,13 @@ initial run, then two steps, shear type 2) equal one process's bit for bit; a ba
 a bad field on one rank is raised on every rank; a comm that is no communicator is a TypeError
 naming comm."""
 
-import sys
-
 import numpy as np
-from mpi4py import MPI
 
 from sciproxy import diffusion as dif
+from ranks import check, comm, finish, prefix, rank, size
 
-comm = MPI.COMM_WORLD
-rank, size = comm.Get_rank(), comm.Get_size()
-failures = []
 FIELDS = ("vn", "w", "theta_v", "exner", "hdef_ic", "div_ic", "dwdx", "dwdy")
 PROGNOSTIC = FIELDS[:4]
-
-
-def check(condition, what):
-    if not condition:
-        failures.append(what)
 
 
 grid = dif.icosahedral_grid(2, 2, num_levels=10)  # R2B2: 1280 cells
@@ -140,10 +130,4 @@ try:
 except TypeError as e:
     check(str(e).startswith("comm: expected an mpi4py communicator"), f"comm: {e}")
 
-all_failures = comm.gather(failures, root=0)
-if rank == 0:
-    flat = [f"rank {r}: {f}" for r, fs in enumerate(all_failures) for f in fs]
-    for line in flat:
-        print("FAILED", line)
-    print(f"check_diffusion: {size} ranks: {'all checks passed' if not flat else 'FAILED'}")
-sys.exit(1 if comm.allreduce(len(failures)) else 0)
+finish("check_diffusion")

@@ -4,26 +4,11 @@ each axis) gives every rank one process's receiver and adjoint source amplitudes
 float64 and float32; a process grid that does not fit, bad input on one rank and ranks that
 disagree fail every rank, naming the argument; a non-communicator is a TypeError naming comm."""
 
-import sys
-
 import numpy as np
-from mpi4py import MPI
 
 from sciproxy import tti as sciproxy_tti
+from ranks import check, comm, finish, prefix, rank, size
 
-comm = MPI.COMM_WORLD
-rank, size = comm.Get_rank(), comm.Get_size()
-failures = []
-
-
-def check(condition, what):
-    if not condition:
-        failures.append(what)
-
-
-def prefix(r):
-    """The start of an error raised on every rank: the failing rank, on several ranks."""
-    return f"rank {r} of {size}: " if size > 1 else ""
 
 
 def expect_error(kind, start, call, what):
@@ -138,10 +123,4 @@ expect_error(TypeError, "comm: expected an mpi4py communicator",
                                               comm="x", **common),
              "adjoint comm='x'")
 
-all_failures = comm.gather(failures, root=0)
-if rank == 0:
-    flat = [f"rank {r}: {f}" for r, fs in enumerate(all_failures) for f in fs]
-    for line in flat:
-        print("FAILED", line)
-    print(f"check_tti: {size} ranks: {'all checks passed' if not flat else 'FAILED'}")
-sys.exit(1 if comm.allreduce(len(failures)) else 0)
+finish("check_tti")

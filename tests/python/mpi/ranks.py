@@ -23,9 +23,10 @@ def block(n):
     return rank * base + min(rank, extra), base + (1 if rank < extra else 0)
 
 
-def prefix():
-    """How the library names the lowest failing rank (the last rank in these checks)."""
-    return f"rank {size - 1} of {size}: " if size > 1 else ""
+def prefix(failing=None):
+    """How the library names the lowest failing rank (default: the last rank) on several ranks."""
+    failing = size - 1 if failing is None else failing
+    return f"rank {failing} of {size}: " if size > 1 else ""
 
 
 def finish(name):
