@@ -84,7 +84,6 @@ for name, owner in (("METIS", None), ("bands", bands)):
             check(np.array_equal(got[f][halo == 0], alone[f][owned]),
                   f"{name}, rank-local: {f} differs on owned cells")
 
-prefix = f"rank {size - 1} of {size}: " if size > 1 else ""
 
 # A cell_owner of the wrong size on the last rank only: every rank raises, naming it.
 bad = bands if rank != size - 1 else bands[:-1]
@@ -92,7 +91,7 @@ try:
     dif.Diffusion(grid, config, vertical, *inputs, device="cpu", comm=comm, cell_owner=bad)
     check(False, "cell_owner of the wrong size on one rank: no error")
 except ValueError as e:
-    check(str(e).startswith(prefix + "cell_owner: expected"), f"cell_owner size: {e}")
+    check(str(e).startswith(prefix() + "cell_owner: expected"), f"cell_owner size: {e}")
 # A rank out of range on the last rank only.
 bad = bands.copy()
 if rank == size - 1:
@@ -101,14 +100,14 @@ try:
     dif.Diffusion(grid, config, vertical, *inputs, device="cpu", comm=comm, cell_owner=bad)
     check(False, "cell_owner out of range on one rank: no error")
 except ValueError as e:
-    check(str(e).startswith(prefix + "cell_owner: expected ranks in"), f"cell_owner range: {e}")
+    check(str(e).startswith(prefix() + "cell_owner: expected ranks in"), f"cell_owner range: {e}")
 # Float ranks on the last rank only.
 bad = bands if rank != size - 1 else bands.astype(np.float64)
 try:
     dif.Diffusion(grid, config, vertical, *inputs, device="cpu", comm=comm, cell_owner=bad)
     check(False, "float cell_owner on one rank: no error")
 except TypeError as e:
-    check(str(e).startswith(prefix + "cell_owner: expected integers"), f"cell_owner dtype: {e}")
+    check(str(e).startswith(prefix() + "cell_owner: expected integers"), f"cell_owner dtype: {e}")
 
 # A field of the wrong dtype on the last rank only: every rank's run raises, then runs again.
 granule = dif.Diffusion(grid, config, vertical, *inputs, device="cpu", comm=comm, cell_owner=bands)
@@ -119,7 +118,7 @@ try:
     granule.run(state, state, dtime, initial_run=True)
     check(False, "bad field on one rank: no error")
 except TypeError as e:
-    check(str(e).startswith(prefix + "prognostic_state.theta_v: expected float64"), f"field: {e}")
+    check(str(e).startswith(prefix() + "prognostic_state.theta_v: expected float64"), f"field: {e}")
 got = three_calls(granule, fresh())
 check(all(np.array_equal(got[f], alone[f]) for f in FIELDS), "after a refused run: differs")
 
