@@ -25,6 +25,16 @@
 //
 // Long calls stop between steps when asked (sciproxy/core/cancel.hpp): they throw Cancelled and
 // their outputs are unspecified.
+//
+// Under MPI (TtiDemoOptions::comm of several ranks; docs/kernels/tti.md, "The workshop operator
+// under MPI"): every rank passes the same whole input; the grid is split into a Cartesian grid of
+// blocks, one per rank (process_grid). Each rank steps its block widened by the cells the
+// stencil reaches in one sweep (2M - 1 per step, M = space_order / 2), computing that ghost ring
+// again itself, and refreshes the ring from its neighbours after each sweep. The source's eight
+// corners are injected by every rank whose window holds them, so a source on a boundary between
+// ranks is spread as on one process. Each point of a block is computed with one process's
+// arithmetic: the results are one process's, bit for bit, on the cpu backend (the others refuse
+// several ranks).
 #pragma once
 
 #include <array>
@@ -33,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "sciproxy/core/communicator.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/metrics.hpp"
 #include "sciproxy/core/timers.hpp"
@@ -101,6 +112,17 @@ struct TtiDemoOptions {
   // dtype and thread count (sciproxy/core/autotune.hpp); later calls read the cached choice.
   // Overrides cpu.tile_kib and cpu.sweep_steps; changes no result.
   bool autotune = false;
+  // MPI: the ranks the call runs on (this process alone by default). Every rank passes the same
+  // input and options but nparallel; bad input or ranks that disagree fail on every rank.
+  Communicator comm;
+  // Ranks per axis (x, y, z); 0 entries are chosen, as MPI_Dims_create, to exchange the fewest
+  // cells. Every block must hold the ghost ring's width along a split axis: (2M - 1) cells times
+  // the steps per sweep (2 with materials that vary in the fused form, else 1), otherwise an
+  // InvalidArgument naming process_grid.
+  std::array<int, 3> process_grid = {0, 0, 0};
+  // Where u and u_prev go: the whole grid on every rank, on rank 0 only (the others get empty
+  // arrays), or each rank its own block (TtiDemoOutput::block_origin, block_shape).
+  ResultLayout results = ResultLayout::all_ranks;
 };
 
 // Work of one section over the whole run: flops are those its expressions do per point (see
@@ -115,8 +137,15 @@ struct TtiDemoSection {
 
 template <class T>
 struct TtiDemoOutput {
-  std::vector<T> u, u_prev;  // u^nt and u^{nt-1}, [NX, NY, NZ]
-  WorkModel work;            // the whole operator: points = NX NY NZ nt
+  std::vector<T> u, u_prev;  // u^nt and u^{nt-1}, [NX, NY, NZ] (see block_shape)
+  // The part of the grid u and u_prev hold: the whole grid ({0, 0, 0}, {NX, NY, NZ}) unless
+  // options.results is ResultLayout::own on several ranks (then this rank's block, whose point
+  // (0, 0, 0) is the grid's point block_origin), or empty on ranks other than 0 with
+  // ResultLayout::root.
+  std::array<std::int64_t, 3> block_origin = {0, 0, 0};
+  std::array<std::int64_t, 3> block_shape = {0, 0, 0};
+  std::array<int, 3> process_grid = {1, 1, 1};  // the ranks per axis the call ran on
+  WorkModel work;                               // the whole operator: points = NX NY NZ nt
   std::vector<TtiDemoSection> sections;
   double dt_limit = 0;  // the stability limit dt was checked against
 };

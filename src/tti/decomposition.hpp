@@ -24,6 +24,7 @@
 #include <exception>
 #include <limits>
 #include <span>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -62,9 +63,11 @@ inline int rank_of_cell(const Subdomain& s, const Index& cell) {
 // The process grid for `ranks` ranks over cells[a] shared-out cells per axis: the entries of
 // `given` that are > 0 are kept, the zeros chosen. InvalidArgument naming process_grid when the
 // given grid does not multiply to the ranks or no grid leaves every rank `halo` cells per split
-// axis.
-inline std::array<int, 3> choose_process_grid(const Index& cells, int ranks,
-                                              const std::array<int, 3>& given, std::int64_t halo) {
+// axis (`halo_name` says what that minimum is, `cells_name` what the cells are).
+inline std::array<int, 3> choose_process_grid(
+    const Index& cells, int ranks, const std::array<int, 3>& given, std::int64_t halo,
+    std::string_view halo_name = "space_order/2",
+    std::string_view cells_name = "cells of model and sponge") {
   const std::string given_text = fmt::format("{{{}, {}, {}}}", given[0], given[1], given[2]);
   for (int a = 0; a < 3; ++a)
     require(given[a] >= 0, "process_grid",
@@ -84,9 +87,9 @@ inline std::array<int, 3> choose_process_grid(const Index& cells, int ranks,
     for (int a = 0; a < 3; ++a)
       require(
           given[a] == 1 || cells[a] / given[a] >= halo, "process_grid",
-          fmt::format("a grid that leaves every rank at least space_order/2 = {} cells "
-                      "along each split axis (axis {} has {} cells of model and sponge)",
-                      halo, a, cells[a]),
+          fmt::format("a grid that leaves every rank at least {} = {} cells "
+                      "along each split axis (axis {} has {} {})",
+                      halo_name, halo, a, cells[a], cells_name),
           fmt::format("{}: {} cells per rank along axis {}", given_text, cells[a] / given[a], a));
     return given;
   }
@@ -110,11 +113,11 @@ inline std::array<int, 3> choose_process_grid(const Index& cells, int ranks,
     throw_invalid_argument(
         "process_grid",
         fmt::format("a grid of {} ranks (the given entries kept) that leaves every rank at least "
-                    "space_order/2 = {} cells along each split axis",
-                    ranks, halo),
-        fmt::format("{} with {} x {} x {} cells of model and sponge: no such grid; use other "
+                    "{} = {} cells along each split axis",
+                    ranks, halo_name, halo),
+        fmt::format("{} with {} x {} x {} {}: no such grid; use other "
                     "entries, fewer ranks or a larger model",
-                    given_text, cells[0], cells[1], cells[2]));
+                    given_text, cells[0], cells[1], cells[2], cells_name));
   return best;
 }
 

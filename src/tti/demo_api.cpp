@@ -3,13 +3,23 @@
 // and eta terms, so that no backend evaluates sin, cos or sqrt per step), the work model, and
 // dispatch to a backend (kernels.hpp). Equations: docs/kernels/tti.md, "The workshop operator";
 // coefficients: kernels.hpp.
+//
+// Under MPI (options.comm of several ranks; docs/kernels/tti.md, "The workshop operator under
+// MPI"): the ranks' agreement on the inputs is checked first (check_ranks), the grid is split
+// (demo_decomposition.hpp), each rank builds the fields and coefficients of its window only and
+// runs the cpu kernel on it, refreshing the ghost ring after each sweep; the decisions that pick
+// a kernel path (constant materials, nz derived, steps per sweep) are taken for the whole grid,
+// so that every rank runs one process's arithmetic. The blocks are then gathered as
+// options.results asks.
 #include <fmt/format.h>
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
+#include "core/collective.hpp"
 #include "core/dispatch.hpp"
 #include "core/recorded_call.hpp"
 #include "sciproxy/core/autotune.hpp"
@@ -17,6 +27,7 @@
 #include "sciproxy/core/resources.hpp"
 #include "sciproxy/tti_demo.hpp"
 #include "tti/case.hpp"
+#include "tti/demo_decomposition.hpp"
 #include "tti/kernels.hpp"
 #include "tti/math.hpp"
 
@@ -27,6 +38,7 @@ namespace {
 using kernels::DemoGrid;
 using kernels::SpaceOrders;
 using std::int64_t;
+using Index = std::array<int64_t, 3>;
 
 const char* const kTopRegion = "TTISelfAdjointForward";
 
@@ -89,8 +101,10 @@ DemoGrid make_grid(const std::array<int64_t, 3>& shape, const std::array<double,
   return g;
 }
 
+// `window`: the points this rank steps (the whole grid on one process), for the memory check.
 template <class T>
-void check_input(const TtiDemoInput<T>& in, const TtiDemoOptions& opt, Backend backend) {
+void check_input(const TtiDemoInput<T>& in, const TtiDemoOptions& opt, Backend backend,
+                 const std::array<int64_t, 3>& window) {
   check_space_order(opt.space_order);
   static const char* const dims[] = {"x", "y", "z"};
   for (int d = 0; d < 3; ++d) {
@@ -177,7 +191,7 @@ void check_input(const TtiDemoInput<T>& in, const TtiDemoOptions& opt, Backend b
   // fluxes (two-pass), the returned fields; the cpu backend adds its own aligned copies of the
   // fields and coefficients (ten more arrays; nine where it derives nz, counted as ten here) and
   // two fields for two steps per sweep.
-  const DemoGrid g = make_grid(in.shape, in.spacing, opt.space_order);
+  const DemoGrid g = make_grid(window, in.spacing, opt.space_order);
   const double arrays = backend == Backend::cpu ? 25.0 : 13.0;
   const double bytes = sizeof(T) * (arrays * static_cast<double>(g.padded_points()) + 2.0 * points);
   require_memory(bytes, "shape",
@@ -370,6 +384,197 @@ WorkModel section_work(double points, double flops_per_point, double bytes_per_p
   return w;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Under MPI.
+
+using demo_decomposition::Window;
+
+// The whole grid as one process's window.
+Window whole_grid(const std::array<int64_t, 3>& n) {
+  return demo_decomposition::window_of(n, 0, 0, {1, 1, 1});
+}
+
+// Steps per sweep the ghost ring must allow for (its width is that times 2M - 1): the cpu fused
+// kernel's sweep_steps where fixed, 2 where it may choose two (materials given per point, or the
+// autotuner's choice), 1 otherwise.
+template <class T>
+int sweep_steps_allowed(const TtiDemoInput<T>& in, const TtiDemoOptions& opt) {
+  if (opt.form != TtiDemoForm::fused) return 1;
+  if (opt.autotune) return 2;
+  if (opt.cpu.sweep_steps > 0) return opt.cpu.sweep_steps;
+  const auto& m = in.material;
+  for (const auto* v : {&m.vp, &m.b, &m.epsilon, &m.eta, &m.f, &m.theta, &m.phi, &m.damping})
+    if (v->size() != 1) return 2;
+  return 1;
+}
+
+// This rank's window, and the steps per sweep it allows. With the steps per sweep automatic, a
+// process grid that leaves a block fewer than the two-step ring's points falls back to one step
+// per sweep (slower per step, the same results) before it is refused.
+template <class T>
+std::pair<Window, int> rank_window(const TtiDemoInput<T>& in, const TtiDemoOptions& opt) {
+  const Communicator& comm = opt.comm;
+  if (!comm.distributed()) {
+    for (int a = 0; a < 3; ++a)
+      require(opt.process_grid[a] == 0 || opt.process_grid[a] == 1, "process_grid",
+              "ranks per axis whose product is the 1 rank of comm ({0, 0, 0} or {1, 1, 1})",
+              fmt::format("{{{}, {}, {}}}", opt.process_grid[0], opt.process_grid[1],
+                          opt.process_grid[2]));
+    return {whole_grid(in.shape), sweep_steps_allowed(in, opt)};
+  }
+  const int reach = opt.space_order - 1;  // 2M - 1 points per step
+  int steps = sweep_steps_allowed(in, opt);
+  auto choose = [&](int k) {
+    return decomposition::choose_process_grid(
+        in.shape, comm.size(), opt.process_grid, std::int64_t(k) * reach,
+        fmt::format("the ghost ring of {} step{} per sweep, {} x (space_order - 1)", k,
+                    k == 1 ? "" : "s", k),
+        "grid points");
+  };
+  std::array<int, 3> grid{};
+  const bool automatic = opt.form == TtiDemoForm::fused && opt.cpu.sweep_steps == 0;
+  if (steps == 2 && automatic) {
+    try {
+      grid = choose(2);
+    } catch (const InvalidArgument&) {
+      steps = 1;
+    }
+  }
+  if (steps == 1 || !automatic) grid = choose(steps);
+  return {demo_decomposition::window_of(in.shape, std::int64_t(steps) * reach, comm.rank(), grid),
+          steps};
+}
+
+// A material or initial field cut to the window (one value stays one value; empty stays empty).
+template <class T>
+std::vector<T> window_copy(std::span<const T> field, const std::array<int64_t, 3>& n,
+                           const Window& w) {
+  if (field.size() <= 1) return std::vector<T>(field.begin(), field.end());
+  const auto shape = w.shape();
+  std::vector<T> out(static_cast<std::size_t>(shape[0] * shape[1] * shape[2]));
+#pragma omp parallel for collapse(2)
+  for (int64_t i = 0; i < shape[0]; ++i)
+    for (int64_t j = 0; j < shape[1]; ++j)
+      std::copy_n(field.data() + ((w.lo[0] + i) * n[1] + w.lo[1] + j) * n[2] + w.lo[2], shape[2],
+                  out.data() + (i * shape[1] + j) * shape[2]);
+  return out;
+}
+
+// The input of this rank's window: its materials and initial state, owned by `storage`. The
+// source is placed separately (window_source); its position here is not read.
+template <class T>
+struct WindowInput {
+  TtiDemoInput<T> in;
+  std::vector<std::vector<T>> storage;
+};
+template <class T>
+WindowInput<T> window_input(const TtiDemoInput<T>& whole, const Window& w) {
+  WindowInput<T> r;
+  r.in = whole;
+  r.in.shape = w.shape();
+  auto cut = [&](std::span<const T>& field) {
+    r.storage.push_back(window_copy(field, whole.shape, w));
+    field = r.storage.back();
+  };
+  r.storage.reserve(10);
+  auto& m = r.in.material;
+  for (auto* v : {&m.vp, &m.b, &m.epsilon, &m.eta, &m.f, &m.theta, &m.phi, &m.damping}) cut(*v);
+  cut(r.in.initial_u);
+  cut(r.in.initial_u_prev);
+  return r;
+}
+
+// The source's corners in the window (the first `corners` of the result): each rank whose window
+// holds a corner injects it, with the whole grid's weight.
+template <class T>
+kernels::DemoSource<T> window_source(const kernels::DemoSource<T>& whole, const DemoGrid& local,
+                                     const Window& w) {
+  kernels::DemoSource<T> src = whole;
+  src.corners = 0;
+  for (int c = 0; c < whole.corners; ++c) {
+    if (!w.in_window(whole.points[c])) continue;
+    const int k = src.corners++;
+    for (int a = 0; a < 3; ++a) src.points[k][a] = whole.points[c][a] - w.lo[a];
+    src.weights[k] = whole.weights[c];
+    src.cells[k] = local.index(src.points[k][0], src.points[k][1], src.points[k][2]);
+  }
+  return src;
+}
+
+// The block [origin, origin + shape) of a padded window field, in order.
+template <class T>
+std::vector<T> block_copy(const DemoGrid& g, const std::vector<T>& padded,
+                          const std::array<int64_t, 3>& origin,
+                          const std::array<int64_t, 3>& shape) {
+  std::vector<T> out(static_cast<std::size_t>(shape[0] * shape[1] * shape[2]));
+#pragma omp parallel for collapse(2)
+  for (int64_t i = 0; i < shape[0]; ++i)
+    for (int64_t j = 0; j < shape[1]; ++j)
+      std::copy_n(padded.data() + g.index(origin[0] + i, origin[1] + j, origin[2]), shape[2],
+                  out.data() + (i * shape[1] + j) * shape[2]);
+  return out;
+}
+
+// What every rank of a distributed call must pass alike (collective::require_same): the
+// options but nparallel, the sizes, the time axis, the source and the hashes of every array.
+template <class T>
+void check_ranks(const Device& device, const TtiDemoInput<T>& in, const TtiDemoOptions& opt) {
+  if (!opt.comm.distributed()) return;
+  collective::on_every_rank(opt.comm, [&] {
+    require(device.backend == Backend::cpu, "device",
+            "the cpu backend: tti_demo on several ranks (comm) runs there only", device.name());
+  });
+  auto bits = [](double v) { return std::bit_cast<std::int64_t>(v); };
+  using collective::hash_of;
+  std::vector<collective::Field> f{
+      {"dtype (bytes per value)", sizeof(T)},
+      {"space_order", opt.space_order},
+      {"form", static_cast<std::int64_t>(opt.form)},
+      {"cpu.sweep_steps", opt.cpu.sweep_steps},
+      {"autotune", opt.autotune},
+      {"process_grid", hash_of(std::span<const int>(opt.process_grid)), true},
+      {"results", static_cast<std::int64_t>(opt.results)},
+      {"shape", hash_of(std::span<const int64_t>(in.shape)), true},
+      {"spacing", hash_of(std::span<const double>(in.spacing)), true},
+      {"dt", bits(in.dt)},
+      {"nt", in.nt},
+      {"source_position", hash_of(std::span<const double>(in.source_position)), true}};
+  const auto& m = in.material;
+  for (auto [name, array] :
+       {std::pair{"vp", m.vp}, std::pair{"b", m.b}, std::pair{"epsilon", m.epsilon},
+        std::pair{"eta", m.eta}, std::pair{"f", m.f}, std::pair{"theta", m.theta},
+        std::pair{"phi", m.phi}, std::pair{"damping", m.damping},
+        std::pair{"source_amplitudes", in.source_amplitudes}, std::pair{"initial_u", in.initial_u},
+        std::pair{"initial_u_prev", in.initial_u_prev}}) {
+    f.push_back({fmt::format("{} (values)", name), static_cast<std::int64_t>(array.size())});
+    f.push_back({name, hash_of(array), true});
+  }
+  collective::require_same(opt.comm, f, "tti_demo");
+}
+
+// Whether every rank's window has constant coefficients, all of the same values: the whole
+// grid's `constant` (the windows cover it).
+template <class T>
+bool constant_everywhere(const Communicator& comm, bool local, const CoefficientArrays<T>& c,
+                         const DemoGrid& g) {
+  if (!comm.distributed()) return local;
+  std::uint64_t h = 0;
+  const int64_t first = g.index(0, 0, 0);
+  for (const auto* v : {&c.nx, &c.ny, &c.nz, &c.a, &c.bma, &c.s, &c.m, &c.d})
+    h = collective::hash_bytes(v->data() + first, sizeof(T), h);
+  const auto hash = static_cast<std::int64_t>(h);
+  const bool all = collective::allreduce_min(comm, std::int64_t(local)) == 1;
+  return all && collective::allreduce_max(comm, hash) == collective::allreduce_min(comm, hash);
+}
+
+// The options of one process: a call's rerun on the reference backend when verifying.
+TtiDemoOptions one_process(TtiDemoOptions opt) {
+  opt.comm = Communicator();
+  opt.process_grid = {0, 0, 0};
+  opt.results = ResultLayout::all_ranks;
+  return opt;
+}
+
 }  // namespace
 
 const char* tti_demo_form_name(TtiDemoForm form) {
@@ -460,19 +665,32 @@ void autotune_cpu(const Device& device, kernels::DemoProblem<T>& problem, const 
 }
 
 template <class T>
-TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& in,
+TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& whole,
                           const TtiDemoOptions& options, Timers* timers) {
   RecordedCall call("tti_demo", device, timers);
+  const Communicator& comm = options.comm;
   TtiDemoOutput<T> out;
   {
     auto top = Timers::region(call.timers(), kTopRegion);  // closed before the reference rerun
-    check_input(in, options, device.backend);
-    const DemoGrid g = make_grid(in.shape, in.spacing, options.space_order);
+    Window window;
+    int steps_allowed = 1;
+    check_ranks(device, whole, options);
+    collective::on_every_rank(comm, [&] {
+      std::tie(window, steps_allowed) = rank_window(whole, options);
+      check_input(whole, options, device.backend, window.shape());
+    });
+    out.process_grid = window.process_grid;
+    const DemoGrid g = make_grid(window.shape(), whole.spacing, options.space_order);
     const TtiDemoForm form =
         device.backend == Backend::reference ? TtiDemoForm::two_pass : options.form;
 
-    out.dt_limit = tti_demo_dt_limit(in, options.space_order);
+    out.dt_limit = tti_demo_dt_limit(whole, options.space_order);
     ThreadCount threads(device.backend == Backend::reference ? 0 : options.nparallel);
+
+    // This rank's window of the input (the input itself on one process).
+    WindowInput<T> cut;
+    if (comm.distributed()) cut = window_input(whole, window);
+    const TtiDemoInput<T>& in = comm.distributed() ? cut.in : whole;
 
     std::vector<T> u, u_prev;
     kernels::DemoSource<T> src;
@@ -484,16 +702,23 @@ TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& in,
       auto r = Timers::region(call.timers(), "setup");
       u = padded_copy<T>(g, in.initial_u);
       u_prev = padded_copy<T>(g, in.initial_u_prev);
-      src = make_source(g, in);
+      src = make_source(make_grid(whole.shape, whole.spacing, options.space_order), whole);
+      if (comm.distributed()) src = window_source(src, g, window);
       if (device.backend != Backend::reference) {
         coefficients = make_coefficients(g, in);
-        constant = device.backend == Backend::cpu && form == TtiDemoForm::fused &&
-                   constant_coefficients(g, in, coefficients);
-        derived_nz = device.backend == Backend::cpu && form == TtiDemoForm::fused && !constant &&
-                     nz_derivable(g, coefficients);
-        if (device.backend == Backend::cpu && form == TtiDemoForm::fused)
-          sweep_steps = options.cpu.sweep_steps ? options.cpu.sweep_steps : constant ? 1 : 2;
-        for (int c = 0; c < 8; ++c)
+        const bool fused_cpu = device.backend == Backend::cpu && form == TtiDemoForm::fused;
+        constant =
+            fused_cpu &&
+            constant_everywhere(comm, constant_coefficients(g, in, coefficients), coefficients, g);
+        derived_nz = fused_cpu && !constant && nz_derivable(g, coefficients);
+        if (comm.distributed())
+          derived_nz = collective::allreduce_min(comm, std::int64_t(derived_nz)) == 1;
+        if (fused_cpu)
+          sweep_steps = std::min(options.cpu.sweep_steps ? options.cpu.sweep_steps
+                                 : constant              ? 1
+                                                         : 2,
+                                 steps_allowed);
+        for (int c = 0; c < src.corners; ++c)
           src.scaled[c] =
               static_cast<T>(src.weights[c] * static_cast<double>(coefficients.m[src.cells[c]]));
       }
@@ -524,18 +749,49 @@ TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& in,
     if (options.autotune && device.backend == Backend::cpu && form == TtiDemoForm::fused) {
       auto r = Timers::region(call.timers(), "autotune");
       autotune_cpu(device, problem, u, u_prev, options);
+      // The ghost ring is sized for rank 0's choice of steps per sweep, which all ranks take.
+      if (comm.distributed())
+        problem.tuning.sweep_steps = static_cast<int>(std::min<std::int64_t>(
+            collective::allreduce_max(
+                comm, std::int64_t(comm.rank() == 0 ? problem.tuning.sweep_steps : 0)),
+            steps_allowed));
     }
+    demo_decomposition::GhostExchange<T> exchange(comm, window);
+    if (comm.distributed()) problem.exchange = &exchange;
     const Context ctx{device, call.timers()};
     SCIPROXY_RUN_KERNEL(ctx, demo_forward, problem, fields);
     {
       auto r = Timers::region(call.timers(), "output");
-      out.u = interior_copy(g, u);
-      out.u_prev = interior_copy(g, u_prev);
+      if (!comm.distributed()) {
+        out.u = interior_copy(g, u);
+        out.u_prev = interior_copy(g, u_prev);
+        out.block_shape = whole.shape;
+      } else {
+        // This rank's block, then gathered as options.results asks.
+        Index origin{};
+        for (int a = 0; a < 3; ++a) origin[a] = window.own_lo[a] - window.lo[a];
+        const Index own = window.own_shape();
+        std::vector<T> mine = block_copy(g, u, origin, own),
+                       mine_prev = block_copy(g, u_prev, origin, own);
+        if (options.results == ResultLayout::own) {
+          out.u = std::move(mine);
+          out.u_prev = std::move(mine_prev);
+          out.block_origin = window.own_lo;
+          out.block_shape = own;
+        } else {
+          const int root = options.results == ResultLayout::root ? 0 : -1;
+          demo_decomposition::gather_blocks<T>(comm, window, whole.shape, mine, out.u, root);
+          demo_decomposition::gather_blocks<T>(comm, window, whole.shape, mine_prev, out.u_prev,
+                                               root);
+          if (root < 0 || comm.rank() == root) out.block_shape = whole.shape;
+        }
+      }
     }
 
-    // Work model: points = grid points x steps; bytes: each array a pass's loops read or write,
-    // once per step (demo_traffic).
-    const double points = static_cast<double>(g.interior_points()) * static_cast<double>(in.nt);
+    // Work model: points = grid points x steps (the whole grid's, on every rank); bytes: each
+    // array a pass's loops read or write, once per step (demo_traffic).
+    const double points = static_cast<double>(whole.shape[0] * whole.shape[1] * whole.shape[2]) *
+                          static_cast<double>(in.nt);
     const double es = sizeof(T);
     const Precision precision = sizeof(T) == 4 ? Precision::fp32 : Precision::fp64;
     const TtiDemoFlops flops = tti_demo_flops(options.space_order);
@@ -560,7 +816,8 @@ TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& in,
     out.work.points = points;
     out.work.precision = precision;
     // What every step reads again: u, u-, the coefficients (one value each when constant), and
-    // the two-pass fluxes; in the last-level cache when it is small enough (metrics.hpp).
+    // the two-pass fluxes, of a rank's window; in the last-level cache when it is small enough
+    // (metrics.hpp).
     const double arrays =
         2.0 + (constant ? 0.0 : 8.0) + (form == TtiDemoForm::two_pass ? 3.0 : 0.0);
     out.work.working_set_bytes = arrays * es * static_cast<double>(g.padded_points());
@@ -574,18 +831,29 @@ TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& in,
     call.set_work(out.work);
     if (call.recording()) {
       auto& parameters = call.parameters();
-      parameters.set("shape", std::vector<long long>(in.shape.begin(), in.shape.end()));
+      parameters.set("shape", std::vector<long long>(whole.shape.begin(), whole.shape.end()));
       parameters.set("nt", in.nt);
       parameters.set("space_order", options.space_order);
       parameters.set("form", tti_demo_form_name(form));
     }
   }
-  if (call.verifying()) {
+  // Each rank compares what it holds (the whole grid, or its block) with one process's reference.
+  if (call.verifying() && !out.u.empty()) {
     const TtiDemoOutput<T> expected = call.on_reference(
-        [&] { return tti_demo<T>(RecordedCall::reference_device(), in, options); });
+        [&] { return tti_demo<T>(RecordedCall::reference_device(), whole, one_process(options)); });
     const Tolerance tolerance = tti_demo_tolerance(precision_of<T>());
-    call.compare<T>("u", out.u, expected.u, tolerance);
-    call.compare<T>("u_prev", out.u_prev, expected.u_prev, tolerance);
+    if (out.block_shape == whole.shape) {
+      call.compare<T>("u", out.u, expected.u, tolerance);
+      call.compare<T>("u_prev", out.u_prev, expected.u_prev, tolerance);
+    } else {
+      const DemoGrid w = make_grid(whole.shape, whole.spacing, options.space_order);
+      const std::vector<T> u_ref = block_copy(w, padded_copy<T>(w, expected.u), out.block_origin,
+                                              out.block_shape),
+                           prev_ref = block_copy(w, padded_copy<T>(w, expected.u_prev),
+                                                 out.block_origin, out.block_shape);
+      call.compare<T>("u", out.u, u_ref, tolerance);
+      call.compare<T>("u_prev", out.u_prev, prev_ref, tolerance);
+    }
   }
   return out;
 }

@@ -598,7 +598,8 @@ void fused_tile2(const Layout& L, const DemoGrid& g, const Coef<T>& c, const T* 
     const int64_t i1 = j - (M - 1);  // stage 1 finishes plane i1
     if (i1 >= 0 && i1 < L.n[0]) {
       first.update(i1, uv, umv, [&](int64_t y) { return ring_row(i1, y, 0); });
-      for (int k = 0; k < 8; ++k)  // the source of step t, as run_order adds it after a step
+      for (int k = 0; k < src.corners;
+           ++k)  // the source of step t, as run_order adds it after a step
         if (src.points[k][0] == i1 && src.points[k][1] >= e0 && src.points[k][1] < e1)
           ring_row(i1, src.points[k][1], 0)[src.points[k][2]] += src.scaled[k] * amplitude;
       for (int64_t y = e0; y < e1; ++y) {
@@ -796,7 +797,7 @@ void run_order(const DemoProblem<T>& p, DemoFields<T> fields, Timers* timers) {
          c0 + 4 * stride,
          c0 + 5 * stride,
          c0 + 6 * stride};
-    for (int k = 0; k < 8; ++k)
+    for (int k = 0; k < src.corners; ++k)
       cells[k] = L.u_index(src.points[k][0], src.points[k][1], src.points[k][2]);
     if (form == TtiDemoForm::two_pass) {
       fx = AlignedArray<T>(L.points);  // zero in the halo, which the passes never write
@@ -827,7 +828,14 @@ void run_order(const DemoProblem<T>& p, DemoFields<T> fields, Timers* timers) {
   T* u2 = w2.data();
   auto inject = [&](T* field, int64_t t) {
     auto r = Timers::region(timers, "source injection");
-    for (int k = 0; k < 8; ++k) field[cells[k]] += src.scaled[k] * src.amplitudes[t];
+    for (int k = 0; k < src.corners; ++k) field[cells[k]] += src.scaled[k] * src.amplitudes[t];
+  };
+  // Under MPI: the window's ghost ring from the neighbours after each sweep but the last.
+  auto exchange = [&](int64_t done) {
+    if (!p.exchange || done >= nt) return;
+    auto r = Timers::region(timers, "halo exchange");
+    const int64_t first = L.u_index(0, 0, 0);
+    p.exchange->exchange({u + first, L.plane, L.row}, {u_prev + first, L.plane, L.row});
   };
   for (int64_t t = 0; t < nt;) {
     throw_if_cancelled("tti_demo", t, nt);  // the arrays above are freed on the way out
@@ -846,6 +854,7 @@ void run_order(const DemoProblem<T>& p, DemoFields<T> fields, Timers* timers) {
       std::swap(u1, u_prev);
       std::swap(u2, u);
       t += 2;
+      exchange(t);
       continue;
     }
     if (form == TtiDemoForm::two_pass) {
@@ -865,6 +874,7 @@ void run_order(const DemoProblem<T>& p, DemoFields<T> fields, Timers* timers) {
     inject(u_prev, t);
     std::swap(u, u_prev);
     t += 1;
+    exchange(t);
   }
   {
     auto r = Timers::region(timers, "cpu layout");

@@ -178,14 +178,32 @@ struct DemoCoefficients {
 
 // The source: the 8 padded cells around its position and their trilinear weights (sum 1).
 // The host backends scale by dt^2 vp^2 / b at each corner themselves (reference: from the raw
-// materials in double; cpu: m), cuda gets `scaled` = weight * m from demo_api.cpp.
+// materials in double; cpu: m), cuda gets `scaled` = weight * m from demo_api.cpp. Under MPI a
+// rank's grid is its window, and only the first `corners` corners, those in the window, are
+// injected (the cpu backend).
 template <class T>
 struct DemoSource {
+  int corners = 8;
   std::array<std::int64_t, 8> cells{};
   std::array<std::array<std::int64_t, 3>, 8> points{};  // grid coordinates of each corner
   std::array<double, 8> weights{};
   std::array<T, 8> scaled{};      // weights[c] * m[cells[c]] in T
   const T* amplitudes = nullptr;  // [nt]
+};
+
+// Under MPI (demo_api.cpp): after every sweep but the last the cpu backend hands its fields to
+// `exchange`, which refreshes the window's ghost ring from the neighbouring ranks. Point (i, j, k)
+// of the window is at origin[i * stride_x + j * stride_y + k] in the backend's own layout.
+template <class T>
+struct DemoFieldView {
+  T* origin = nullptr;
+  std::int64_t stride_x = 0, stride_y = 0;
+};
+template <class T>
+class DemoExchange {
+ public:
+  virtual ~DemoExchange() = default;
+  virtual void exchange(DemoFieldView<T> u, DemoFieldView<T> u_prev) = 0;
 };
 
 // Everything a backend needs besides the fields: the reference reads `raw` and `dt`, cpu and
@@ -203,6 +221,7 @@ struct DemoProblem {
   std::int64_t nt = 0;
   TtiDemoForm form = TtiDemoForm::two_pass;
   TtiDemoCpuTuning tuning;
+  DemoExchange<T>* exchange = nullptr;  // cpu, under MPI
 };
 
 // u: in u^0, out u^nt; u_prev: in u^{-1}, out u^{nt-1}; both padded.

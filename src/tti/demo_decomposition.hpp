@@ -1,0 +1,221 @@
+// The workshop operator under MPI: each rank's window of the grid and the refresh of its ghost
+// ring (kernels.hpp, DemoExchange). docs/kernels/tti.md, "The workshop operator under MPI".
+//
+// The grid's points are split by a process grid p_0 x p_1 x p_2 (decomposition.hpp's choice and
+// rank order) into contiguous blocks. A rank steps its block widened by `ghost` points on each
+// side that has a neighbour (not beyond the grid), as if the window were the whole grid: its
+// fields are zero outside the window. One step of the operator reads 2M - 1 points along each
+// axis (the flux reads u at -(M-1) .. M, the divergence the flux at -M .. M-1), so the error of
+// that false boundary moves 2M - 1 points inwards per step, and after a sweep of k steps the
+// points at least k (2M - 1) from the window's edge still hold one process's values. With
+// ghost = k (2M - 1), the block is exact after every sweep, and the ring is then refreshed from
+// the neighbours' blocks: u and u- of the ghost layers, axis after axis (x, then y over the x
+// ghosts just received, then z over both), so that edges and corners come too, two hops away.
+// Every block must hold `ghost` points along a split axis, so that each ring comes from the next
+// rank alone.
+//
+// The ring is computed twice (by its owner and by the neighbour), which costs 2 ghost / block of
+// the work along each split axis; in exchange there is one message per neighbour and sweep,
+// instead of the two per step (u, then the fluxes) that computing every point once needs, and
+// the fused kernel, which never writes fluxes, runs unchanged.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/collective.hpp"
+#include "sciproxy/core/communicator.hpp"
+#include "tti/decomposition.hpp"
+#include "tti/kernels.hpp"
+
+namespace sciproxy::tti::demo_decomposition {
+
+using Index = std::array<std::int64_t, 3>;
+
+struct Window {
+  std::array<int, 3> process_grid{1, 1, 1};
+  std::array<int, 3> coords{0, 0, 0};
+  Index own_lo{}, own_hi{};  // this rank's block, grid indices
+  Index lo{}, hi{};          // its window: the block and the ghost rings that have a neighbour
+  std::array<std::array<int, 2>, 3> neighbour{{{-1, -1}, {-1, -1}, {-1, -1}}};  // rank or -1
+  std::int64_t ghost = 0;
+  std::array<std::vector<std::int64_t>, 3> block_first;  // per axis: p_a + 1 bounds
+  Index shape() const { return {hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]}; }
+  Index own_shape() const {
+    return {own_hi[0] - own_lo[0], own_hi[1] - own_lo[1], own_hi[2] - own_lo[2]};
+  }
+  bool in_window(const Index& p) const {
+    for (int a = 0; a < 3; ++a)
+      if (p[a] < lo[a] || p[a] >= hi[a]) return false;
+    return true;
+  }
+};
+
+// The blocks of rank `rank` of `ranks` over a grid of n points per axis, with process grid
+// `grid` (already chosen: decomposition::choose_process_grid).
+inline Window window_of(const Index& n, std::int64_t ghost, int rank,
+                        const std::array<int, 3>& grid) {
+  Window w;
+  w.ghost = ghost;
+  w.process_grid = grid;
+  const auto& p = grid;
+  w.coords = {rank / (p[1] * p[2]), (rank / p[2]) % p[1], rank % p[2]};
+  for (int a = 0; a < 3; ++a) {
+    for (int c = 0; c <= p[a]; ++c)
+      w.block_first[a].push_back(c == p[a] ? n[a] : collective::block_of(n[a], c, p[a]).first);
+    w.own_lo[a] = w.block_first[a][w.coords[a]];
+    w.own_hi[a] = w.block_first[a][w.coords[a] + 1];
+    w.lo[a] = w.own_lo[a];
+    w.hi[a] = w.own_hi[a];
+    for (int side = 0; side < 2; ++side) {
+      std::array<int, 3> c = w.coords;
+      c[a] += side == 0 ? -1 : 1;
+      if (c[a] < 0 || c[a] >= p[a]) continue;
+      w.neighbour[a][side] = decomposition::rank_at(p, c);
+      (side == 0 ? w.lo[a] : w.hi[a]) += side == 0 ? -ghost : ghost;
+    }
+  }
+  return w;
+}
+
+// The refresh of a window's ghost ring after a sweep: per axis, one message each way per
+// neighbour holding the u and u- layers, the next axis after this one's arrived.
+template <class T>
+class GhostExchange final : public kernels::DemoExchange<T> {
+ public:
+  GhostExchange(const Communicator& comm, const Window& w) : comm_(comm) {
+    const Index shape = w.shape();
+    const std::int64_t g = w.ghost;
+    for (int a = 0; a < 3; ++a)
+      for (int side = 0; side < 2; ++side) {
+        if (w.neighbour[a][side] < 0) continue;
+        // Along the axes before a the whole window (their rings arrived already), along those
+        // after it the block only; along a the `g` layers next to the face.
+        Box send, receive;
+        for (int o = 0; o < 3; ++o) {
+          const std::int64_t own_lo = w.own_lo[o] - w.lo[o], own_hi = w.own_hi[o] - w.lo[o];
+          send.lo[o] = receive.lo[o] = o < a ? 0 : own_lo;
+          send.hi[o] = receive.hi[o] = o < a ? shape[o] : own_hi;
+          if (o != a) continue;
+          if (side == 0) {
+            send = with_axis(send, a, own_lo, own_lo + g);
+            receive = with_axis(receive, a, own_lo - g, own_lo);
+          } else {
+            send = with_axis(send, a, own_hi - g, own_hi);
+            receive = with_axis(receive, a, own_hi, own_hi + g);
+          }
+        }
+        Face f{a, w.neighbour[a][side], send, receive, {}, {}};
+        f.send_buffer.resize(static_cast<std::size_t>(2 * send.points()));
+        f.receive_buffer.resize(static_cast<std::size_t>(2 * receive.points()));
+        faces_[a].push_back(std::move(f));
+      }
+  }
+
+  void exchange(kernels::DemoFieldView<T> u, kernels::DemoFieldView<T> u_prev) override {
+    for (int a = 0; a < 3; ++a) {
+      if (faces_[a].empty()) continue;
+      std::vector<collective::Message<T>> messages;
+      for (Face& f : faces_[a]) {
+        const std::int64_t out = f.send.points();
+        copy(f.send, u, f.send_buffer.data(), true);
+        copy(f.send, u_prev, f.send_buffer.data() + out, true);
+        messages.push_back({f.rank, std::span<const T>(f.send_buffer), std::span<T>(f.receive_buffer)});
+      }
+      collective::start_exchange<T>(comm_, messages, kTag + a).wait();
+      for (Face& f : faces_[a]) {
+        const std::int64_t in = f.receive.points();
+        copy(f.receive, u, f.receive_buffer.data(), false);
+        copy(f.receive, u_prev, f.receive_buffer.data() + in, false);
+      }
+    }
+  }
+
+ private:
+  static constexpr int kTag = 41;
+  struct Box {
+    Index lo{}, hi{};  // window indices
+    std::int64_t points() const { return (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]); }
+  };
+  static Box with_axis(Box b, int a, std::int64_t lo, std::int64_t hi) {
+    b.lo[a] = lo;
+    b.hi[a] = hi;
+    return b;
+  }
+  struct Face {
+    int axis = 0, rank = 0;
+    Box send, receive;
+    std::vector<T> send_buffer, receive_buffer;  // u's layers, then u-'s
+  };
+
+  // Copies box b of the field to or from `buffer` (to_buffer: pack; else unpack).
+  static void copy(const Box& b, kernels::DemoFieldView<T> field, T* buffer, bool to_buffer) {
+    const std::int64_t n0 = b.hi[0] - b.lo[0], n1 = b.hi[1] - b.lo[1], n2 = b.hi[2] - b.lo[2];
+#pragma omp parallel for collapse(2) schedule(static)
+    for (std::int64_t i0 = 0; i0 < n0; ++i0)
+      for (std::int64_t i1 = 0; i1 < n1; ++i1) {
+        T* points =
+            field.origin + (b.lo[0] + i0) * field.stride_x + (b.lo[1] + i1) * field.stride_y + b.lo[2];
+        T* packed = buffer + (i0 * n1 + i1) * n2;
+        if (to_buffer)
+          std::copy(points, points + n2, packed);
+        else
+          std::copy(packed, packed + n2, points);
+      }
+  }
+
+  Communicator comm_;
+  std::array<std::vector<Face>, 3> faces_;
+};
+
+// Gathers the ranks' blocks of a field (each `mine`, its block's points in order) into the whole
+// grid `all` [n0, n1, n2]: on every rank (root < 0) or on `root` only. One collective per z slab
+// of the process grid: the blocks of a slab have rows of the same length, so a message counts
+// rows of z, not points, and stays within MPI's int counts for any grid.
+template <class T>
+void gather_blocks(const Communicator& comm, const Window& w, const Index& n,
+                   std::span<const T> mine, std::vector<T>& all, int root) {
+  const int ranks = comm.size();
+  const bool receives = root < 0 || comm.rank() == root;
+  if (receives) all.assign(static_cast<std::size_t>(n[0] * n[1] * n[2]), T(0));
+  const auto& p = w.process_grid;
+  for (int c2 = 0; c2 < p[2]; ++c2) {
+    const std::int64_t z0 = w.block_first[2][c2], nz = w.block_first[2][c2 + 1] - z0;
+    std::vector<std::int64_t> counts(static_cast<std::size_t>(ranks), 0);
+    std::int64_t rows = 0;
+    for (int r = 0; r < ranks; ++r) {
+      const std::array<int, 3> c{r / (p[1] * p[2]), (r / p[2]) % p[1], r % p[2]};
+      if (c[2] != c2) continue;
+      counts[r] = (w.block_first[0][c[0] + 1] - w.block_first[0][c[0]]) *
+                  (w.block_first[1][c[1] + 1] - w.block_first[1][c[1]]);
+      rows += counts[r];
+    }
+    std::vector<T> slab(static_cast<std::size_t>(receives ? rows * nz : 0));
+    const bool in_slab = w.coords[2] == c2;
+    std::span<const T> sent = in_slab ? mine : std::span<const T>();
+    if (root < 0) {
+      // allgather_rows reads a rank's own rows from `slab` in place.
+      std::int64_t first = 0;
+      for (int r = 0; r < comm.rank(); ++r) first += counts[r];
+      std::copy(sent.begin(), sent.end(), slab.begin() + first * nz);
+      collective::allgather_rows<T>(comm, slab, counts, nz);
+    } else {
+      collective::gather_rows<T>(comm, sent, slab, counts, nz, root);
+    }
+    if (!receives) continue;
+    std::int64_t row = 0;
+    for (int r = 0; r < ranks; ++r) {
+      if (counts[r] == 0) continue;
+      const std::array<int, 3> c{r / (p[1] * p[2]), (r / p[2]) % p[1], r % p[2]};
+      for (std::int64_t i = w.block_first[0][c[0]]; i < w.block_first[0][c[0] + 1]; ++i)
+        for (std::int64_t j = w.block_first[1][c[1]]; j < w.block_first[1][c[1] + 1]; ++j, ++row)
+          std::copy_n(slab.data() + row * nz, nz, all.data() + (i * n[1] + j) * n[2] + z0);
+    }
+  }
+}
+
+}  // namespace sciproxy::tti::demo_decomposition

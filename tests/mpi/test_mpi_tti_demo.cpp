@@ -1,0 +1,253 @@
+// The workshop operator (tti_demo) on 1, 2 and 3 ranks against one process, bit for bit: float
+// and double, space orders 4 and 8, both forms, one and two steps per sweep, materials that vary
+// per point and constant ones, process grids chosen and given along each axis (blocks of unequal
+// size), a source whose eight corners straddle the boundary between two ranks (and a rank holding
+// none), an odd nt (the last sweep one step), an initial state, and the three result layouts.
+// A process grid that does not fit, ranks that disagree, and other backends fail on every rank.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <type_traits>
+#include <vector>
+
+#include "core/collective.hpp"
+#include "mpi_test.hpp"
+#include "sciproxy/tti_demo.hpp"
+
+namespace sciproxy::test {
+namespace {
+
+using tti::TtiDemoForm;
+using tti::TtiDemoOptions;
+using Index = std::array<std::int64_t, 3>;
+
+const Device kCpu{Backend::cpu, 0, false};
+
+// A problem on `shape` points of 10 m: materials random per point (varying) or the demo's
+// constants, a Ricker source at `source` (grid units), nt steps at 0.9 of the stability limit.
+template <class T>
+struct DemoProblem {
+  tti::TtiDemoInput<T> in;
+  std::vector<std::vector<T>> fields;  // the materials', the amplitudes', the initial state's
+  TtiDemoOptions opt;
+
+  DemoProblem(const Index& shape, bool varying, const std::array<double, 3>& source,
+              std::int64_t nt, int order, bool initial = false) {
+    in.shape = shape;
+    in.spacing = {10, 10, 10};
+    in.nt = nt;
+    const std::int64_t points = shape[0] * shape[1] * shape[2];
+    std::mt19937 rng(4321 + order);
+    auto field = [&](double constant, double spread) {
+      if (!varying) return std::vector<T>{T(constant)};
+      std::uniform_real_distribution<double> d(constant - spread, constant + spread);
+      std::vector<T> v(static_cast<std::size_t>(points));
+      for (auto& x : v) x = T(d(rng));
+      return v;
+    };
+    fields = {field(1500, 300), field(1, 0.3),  field(0.2, 0.1),  field(0.4, 0.2),
+              field(0.85, 0.1), field(0.5, 0.4), field(0.3, 1.0), field(0.002, 0.002)};
+    auto& m = in.material;
+    std::span<const T>* spans[] = {&m.vp, &m.b,     &m.epsilon, &m.eta,
+                                   &m.f,  &m.theta, &m.phi,     &m.damping};
+    for (int i = 0; i < 8; ++i) *spans[i] = fields[static_cast<std::size_t>(i)];
+    for (int d = 0; d < 3; ++d) in.source_position[d] = source[d] * in.spacing[d];
+    opt.space_order = order;
+    opt.nparallel = 1;  // the ranks share the machine's cores
+    in.dt = 1;
+    in.dt = 0.9 * tti::tti_demo_dt_limit(in, order);
+    const auto wavelet = tti::ricker_wavelet<T>(15.0, in.dt, nt);
+    fields.emplace_back(wavelet.begin(), wavelet.end());
+    in.source_amplitudes = fields.back();
+    if (initial) {
+      std::normal_distribution<double> d(0, 1);
+      for (int k = 0; k < 2; ++k) {
+        std::vector<T> v(static_cast<std::size_t>(points));
+        for (auto& x : v) x = T(d(rng));
+        fields.push_back(std::move(v));
+      }
+      in.initial_u = fields[fields.size() - 2];
+      in.initial_u_prev = fields.back();
+    }
+  }
+};
+
+template <class T>
+auto bits(T x) {
+  return std::bit_cast<std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>(x);
+}
+
+template <class T>
+void expect_same_bits(const std::vector<T>& got, const std::vector<T>& expected, const char* what) {
+  ASSERT_EQ(got.size(), expected.size()) << what << " on rank " << world().rank();
+  std::size_t differ = 0, first = 0;
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (bits(got[i]) != bits(expected[i]) && differ++ == 0) first = i;
+  EXPECT_EQ(differ, 0u) << what << " on rank " << world().rank() << ": first of " << differ
+                        << " at " << first << ": " << got[first] << " vs " << expected[first];
+}
+
+// Runs the problem on one process and on the world's ranks; expects the bits of one process on
+// every rank (results all_ranks), on rank 0 alone (root) and in each rank's block (own).
+template <class T>
+void expect_one_process(const DemoProblem<T>& p, const TtiDemoOptions& opt,
+                        bool every_layout = false) {
+  TtiDemoOptions alone = opt;
+  alone.process_grid = {0, 0, 0};
+  const auto one = tti::tti_demo<T>(kCpu, p.in, alone);
+  double largest = 0;  // a wave that moved: not a comparison of zeros
+  for (const T x : one.u) largest = std::max(largest, std::abs(double(x)));
+  ASSERT_GT(largest, 0.0);
+  TtiDemoOptions ranks = opt;
+  ranks.comm = world();
+  const auto all = tti::tti_demo<T>(kCpu, p.in, ranks);
+  expect_same_bits(all.u, one.u, "u");
+  expect_same_bits(all.u_prev, one.u_prev, "u_prev");
+  EXPECT_EQ(all.block_shape, p.in.shape);
+  for (int a = 0; a < 3; ++a) {
+    if (opt.process_grid[a] > 0) {
+      EXPECT_EQ(all.process_grid[a], opt.process_grid[a]);
+    }
+  }
+  if (!every_layout) return;
+
+  ranks.results = ResultLayout::root;
+  const auto root = tti::tti_demo<T>(kCpu, p.in, ranks);
+  if (world().rank() == 0) {
+    expect_same_bits(root.u, one.u, "u (root)");
+  } else {
+    EXPECT_TRUE(root.u.empty());
+    EXPECT_EQ(root.block_shape, (Index{0, 0, 0}));
+  }
+
+  ranks.results = ResultLayout::own;
+  const auto own = tti::tti_demo<T>(kCpu, p.in, ranks);
+  const Index o = own.block_origin, s = own.block_shape, n = p.in.shape;
+  std::vector<T> expected(static_cast<std::size_t>(s[0] * s[1] * s[2]));
+  for (std::int64_t i = 0; i < s[0]; ++i)
+    for (std::int64_t j = 0; j < s[1]; ++j)
+      for (std::int64_t k = 0; k < s[2]; ++k)
+        expected[static_cast<std::size_t>((i * s[1] + j) * s[2] + k)] =
+            one.u[static_cast<std::size_t>(((o[0] + i) * n[1] + o[1] + j) * n[2] + o[2] + k)];
+  expect_same_bits(own.u, expected, "u (own block)");
+  // The blocks cover the grid once.
+  std::int64_t covered = s[0] * s[1] * s[2];
+  collective::allreduce_sum(world(), std::span<std::int64_t>(&covered, 1));
+  EXPECT_EQ(covered, n[0] * n[1] * n[2]);
+}
+
+// The first boundary between blocks along an axis of n points split among `ranks`, less 0.4:
+// a source there has corners on both sides.
+double straddling(std::int64_t n, int ranks) {
+  if (ranks == 1) return static_cast<double>(n / 2) + 0.6;
+  return static_cast<double>(collective::block_of(n, 1, ranks).first) - 0.4;
+}
+
+template <class T>
+class MpiTtiDemo : public ::testing::Test {};
+using Precisions = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(MpiTtiDemo, Precisions);
+
+TYPED_TEST(MpiTtiDemo, VaryingFusedTwoStepsSplitAlongXMatchesOneProcess) {
+  using T = TypeParam;
+  const int n = world().size();
+  const Index shape{44, 30, 27};
+  DemoProblem<T> p(shape, true, {straddling(44, n), 14.3, 12.7}, 9, 8);
+  TtiDemoOptions opt = p.opt;
+  opt.process_grid = {n, 1, 1};  // blocks of 14 or 15 points: the two-step ring of 14 fits
+  expect_one_process(p, opt, true);
+}
+
+TYPED_TEST(MpiTtiDemo, TwoPassSplitAlongYWithInitialStateMatchesOneProcess) {
+  using T = TypeParam;
+  const int n = world().size();
+  const Index shape{26, 40, 29};
+  DemoProblem<T> p(shape, true, {12.5, straddling(40, n), 13.2}, 7, 8, true);
+  TtiDemoOptions opt = p.opt;
+  opt.form = TtiDemoForm::two_pass;
+  opt.process_grid = {1, n, 1};
+  expect_one_process(p, opt);
+}
+
+TYPED_TEST(MpiTtiDemo, ConstantOrder4SplitAlongZMatchesOneProcess) {
+  using T = TypeParam;
+  const int n = world().size();
+  const Index shape{24, 22, 37};  // z rows of unequal, unaligned lengths
+  DemoProblem<T> p(shape, false, {11.3, 10.6, straddling(37, n)}, 12, 4);
+  TtiDemoOptions opt = p.opt;
+  opt.process_grid = {1, 1, n};
+  expect_one_process(p, opt, true);
+}
+
+TEST(MpiTtiDemoOne, ChosenGridAndOneStepSweepsMatchOneProcess) {
+  // Two steps per sweep do not fit 3 ranks along a 40-point axis (blocks of 13 < 14): the
+  // automatic choice falls back to one step per sweep; fixed one step per sweep too.
+  const Index shape{40, 28, 20};
+  DemoProblem<float> p(shape, true, {20.2, 3.5, 0.0}, 8, 8);  // a corner on the grid's edge
+  expect_one_process(p, p.opt);
+  TtiDemoOptions one_step = p.opt;
+  one_step.cpu.sweep_steps = 1;
+  expect_one_process(p, one_step);
+}
+
+TEST(MpiTtiDemoOne, SourceFarFromMostRanksMatchesOneProcess) {
+  const int n = world().size();
+  const Index shape{45, 16, 18};
+  DemoProblem<double> p(shape, true, {44.0, 15.0, 17.0}, 5, 4);  // the last corner only
+  TtiDemoOptions opt = p.opt;
+  opt.process_grid = {n, 1, 1};
+  expect_one_process(p, opt);
+}
+
+TEST(MpiTtiDemoOne, BadProcessGridFailsOnEveryRank) {
+  const int n = world().size();
+  const Index shape{26, 30, 30};
+  DemoProblem<float> p(shape, true, {10, 10, 10}, 4, 8);
+  TtiDemoOptions opt = p.opt;
+  opt.comm = world();
+  opt.process_grid = {n + 1, 1, 1};
+  expect_error_on_every_rank<InvalidArgument>(
+      [&] { tti::tti_demo<float>(kCpu, p.in, opt); }, "process_grid");
+  if (n == 1) return;
+  opt.process_grid = {n, 1, 1};
+  opt.cpu.sweep_steps = 2;  // a ring of 14 points: 26 / n blocks are too thin
+  expect_error_on_every_rank<InvalidArgument>([&] { tti::tti_demo<float>(kCpu, p.in, opt); },
+                                              "ghost ring of 2 steps per sweep");
+}
+
+TEST(MpiTtiDemoOne, RanksDisagreeingFailOnEveryRank) {
+  if (world().size() == 1) GTEST_SKIP() << "one rank cannot disagree with itself";
+  const Index shape{30, 24, 20};
+  DemoProblem<float> p(shape, true, {10, 10, 10}, 4, 8);
+  TtiDemoOptions opt = p.opt;
+  opt.comm = world();
+  tti::TtiDemoInput<float> in = p.in;
+  if (world().rank() == 1) in.dt *= 0.5;
+  expect_error_on_every_rank<InvalidArgument>([&] { tti::tti_demo<float>(kCpu, in, opt); },
+                                              "the ranks disagree on dt");
+  std::vector<float> vp = p.fields[0];
+  if (world().rank() == world().size() - 1) vp[17] += 1;
+  in = p.in;
+  in.material.vp = vp;
+  expect_error_on_every_rank<InvalidArgument>([&] { tti::tti_demo<float>(kCpu, in, opt); },
+                                              "the ranks disagree on the values of vp");
+}
+
+TEST(MpiTtiDemoOne, OtherBackendsRefuseSeveralRanks) {
+  if (world().size() == 1) GTEST_SKIP() << "one rank runs on every backend";
+  const Index shape{20, 20, 20};
+  DemoProblem<float> p(shape, false, {10, 10, 10}, 2, 8);
+  TtiDemoOptions opt = p.opt;
+  opt.comm = world();
+  expect_error_on_every_rank<InvalidArgument>(
+      [&] { tti::tti_demo<float>(Device{Backend::reference, 0, false}, p.in, opt); },
+      "the cpu backend: tti_demo on several ranks");
+}
+
+}  // namespace
+}  // namespace sciproxy::test
