@@ -91,17 +91,6 @@ int run_demo(const DemoOptions& opt) {
       if (entry.name == "parstack")
         for (const auto& [key, value] : parstack_sizes.values) settings.values[key] = value;
       harness.progress_prefix = fmt::format("[{}/{}] ", ++done, total);
-      if (ranks().distributed() && !entry.runs_on_ranks) {
-        fmt::print("\n=== {}: skipped: runs on one rank only in this version ===\n", name);
-        SummaryRow row;
-        row.kernel = name;
-        row.dtype = settings.get("dtype", "-");
-        row.device = "-";
-        row.rel_l2 = "-";
-        row.verdict = fmt::format("skipped: one rank only ({} ranks)", ranks().size());
-        rows.push_back(row);
-        continue;
-      }
       const auto label = entry.make(settings)->label();
       fmt::print("\n=== {}: {} ===\n", name, label);
       std::fflush(stdout);
@@ -138,12 +127,8 @@ int run_demo(const DemoOptions& opt) {
   nlohmann::json summary = nlohmann::json::array();
   for (const auto& r : rows) {
     pass = pass && r.pass;
-    if (r.device == "-")  // not run (a case for one rank only, under mpirun)
-      fmt::print("{:<24} {:<8} {:<10} {:>10} {:>9} {:>9} {:>10}  {}\n", r.kernel, r.dtype, r.device,
-                 "-", "-", "-", r.rel_l2, r.verdict);
-    else
-      fmt::print("{:<24} {:<8} {:<10} {:>10.4f} {:>9.3f} {:>8.1f}% {:>10}  {}\n", r.kernel, r.dtype,
-                 r.device, r.seconds, r.grate, 100 * r.fraction, r.rel_l2, r.verdict);
+    fmt::print("{:<24} {:<8} {:<10} {:>10.4f} {:>9.3f} {:>8.1f}% {:>10}  {}\n", r.kernel, r.dtype,
+               r.device, r.seconds, r.grate, 100 * r.fraction, r.rel_l2, r.verdict);
     summary.push_back({{"kernel", r.kernel},
                        {"dtype", r.dtype},
                        {"device", r.device},

@@ -129,8 +129,8 @@ struct TtiDemoOptions {
 // tti_demo_flops), bytes the traffic of the arrays the backend's loops read and write, each
 // once per step (tti_demo_bytes).
 struct TtiDemoSection {
-  std::string
-      name;  // "flux pass", "divergence pass", "fused flux + divergence", "source injection"
+  std::string name;  // "flux pass", "divergence pass", "fused flux + divergence", "source
+                     // injection", and under MPI "halo exchange" (no work)
   WorkModel work;
   double seconds = 0;  // filled when the backend timed the section (0 otherwise)
 };

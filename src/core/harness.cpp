@@ -223,7 +223,6 @@ std::vector<CaseResult> run_case(const CaseEntry& entry, const CaseSettings& set
   const int threads = max_threads();
 
   const Communicator& comm = options.comm;
-  if (comm.distributed() && !entry.runs_on_ranks) refuse_ranks(entry.name, comm);
   std::vector<Expected> expected;
   // On several ranks, rank 0 alone runs the reference; a failure there stops every rank.
   collective::on_every_rank(comm, [&] {

@@ -34,6 +34,10 @@ void KernelReport::print(std::ostream& out) const {
   } else if (verification) {
     out << "Verification against reference: " << verification->summary() << "\n";
   }
+  print_timers(out);
+}
+
+void KernelReport::print_timers(std::ostream& out) const {
   if (ranks) {
     out << fmt::format(
         "Ranks: {} on {} node{}; exchanged {} per call (all ranks); waiting in MPI per call: "

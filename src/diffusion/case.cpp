@@ -251,7 +251,6 @@ void register_cases(std::vector<CaseEntry>& registry) {
        make_diffusion,
        {CaseSettings{{{"grid", "R2B4"}, {"levels", "65"}}}},
        diffusion_sweep()});
-  registry.back().runs_on_ranks = true;
   registry.back().tolerance = [](const CaseSettings& s, const std::string&) {
     return diffusion_tolerance(s.get("dtype", "float64") == "float32" ? Precision::fp32
                                                                       : Precision::fp64);

@@ -214,7 +214,6 @@ void register_cases(std::vector<CaseEntry>& registry) {
   registry.back().tolerance = [](const CaseSettings&, const std::string&) {
     return ex2d_tolerance();
   };
-  registry.back().runs_on_ranks = true;
 }
 
 }  // namespace sciproxy::specex

@@ -315,7 +315,6 @@ void register_cases(std::vector<CaseEntry>& registry) {
     return parstack_tolerance(s.get("dtype", "float64") == "float32" ? Precision::fp32
                                                                      : Precision::fp64);
   };
-  registry.back().runs_on_ranks = true;
 }
 
 }  // namespace sciproxy::stack

@@ -124,7 +124,8 @@ class GhostExchange final : public kernels::DemoExchange<T> {
         const std::int64_t out = f.send.points();
         copy(f.send, u, f.send_buffer.data(), true);
         copy(f.send, u_prev, f.send_buffer.data() + out, true);
-        messages.push_back({f.rank, std::span<const T>(f.send_buffer), std::span<T>(f.receive_buffer)});
+        messages.push_back(
+            {f.rank, std::span<const T>(f.send_buffer), std::span<T>(f.receive_buffer)});
       }
       collective::start_exchange<T>(comm_, messages, kTag + a).wait();
       for (Face& f : faces_[a]) {
@@ -158,8 +159,8 @@ class GhostExchange final : public kernels::DemoExchange<T> {
 #pragma omp parallel for collapse(2) schedule(static)
     for (std::int64_t i0 = 0; i0 < n0; ++i0)
       for (std::int64_t i1 = 0; i1 < n1; ++i1) {
-        T* points =
-            field.origin + (b.lo[0] + i0) * field.stride_x + (b.lo[1] + i1) * field.stride_y + b.lo[2];
+        T* points = field.origin + (b.lo[0] + i0) * field.stride_x +
+                    (b.lo[1] + i1) * field.stride_y + b.lo[2];
         T* packed = buffer + (i0 * n1 + i1) * n2;
         if (to_buffer)
           std::copy(points, points + n2, packed);

@@ -728,8 +728,6 @@ void register_cases(std::vector<CaseEntry>& registry) {
   registry[registry.size() - 3].tolerance = entry_tolerance<Kind::gradient>;
   registry[registry.size() - 2].tolerance = entry_tolerance<Kind::born>;
   registry[registry.size() - 1].tolerance = entry_tolerance<Kind::born_gradient>;
-  for (std::size_t i = registry.size() - 4; i < registry.size(); ++i)
-    registry[i].runs_on_ranks = true;
 }
 
 }  // namespace sciproxy::wave

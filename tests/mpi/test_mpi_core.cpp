@@ -1,6 +1,7 @@
 // The communicator and the collective calls under mpiexec (1, 2 and 3 ranks): blocks, rows
 // gathered, scattered and shared, errors every rank throws alike, disagreement detected, the
-// multi-rank timer table, the traffic counted, bad handles refused.
+// multi-rank timer table, the traffic counted, bad handles refused, a harness case that runs on
+// one rank only refused on several.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -8,6 +9,7 @@
 
 #include "core/collective.hpp"
 #include "mpi_test.hpp"
+#include "sciproxy/core/harness.hpp"
 #include "sciproxy/core/timers.hpp"
 
 namespace sciproxy::test {
@@ -263,6 +265,50 @@ TEST(MpiCore, ASubCommunicatorIsItsOwnWorld) {
   MPI_Comm_free(&half);  // the library holds a duplicate: still usable
   collective::allreduce_sum<double>(sub, one);
   EXPECT_EQ(one[0], double(size) * size);
+}
+
+// A case without Case::distribute (every registered case has one): on several ranks the harness
+// refuses it on every rank, naming the ranks, before any timed call.
+class OneRankCase final : public Case {
+ public:
+  std::string kernel() const override { return "one_rank"; }
+  std::string label() const override { return "a case for one rank"; }
+  Parameters parameters() const override { return {}; }
+  WorkModel work() const override { return {}; }
+  double run(const Device&, Timers*) override {
+    ++runs;
+    return 0;
+  }
+  std::vector<CaseOutput> outputs() const override { return {}; }
+  Tolerance tolerance(const std::string&) const override { return {}; }
+  static inline int runs = 0;
+};
+
+TEST(MpiCore, ACaseForOneRankIsRefusedOnSeveral) {
+  const auto& comm = world();
+  CaseEntry entry{"one_rank",
+                  "test",
+                  "a case for one rank",
+                  [](const CaseSettings&) { return std::make_unique<OneRankCase>(); },
+                  {}};
+  HarnessOptions options;
+  options.comm = comm;
+  options.verify = false;
+  options.repetitions = 1;
+  options.warmup = 0;
+  const std::vector<Device> cpu{Device{Backend::cpu, 0, false}};
+  OneRankCase::runs = 0;
+  if (!comm.distributed()) {
+    EXPECT_EQ(run_case(entry, {}, cpu, options).size(), 1u);
+    EXPECT_EQ(OneRankCase::runs, 1);
+    return;
+  }
+  expect_error_on_every_rank<InvalidArgument>(
+      [&] { run_case(entry, {}, cpu, options); },
+      fmt::format("ranks: case one_rank runs on one rank only in this version, and this run has "
+                  "{} ranks",
+                  comm.size()));
+  EXPECT_EQ(OneRankCase::runs, 0);
 }
 
 }  // namespace

@@ -50,7 +50,7 @@ struct DemoProblem {
       for (auto& x : v) x = T(d(rng));
       return v;
     };
-    fields = {field(1500, 300), field(1, 0.3),  field(0.2, 0.1),  field(0.4, 0.2),
+    fields = {field(1500, 300), field(1, 0.3),   field(0.2, 0.1), field(0.4, 0.2),
               field(0.85, 0.1), field(0.5, 0.4), field(0.3, 1.0), field(0.002, 0.002)};
     auto& m = in.material;
     std::span<const T>* spans[] = {&m.vp, &m.b,     &m.epsilon, &m.eta,
@@ -211,8 +211,8 @@ TEST(MpiTtiDemoOne, BadProcessGridFailsOnEveryRank) {
   TtiDemoOptions opt = p.opt;
   opt.comm = world();
   opt.process_grid = {n + 1, 1, 1};
-  expect_error_on_every_rank<InvalidArgument>(
-      [&] { tti::tti_demo<float>(kCpu, p.in, opt); }, "process_grid");
+  expect_error_on_every_rank<InvalidArgument>([&] { tti::tti_demo<float>(kCpu, p.in, opt); },
+                                              "process_grid");
   if (n == 1) return;
   opt.process_grid = {n, 1, 1};
   opt.cpu.sweep_steps = 2;  // a ring of 14 points: 26 / n blocks are too thin
@@ -245,7 +245,9 @@ TEST(MpiTtiDemoOne, OtherBackendsRefuseSeveralRanks) {
   TtiDemoOptions opt = p.opt;
   opt.comm = world();
   expect_error_on_every_rank<InvalidArgument>(
-      [&] { tti::tti_demo<float>(Device{Backend::reference, 0, false}, p.in, opt); },
+      [&] {
+        tti::tti_demo<float>(Device{Backend::reference, 0, false}, p.in, opt);
+      },
       "the cpu backend: tti_demo on several ranks");
 }
 

@@ -103,9 +103,6 @@ struct CaseEntry {
   // making the case: what Case::tolerance returns, for callers that compare results of their
   // own (the Python tests, through sciproxy.tolerance).
   std::function<Tolerance(const CaseSettings&, const std::string& output)> tolerance = {};
-  // Whether the case runs on several MPI ranks (Case::distribute); those that do not refuse a
-  // communicator of more than one rank, and `sciproxy demo` under mpirun lists them as skipped.
-  bool runs_on_ranks = false;
 };
 
 // The tolerance of `output` of case `name` (find_case) for `settings`.

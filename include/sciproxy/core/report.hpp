@@ -67,6 +67,10 @@ struct KernelReport {
   void add_check(Comparison c);
 
   void print(std::ostream& out) const;
+  // The timers: on several ranks the ranks' line (exchanged bytes, waiting) and ICON's multi-rank
+  // table, else this process's table. print() ends with it; commands with reports of their own
+  // (sciproxy tti) print it themselves.
+  void print_timers(std::ostream& out) const;
   std::string json() const;
 };
 
