@@ -4,10 +4,12 @@ function of the decomposition, and the parallel efficiency predicted at 8, 64 an
 200 Gbit/s network. Prints the tables of docs/mpi.md.
 
     python bench/mpi_model.py [--speedup 1 20] [--bandwidth-gbit 200] [--latency-us 2]
-                              [--tti-gpts 0.178] [--diffusion-step-s 0.0137]
+                              [--tti-gpts 0.178] [--demo-gpts 0.246]
+                              [--diffusion-step-s 0.0137]
 
 Assumptions (also in docs/mpi.md): one rank per node; a rank computes at the rate measured on
-this 2-core machine (`sciproxy run tti_forward`, `sciproxy run diffusion`, 2 threads), times
+this 2-core machine (`sciproxy run tti_forward`, `sciproxy tti -d 412 423 476`, `sciproxy run
+diffusion`, 2 threads), times
 --speedup (20: a node of about 40 such cores); each rank sends and receives at the link's
 bandwidth at once (full duplex), messages cost --latency-us each, and the network has no other
 contention; efficiency = compute / (compute + communication not hidden), given both without
@@ -51,6 +53,35 @@ def tti_step(n, grid, h, s, rate, bandwidth, latency):
     return compute, comm, interior / rate
 
 
+def demo_step(n, grid, k, h, s, rate, bandwidth, latency, flux_share=0.55):
+    """The workshop operator (tti_demo) per step for the busiest rank: (useful compute, compute
+    done, communication) seconds and the bytes it sends. Its block is widened by a ring of
+    G = k (2H - 1) points per side with a neighbour (src/tti/demo_decomposition.hpp). One step
+    per sweep (k = 1): u+ on the block along x and y, the flux (flux_share of a point's cost, its
+    52 of 97 flops) on H more layers, z rows whole; u's ring sent. Two steps (k = 2): the whole
+    window stepped, u's and u-'s rings sent once per two steps. The ring is refreshed axis after
+    axis (the later axes' faces span the earlier ones' rings), not overlapped."""
+    g = k * (2 * h - 1)
+    block = [math.ceil(n[a] / grid[a]) for a in range(3)]
+    sides = [0 if grid[a] == 1 else (2 if grid[a] > 2 else 1) for a in range(3)]
+    window = [block[a] + sides[a] * g for a in range(3)]
+    if k == 1:
+        z = window[2]
+        flux_xy = (block[0] + sides[0] * h) * (block[1] + sides[1] * h) - block[0] * block[1]
+        done = (block[0] * block[1] + flux_share * flux_xy) * z
+    else:
+        done = math.prod(window)
+    sent = 0.0
+    messages = 0
+    fields = 1 if k == 1 else 2
+    for a in range(3):
+        area = math.prod(window[b] if b < a else block[b] for b in range(3) if b != a)
+        sent += sides[a] * fields * g * s * area
+        messages += sides[a]
+    comm = (sent / bandwidth + messages * latency) / k
+    return math.prod(block) / rate, done / rate, comm, sent / k
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--speedup", type=float, nargs="+", default=[1, 20])
@@ -58,6 +89,8 @@ def main():
     parser.add_argument("--latency-us", type=float, default=2)
     parser.add_argument("--tti-gpts", type=float, default=0.178,
                         help="tti_forward GPts/s of one rank here (cells x steps per second)")
+    parser.add_argument("--demo-gpts", type=float, default=0.92,
+                        help="tti_demo GPts/s of one rank here (points x steps per second)")
     parser.add_argument("--diffusion-step-s", type=float, default=0.0137,
                         help="one granule step on R2B4 x 65 levels here, seconds")
     args = parser.parse_args()
@@ -95,6 +128,35 @@ def main():
                        for a in range(3) if grid[a] > 1)
             print(f"| {p} | x{speed:g} | {grid[0]} x {grid[1]} x {grid[2]} | {sent / 1e6:.1f} | "
                   f"{100 * e_plain:.0f}% | {100 * e_overlap:.0f}% | {slab} |")
+
+    # The workshop operator at 412 x 423 x 476 (no sponge), order 8, float32: one step per sweep
+    # (the demo's constant materials; ring 7) and two (materials varying per point; ring 14).
+    n = (412, 423, 476)
+    print()
+    print(f"TTI workshop operator (tti_demo) {n[0]} x {n[1]} x {n[2]} points, order 8, float32")
+    print("| ranks | rank speed | steps per sweep (ring) | best process grid | block | "
+          "computed again | halo MB/step/rank | efficiency |")
+    print("|---|---|---|---|---|---|---|---|")
+    for speed in args.speedup:
+        rate = args.demo_gpts * 1e9 * speed
+        for k in (1, 2):
+            for p in RANKS:
+                best = None
+                for grid in process_grids(p):
+                    if any(grid[a] > 1 and n[a] // grid[a] < k * 7 for a in range(3)):
+                        continue
+                    useful, window, comm, sent = demo_step(n, grid, k, 4, 4, rate, bw, lat)
+                    e = useful / (window + comm)
+                    if best is None or e > best[1]:
+                        best = (grid, e, useful, window, sent)
+                if best is None:
+                    print(f"| {p} | x{speed:g} | {k} ({7 * k}) | no grid fits | | | | |")
+                    continue
+                grid, e, useful, window, halo = best
+                block = [math.ceil(n[a] / grid[a]) for a in range(3)]
+                print(f"| {p} | x{speed:g} | {k} ({7 * k}) | {grid[0]} x {grid[1]} x {grid[2]} | "
+                      f"{block[0]} x {block[1]} x {block[2]} | {100 * (window / useful - 1):.0f}% | "
+                      f"{halo / 1e6:.1f} | {100 * e:.0f}% |")
 
     # Diffusion at R2B6, 65 levels, float64: C = 20 * 4 * 4^6 cells. Halo per step, every rank
     # together: 38 b nlev L bytes, L the cut edges (measured on METIS splits of R2B4: C_h = 4L,

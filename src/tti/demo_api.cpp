@@ -408,9 +408,24 @@ int sweep_steps_allowed(const TtiDemoInput<T>& in, const TtiDemoOptions& opt) {
   return 1;
 }
 
-// This rank's window, and the steps per sweep it allows. With the steps per sweep automatic, a
-// process grid that leaves a block fewer than the two-step ring's points falls back to one step
-// per sweep (slower per step, the same results) before it is refused.
+// The largest window over the largest block of any rank, for a process grid and ring.
+double window_growth(const std::array<int64_t, 3>& n, const std::array<int, 3>& grid,
+                     int64_t ghost) {
+  double block = 1, window = 1;
+  for (int a = 0; a < 3; ++a) {
+    const double b = static_cast<double>((n[a] + grid[a] - 1) / grid[a]);
+    block *= b;
+    window *= b + (grid[a] == 1 ? 0 : grid[a] == 2 ? 1 : 2) * static_cast<double>(ghost);
+  }
+  return window / block;
+}
+
+// This rank's window, and the steps per sweep it allows (demo_decomposition.hpp's two modes).
+// With the steps per sweep automatic and materials that vary, two steps per sweep are taken
+// where the two-step ring adds at most 30% to the largest block (they read the coefficients
+// once for two steps: 28 bytes per point and step against 44 in float32), else one step, whose
+// ring costs the flux of M layers; a process grid that leaves a block fewer than the two-step
+// ring's points falls back to one step too.
 template <class T>
 std::pair<Window, int> rank_window(const TtiDemoInput<T>& in, const TtiDemoOptions& opt) {
   const Communicator& comm = opt.comm;
@@ -436,6 +451,7 @@ std::pair<Window, int> rank_window(const TtiDemoInput<T>& in, const TtiDemoOptio
   if (steps == 2 && automatic) {
     try {
       grid = choose(2);
+      if (window_growth(in.shape, grid, 2 * reach) > 1.3) steps = 1;
     } catch (const InvalidArgument&) {
       steps = 1;
     }
@@ -757,8 +773,16 @@ TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& whole,
                 comm, std::int64_t(comm.rank() == 0 ? problem.tuning.sweep_steps : 0)),
             steps_allowed));
     }
-    demo_decomposition::GhostExchange<T> exchange(comm, window);
-    if (comm.distributed()) problem.exchange = &exchange;
+    // One step per sweep: u+ on the block only, u's ring refreshed; two: the whole window, both
+    // fields' rings refreshed (demo_decomposition.hpp).
+    const bool one_step = problem.tuning.sweep_steps != 2 || form == TtiDemoForm::two_pass;
+    demo_decomposition::GhostExchange<T> exchange(comm, window, !one_step);
+    if (comm.distributed()) {
+      problem.exchange = &exchange;
+      if (one_step)
+        problem.update_box = {window.own_lo[0] - window.lo[0], window.own_hi[0] - window.lo[0],
+                              window.own_lo[1] - window.lo[1], window.own_hi[1] - window.lo[1]};
+    }
     const Context ctx{device, call.timers()};
     SCIPROXY_RUN_KERNEL(ctx, demo_forward, problem, fields);
     {

@@ -298,16 +298,17 @@ inline void flux_row(const T* __restrict u, int64_t sx, int64_t sy, T rhx, T rhy
   }
 }
 
+// The fluxes over the planes [b.x0, b.x1) and rows [b.y0, b.y1).
 template <int A, class T>
 void flux_pass(const Layout& L, const DemoGrid& g, const Coef<T>& c, const T* u, T* fx, T* fy,
-               T* fz, int64_t block_rows) {
+               T* fz, int64_t block_rows, const DemoBox& b) {
   const int64_t sx = L.plane, sy = L.row;
   const T rhx = T(1 / g.spacing[0]), rhy = T(1 / g.spacing[1]), rhz = T(1 / g.spacing[2]);
-  const int64_t nblocks = (L.n[1] + block_rows - 1) / block_rows;
+  const int64_t nblocks = (b.y1 - b.y0 + block_rows - 1) / block_rows;
 #pragma omp parallel for schedule(dynamic)
   for (int64_t block = 0; block < nblocks; ++block) {
-    const int64_t j0 = block * block_rows, j1 = std::min(L.n[1], j0 + block_rows);
-    for (int64_t i = 0; i < L.n[0]; ++i)
+    const int64_t j0 = b.y0 + block * block_rows, j1 = std::min(b.y1, j0 + block_rows);
+    for (int64_t i = b.x0; i < b.x1; ++i)
       for (int64_t j = j0; j < j1; ++j) {
         const int64_t q = L.u_index(i, j, 0), p = L.c_index(i, j, 0);
         flux_row<A, T, true, true>(u + q, sx, sy, rhx, rhy, rhz, c.nx + p, c.ny + p,
@@ -327,16 +328,17 @@ inline void update_row(const T* __restrict u, T* __restrict un, const T* __restr
     un[k] = leapfrog_update(u[k], un[k], m[k], d[k], dx[k] * rhx + pyz[k]);
 }
 
+// The divergence and update over the planes [b.x0, b.x1) and rows [b.y0, b.y1).
 template <int A, class T>
 void divergence_pass(const Layout& L, const DemoGrid& g, const Coef<T>& c, const T* fx, const T* fy,
-                     const T* fz, const T* u, T* u_next, int64_t block_rows) {
+                     const T* fz, const T* u, T* u_next, int64_t block_rows, const DemoBox& b) {
   const int64_t sx = L.plane, sy = L.row;
   const T rhx = T(1 / g.spacing[0]), rhy = T(1 / g.spacing[1]), rhz = T(1 / g.spacing[2]);
-  const int64_t nblocks = (L.n[1] + block_rows - 1) / block_rows;
+  const int64_t nblocks = (b.y1 - b.y0 + block_rows - 1) / block_rows;
 #pragma omp parallel for schedule(dynamic)
   for (int64_t block = 0; block < nblocks; ++block) {
-    const int64_t j0 = block * block_rows, j1 = std::min(L.n[1], j0 + block_rows);
-    for (int64_t i = 0; i < L.n[0]; ++i)
+    const int64_t j0 = b.y0 + block * block_rows, j1 = std::min(b.y1, j0 + block_rows);
+    for (int64_t i = b.x0; i < b.x1; ++i)
       for (int64_t j = j0; j < j1; ++j) {
         const int64_t q = L.u_index(i, j, 0), p = L.c_index(i, j, 0);
         const T* __restrict fxq = fx + q;
@@ -553,16 +555,17 @@ PlaneView<const T> global_view(const Layout& L, const T* u) {
 }
 
 // One step over the tile rows [j0, j1): u+ written over u- (each point read before written).
+// Planes [x0, x1) only: the flux from plane x0 - M (the first that D-x of plane x0 reads).
 template <int A, class T, bool kC>
 void fused_tile(const Layout& L, const DemoGrid& g, const Coef<T>& c, const T* u, T* u_next,
-                int64_t j0, int64_t j1, FusedBuffers<T>& B) {
+                int64_t j0, int64_t j1, int64_t x0, int64_t x1, FusedBuffers<T>& B) {
   constexpr int M = A / 2;
   FusedStage<A, T, kC> stage(L, g, c, B, j0, j1);
   const PlaneView<const T> uv = global_view(L, u), umv = global_view(L, u_next);
-  for (int64_t j = 0; j < L.n[0] + M - 1; ++j) {
+  for (int64_t j = std::max<int64_t>(x0 - M, 0); j < x1 + M - 1; ++j) {
     stage.flux(j, uv);
     const int64_t i = j - (M - 1);
-    if (i >= 0) stage.update(i, uv, umv, [&](int64_t y) { return u_next + L.u_index(i, y, 0); });
+    if (i >= x0) stage.update(i, uv, umv, [&](int64_t y) { return u_next + L.u_index(i, y, 0); });
   }
 }
 
@@ -638,16 +641,19 @@ int64_t fused_tile_rows(int M, int64_t nzv, int64_t ny, std::size_t elem, int th
   }
 }
 
+// One step, u+ over the planes [b.x0, b.x1) and rows [b.y0, b.y1).
 template <int A, class T, bool kC>
 void fused_pass(const Layout& L, const DemoGrid& g, const Coef<T>& c, const T* u, T* u_next,
-                std::vector<std::unique_ptr<FusedBuffers<T>>>& buffers, int64_t tile_y) {
-  const int64_t nty = (L.n[1] + tile_y - 1) / tile_y;
+                std::vector<std::unique_ptr<FusedBuffers<T>>>& buffers, int64_t tile_y,
+                const DemoBox& b) {
+  const int64_t nty = (b.y1 - b.y0 + tile_y - 1) / tile_y;
 #pragma omp parallel
   {
     FusedBuffers<T>& B = *buffers[static_cast<std::size_t>(omp_get_thread_num())];
 #pragma omp for schedule(dynamic)
     for (int64_t ty = 0; ty < nty; ++ty)
-      fused_tile<A, T, kC>(L, g, c, u, u_next, ty * tile_y, std::min(L.n[1], (ty + 1) * tile_y), B);
+      fused_tile<A, T, kC>(L, g, c, u, u_next, b.y0 + ty * tile_y,
+                           std::min(b.y1, b.y0 + (ty + 1) * tile_y), b.x0, b.x1, B);
   }
 }
 
@@ -761,6 +767,12 @@ void run_order(const DemoProblem<T>& p, DemoFields<T> fields, Timers* timers) {
   std::vector<std::unique_ptr<FusedBuffers<T>>> buffers, stage1;  // per thread
   AlignedArray<T> w1, w2;  // two steps per sweep: u^{t+1}, u^{t+2}
   const bool two = form == TtiDemoForm::fused && p.tuning.sweep_steps == 2 && nt >= 2;
+  // The points whose u+ is wanted (DemoProblem::update_box; two steps per sweep compute the
+  // whole grid), and the fluxes that the divergence there reads.
+  constexpr int64_t M = A / 2;
+  const DemoBox box = two || p.update_box.x1 == 0 ? DemoBox{0, g.n[0], 0, g.n[1]} : p.update_box;
+  const DemoBox flux_box{std::max<int64_t>(box.x0 - M, 0), std::min(box.x1 + M - 1, g.n[0]),
+                         std::max<int64_t>(box.y0 - M, 0), std::min(box.y1 + M - 1, g.n[1])};
   AlignedArray<T> fx, fy, fz;
   int64_t tile_y = 0;
   // Constant materials (every coefficient one value over the grid, as in the demo; demo_api.cpp
@@ -804,7 +816,8 @@ void run_order(const DemoProblem<T>& p, DemoFields<T> fields, Timers* timers) {
       fy = AlignedArray<T>(L.points);
       fz = AlignedArray<T>(L.points);
     } else {
-      tile_y = fused_tile_rows(A / 2, L.nzv, L.n[1], sizeof(T), omp_get_max_threads(), p.tuning);
+      tile_y = fused_tile_rows(A / 2, L.nzv, box.y1 - box.y0, sizeof(T), omp_get_max_threads(),
+                               p.tuning);
       buffers.resize(static_cast<std::size_t>(omp_get_max_threads()));
       stage1.resize(buffers.size());
 #pragma omp parallel
@@ -860,16 +873,17 @@ void run_order(const DemoProblem<T>& p, DemoFields<T> fields, Timers* timers) {
     if (form == TtiDemoForm::two_pass) {
       {
         auto r = Timers::region(timers, "flux pass");
-        flux_pass<A>(L, g, c, u, fx.data(), fy.data(), fz.data(), p.tuning.block_rows);
+        flux_pass<A>(L, g, c, u, fx.data(), fy.data(), fz.data(), p.tuning.block_rows, flux_box);
       }
       auto r = Timers::region(timers, "divergence pass");
-      divergence_pass<A>(L, g, c, fx.data(), fy.data(), fz.data(), u, u_prev, p.tuning.block_rows);
+      divergence_pass<A>(L, g, c, fx.data(), fy.data(), fz.data(), u, u_prev, p.tuning.block_rows,
+                         box);
     } else {
       auto r = Timers::region(timers, "fused flux + divergence");
       if (constant)
-        fused_pass<A, T, true>(L, g, c, u, u_prev, buffers, tile_y);
+        fused_pass<A, T, true>(L, g, c, u, u_prev, buffers, tile_y, box);
       else
-        fused_pass<A, T, false>(L, g, c, u, u_prev, buffers, tile_y);
+        fused_pass<A, T, false>(L, g, c, u, u_prev, buffers, tile_y, box);
     }
     inject(u_prev, t);
     std::swap(u, u_prev);

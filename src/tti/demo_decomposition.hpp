@@ -2,22 +2,26 @@
 // ring (kernels.hpp, DemoExchange). docs/kernels/tti.md, "The workshop operator under MPI".
 //
 // The grid's points are split by a process grid p_0 x p_1 x p_2 (decomposition.hpp's choice and
-// rank order) into contiguous blocks. A rank steps its block widened by `ghost` points on each
-// side that has a neighbour (not beyond the grid), as if the window were the whole grid: its
-// fields are zero outside the window. One step of the operator reads 2M - 1 points along each
-// axis (the flux reads u at -(M-1) .. M, the divergence the flux at -M .. M-1), so the error of
-// that false boundary moves 2M - 1 points inwards per step, and after a sweep of k steps the
-// points at least k (2M - 1) from the window's edge still hold one process's values. With
-// ghost = k (2M - 1), the block is exact after every sweep, and the ring is then refreshed from
-// the neighbours' blocks: u and u- of the ghost layers, axis after axis (x, then y over the x
-// ghosts just received, then z over both), so that edges and corners come too, two hops away.
-// Every block must hold `ghost` points along a split axis, so that each ring comes from the next
-// rank alone.
+// rank order) into contiguous blocks. A rank steps a window: its block widened by a ring of
+// `ghost` points on each side that has a neighbour (not beyond the grid), its fields zero
+// outside the window as if the window were the whole grid. One step of the operator reads
+// 2M - 1 points along each axis (the flux reads u at -(M-1) .. M, the divergence the flux at
+// -M .. M-1), so u on a ring of 2M - 1 points makes the block's step exact. Two modes:
 //
-// The ring is computed twice (by its owner and by the neighbour), which costs 2 ghost / block of
-// the work along each split axis; in exchange there is one message per neighbour and sweep,
-// instead of the two per step (u, then the fluxes) that computing every point once needs, and
-// the fused kernel, which never writes fluxes, runs unchanged.
+//   one step per sweep (ghost = 2M - 1): the kernel computes u+ on the block only along x and y
+//     (kernels.hpp, DemoProblem::update_box; z rows whole) and the flux on the block widened by
+//     M, then u's ring is refreshed from the neighbours' blocks. Each point's update is computed
+//     once along x and y; the flux of M layers per side and the z ring are computed again.
+//   two steps per sweep (ghost = 2 (2M - 1); the fused kernel's sweeps with materials that vary):
+//     the kernel steps the whole window, the error of its false boundary moving 2M - 1 points
+//     inwards per step, so the block is exact after the sweep; u's and u-'s rings are then
+//     refreshed. The ring's two steps are computed twice (by the owner and the neighbour), which
+//     pays where the blocks are large (demo_api.cpp chooses), as two steps per sweep read the
+//     coefficients once for two steps.
+//
+// The ring is refreshed axis after axis (x, then y over the x rings just received, then z over
+// both), so that edges and corners arrive too, two hops away. Every block must hold `ghost`
+// points along a split axis, so that each ring comes from the next rank alone.
 #pragma once
 
 #include <fmt/format.h>
@@ -83,11 +87,12 @@ inline Window window_of(const Index& n, std::int64_t ghost, int rank,
 }
 
 // The refresh of a window's ghost ring after a sweep: per axis, one message each way per
-// neighbour holding the u and u- layers, the next axis after this one's arrived.
+// neighbour holding the u layers (and u-'s, with_u_prev), the next axis after this one's arrived.
 template <class T>
 class GhostExchange final : public kernels::DemoExchange<T> {
  public:
-  GhostExchange(const Communicator& comm, const Window& w) : comm_(comm) {
+  GhostExchange(const Communicator& comm, const Window& w, bool with_u_prev)
+      : comm_(comm), fields_(with_u_prev ? 2 : 1) {
     const Index shape = w.shape();
     const std::int64_t g = w.ghost;
     for (int a = 0; a < 3; ++a)
@@ -110,8 +115,8 @@ class GhostExchange final : public kernels::DemoExchange<T> {
           }
         }
         Face f{a, w.neighbour[a][side], send, receive, {}, {}};
-        f.send_buffer.resize(static_cast<std::size_t>(2 * send.points()));
-        f.receive_buffer.resize(static_cast<std::size_t>(2 * receive.points()));
+        f.send_buffer.resize(static_cast<std::size_t>(fields_ * send.points()));
+        f.receive_buffer.resize(static_cast<std::size_t>(fields_ * receive.points()));
         faces_[a].push_back(std::move(f));
       }
   }
@@ -123,7 +128,7 @@ class GhostExchange final : public kernels::DemoExchange<T> {
       for (Face& f : faces_[a]) {
         const std::int64_t out = f.send.points();
         copy(f.send, u, f.send_buffer.data(), true);
-        copy(f.send, u_prev, f.send_buffer.data() + out, true);
+        if (fields_ == 2) copy(f.send, u_prev, f.send_buffer.data() + out, true);
         messages.push_back(
             {f.rank, std::span<const T>(f.send_buffer), std::span<T>(f.receive_buffer)});
       }
@@ -131,7 +136,7 @@ class GhostExchange final : public kernels::DemoExchange<T> {
       for (Face& f : faces_[a]) {
         const std::int64_t in = f.receive.points();
         copy(f.receive, u, f.receive_buffer.data(), false);
-        copy(f.receive, u_prev, f.receive_buffer.data() + in, false);
+        if (fields_ == 2) copy(f.receive, u_prev, f.receive_buffer.data() + in, false);
       }
     }
   }
@@ -150,7 +155,7 @@ class GhostExchange final : public kernels::DemoExchange<T> {
   struct Face {
     int axis = 0, rank = 0;
     Box send, receive;
-    std::vector<T> send_buffer, receive_buffer;  // u's layers, then u-'s
+    std::vector<T> send_buffer, receive_buffer;  // u's layers, then u-'s (with_u_prev)
   };
 
   // Copies box b of the field to or from `buffer` (to_buffer: pack; else unpack).
@@ -170,6 +175,7 @@ class GhostExchange final : public kernels::DemoExchange<T> {
   }
 
   Communicator comm_;
+  int fields_ = 2;
   std::array<std::vector<Face>, 3> faces_;
 };
 

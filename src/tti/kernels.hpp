@@ -206,6 +206,10 @@ class DemoExchange {
   virtual void exchange(DemoFieldView<T> u, DemoFieldView<T> u_prev) = 0;
 };
 
+struct DemoBox {
+  std::int64_t x0 = 0, x1 = 0, y0 = 0, y1 = 0;
+};
+
 // Everything a backend needs besides the fields: the reference reads `raw` and `dt`, cpu and
 // cuda read `coef` (set for them only) and `form` (the reference always runs two passes), cpu
 // also `constant`, `derived_nz` and `tuning`.
@@ -222,6 +226,11 @@ struct DemoProblem {
   TtiDemoForm form = TtiDemoForm::two_pass;
   TtiDemoCpuTuning tuning;
   DemoExchange<T>* exchange = nullptr;  // cpu, under MPI
+  // cpu, under MPI with one step per sweep: the planes [x0, x1) and rows [y0, y1) of the rank's
+  // block in its window, where alone u+ is wanted (z rows are computed whole); the flux is
+  // computed there widened by M. The other points of the window are left as they were: the
+  // exchange refreshes u's ring after the step. Empty (x1 = 0): the whole grid.
+  DemoBox update_box;
 };
 
 // u: in u^0, out u^nt; u_prev: in u^{-1}, out u^{nt-1}; both padded.

@@ -1,5 +1,6 @@
 // The workshop operator (tti_demo) on 1, 2 and 3 ranks against one process, bit for bit: float
-// and double, space orders 4 and 8, both forms, one and two steps per sweep, materials that vary
+// and double, space orders 4 and 8, both forms, one step per sweep (u+ on the block only) and two
+// (the whole window stepped), materials that vary
 // per point and constant ones, process grids chosen and given along each axis (blocks of unequal
 // size), a source whose eight corners straddle the boundary between two ranks (and a rank holding
 // none), an odd nt (the last sweep one step), an initial state, and the three result layouts.
@@ -159,8 +160,12 @@ TYPED_TEST(MpiTtiDemo, VaryingFusedTwoStepsSplitAlongXMatchesOneProcess) {
   const Index shape{44, 30, 27};
   DemoProblem<T> p(shape, true, {straddling(44, n), 14.3, 12.7}, 9, 8);
   TtiDemoOptions opt = p.opt;
-  opt.process_grid = {n, 1, 1};  // blocks of 14 or 15 points: the two-step ring of 14 fits
+  opt.process_grid = {n, 1, 1};
+  // Automatic: blocks this thin take one step per sweep, u+ on the block only.
   expect_one_process(p, opt, true);
+  // Two steps per sweep, the whole window stepped (blocks of 14 or more: the ring of 14 fits).
+  opt.cpu.sweep_steps = 2;
+  expect_one_process(p, opt);
 }
 
 TYPED_TEST(MpiTtiDemo, TwoPassSplitAlongYWithInitialStateMatchesOneProcess) {
