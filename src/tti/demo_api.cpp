@@ -779,9 +779,19 @@ TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& whole,
     demo_decomposition::GhostExchange<T> exchange(comm, window, !one_step);
     if (comm.distributed()) {
       problem.exchange = &exchange;
-      if (one_step)
-        problem.update_box = {window.own_lo[0] - window.lo[0], window.own_hi[0] - window.lo[0],
-                              window.own_lo[1] - window.lo[1], window.own_hi[1] - window.lo[1]};
+      if (one_step) {
+        const kernels::DemoBox b{window.own_lo[0] - window.lo[0], window.own_hi[0] - window.lo[0],
+                                 window.own_lo[1] - window.lo[1], window.own_hi[1] - window.lo[1]};
+        problem.update_box = b;
+        // What reads no ring: the block less `ghost` along each side with a neighbour, when z
+        // is not split (whole z rows read z's ring).
+        auto has = [&](int a, int side) {
+          return window.neighbour[a][side] >= 0 ? window.ghost : 0;
+        };
+        if (window.process_grid[2] == 1)
+          problem.interior_box = {b.x0 + has(0, 0), b.x1 - has(0, 1), b.y0 + has(1, 0),
+                                  b.y1 - has(1, 1)};
+      }
     }
     const Context ctx{device, call.timers()};
     SCIPROXY_RUN_KERNEL(ctx, demo_forward, problem, fields);

@@ -301,7 +301,7 @@ inline void flux_row(const T* __restrict u, int64_t sx, int64_t sy, T rhx, T rhy
 // The fluxes over the planes [b.x0, b.x1) and rows [b.y0, b.y1).
 template <int A, class T>
 void flux_pass(const Layout& L, const DemoGrid& g, const Coef<T>& c, const T* u, T* fx, T* fy,
-               T* fz, int64_t block_rows, const DemoBox& b) {
+               T* fz, int64_t block_rows, const DemoBox& b, DemoExchange<T>* poll) {
   const int64_t sx = L.plane, sy = L.row;
   const T rhx = T(1 / g.spacing[0]), rhy = T(1 / g.spacing[1]), rhz = T(1 / g.spacing[2]);
   const int64_t nblocks = (b.y1 - b.y0 + block_rows - 1) / block_rows;
@@ -315,6 +315,7 @@ void flux_pass(const Layout& L, const DemoGrid& g, const Coef<T>& c, const T* u,
                                    c.nz ? c.nz + p : nullptr, c.a + p, c.bma + p, c.s + p, fx + q,
                                    fy + q, fz + q, L.nzv);
       }
+    if (poll && omp_get_thread_num() == 0) poll->progress();
   }
 }
 
@@ -331,7 +332,8 @@ inline void update_row(const T* __restrict u, T* __restrict un, const T* __restr
 // The divergence and update over the planes [b.x0, b.x1) and rows [b.y0, b.y1).
 template <int A, class T>
 void divergence_pass(const Layout& L, const DemoGrid& g, const Coef<T>& c, const T* fx, const T* fy,
-                     const T* fz, const T* u, T* u_next, int64_t block_rows, const DemoBox& b) {
+                     const T* fz, const T* u, T* u_next, int64_t block_rows, const DemoBox& b,
+                     DemoExchange<T>* poll) {
   const int64_t sx = L.plane, sy = L.row;
   const T rhx = T(1 / g.spacing[0]), rhy = T(1 / g.spacing[1]), rhz = T(1 / g.spacing[2]);
   const int64_t nblocks = (b.y1 - b.y0 + block_rows - 1) / block_rows;
@@ -360,6 +362,7 @@ void divergence_pass(const Layout& L, const DemoGrid& g, const Coef<T>& c, const
           }
         }
       }
+    if (poll && omp_get_thread_num() == 0) poll->progress();
   }
 }
 
@@ -645,15 +648,17 @@ int64_t fused_tile_rows(int M, int64_t nzv, int64_t ny, std::size_t elem, int th
 template <int A, class T, bool kC>
 void fused_pass(const Layout& L, const DemoGrid& g, const Coef<T>& c, const T* u, T* u_next,
                 std::vector<std::unique_ptr<FusedBuffers<T>>>& buffers, int64_t tile_y,
-                const DemoBox& b) {
+                const DemoBox& b, DemoExchange<T>* poll) {
   const int64_t nty = (b.y1 - b.y0 + tile_y - 1) / tile_y;
 #pragma omp parallel
   {
     FusedBuffers<T>& B = *buffers[static_cast<std::size_t>(omp_get_thread_num())];
 #pragma omp for schedule(dynamic)
-    for (int64_t ty = 0; ty < nty; ++ty)
+    for (int64_t ty = 0; ty < nty; ++ty) {
       fused_tile<A, T, kC>(L, g, c, u, u_next, b.y0 + ty * tile_y,
                            std::min(b.y1, b.y0 + (ty + 1) * tile_y), b.x0, b.x1, B);
+      if (poll && omp_get_thread_num() == 0) poll->progress();
+    }
   }
 }
 
@@ -768,11 +773,10 @@ void run_order(const DemoProblem<T>& p, DemoFields<T> fields, Timers* timers) {
   AlignedArray<T> w1, w2;  // two steps per sweep: u^{t+1}, u^{t+2}
   const bool two = form == TtiDemoForm::fused && p.tuning.sweep_steps == 2 && nt >= 2;
   // The points whose u+ is wanted (DemoProblem::update_box; two steps per sweep compute the
-  // whole grid), and the fluxes that the divergence there reads.
+  // whole grid).
   constexpr int64_t M = A / 2;
   const DemoBox box = two || p.update_box.x1 == 0 ? DemoBox{0, g.n[0], 0, g.n[1]} : p.update_box;
-  const DemoBox flux_box{std::max<int64_t>(box.x0 - M, 0), std::min(box.x1 + M - 1, g.n[0]),
-                         std::max<int64_t>(box.y0 - M, 0), std::min(box.y1 + M - 1, g.n[1])};
+
   AlignedArray<T> fx, fy, fz;
   int64_t tile_y = 0;
   // Constant materials (every coefficient one value over the grid, as in the demo; demo_api.cpp
@@ -843,16 +847,50 @@ void run_order(const DemoProblem<T>& p, DemoFields<T> fields, Timers* timers) {
     auto r = Timers::region(timers, "source injection");
     for (int k = 0; k < src.corners; ++k) field[cells[k]] += src.scaled[k] * src.amplitudes[t];
   };
-  // Under MPI: the window's ghost ring from the neighbours after each sweep but the last.
-  auto exchange = [&](int64_t done) {
+  // One step over the points of b (u+ there, the fluxes on it widened by M), u+ over u-; with
+  // `poll`, thread 0 lets the ring's messages move after each tile or block.
+  auto step = [&](const DemoBox& b, DemoExchange<T>* poll) {
+    if (b.x0 >= b.x1 || b.y0 >= b.y1) return;
+    if (form == TtiDemoForm::two_pass) {
+      const DemoBox fb{std::max<int64_t>(b.x0 - M, 0), std::min(b.x1 + M - 1, g.n[0]),
+                       std::max<int64_t>(b.y0 - M, 0), std::min(b.y1 + M - 1, g.n[1])};
+      {
+        auto r = Timers::region(timers, "flux pass");
+        flux_pass<A>(L, g, c, u, fx.data(), fy.data(), fz.data(), p.tuning.block_rows, fb, poll);
+      }
+      auto r = Timers::region(timers, "divergence pass");
+      divergence_pass<A>(L, g, c, fx.data(), fy.data(), fz.data(), u, u_prev, p.tuning.block_rows,
+                         b, poll);
+    } else {
+      auto r = Timers::region(timers, "fused flux + divergence");
+      if (constant)
+        fused_pass<A, T, true>(L, g, c, u, u_prev, buffers, tile_y, b, poll);
+      else
+        fused_pass<A, T, false>(L, g, c, u, u_prev, buffers, tile_y, b, poll);
+    }
+  };
+  // Under MPI: the window's ghost ring from the neighbours, started after each sweep but the
+  // last and finished before the next sweep reads it (one step per sweep: after its interior).
+  bool in_flight = false;
+  auto start_exchange = [&](int64_t done) {
     if (!p.exchange || done >= nt) return;
     auto r = Timers::region(timers, "halo exchange");
     const int64_t first = L.u_index(0, 0, 0);
-    p.exchange->exchange({u + first, L.plane, L.row}, {u_prev + first, L.plane, L.row});
+    p.exchange->start({u + first, L.plane, L.row}, {u_prev + first, L.plane, L.row});
+    in_flight = true;
   };
+  auto finish_exchange = [&] {
+    if (!in_flight) return;
+    auto r = Timers::region(timers, "halo exchange");
+    p.exchange->finish();
+    in_flight = false;
+  };
+  const DemoBox& inner = p.interior_box;
+  const bool overlap = inner.x0 < inner.x1 && inner.y0 < inner.y1;
   for (int64_t t = 0; t < nt;) {
     throw_if_cancelled("tti_demo", t, nt);  // the arrays above are freed on the way out
     if (two && t + 1 < nt) {
+      finish_exchange();
       {
         auto r = Timers::region(timers, "fused flux + divergence");
         if (constant)
@@ -867,28 +905,25 @@ void run_order(const DemoProblem<T>& p, DemoFields<T> fields, Timers* timers) {
       std::swap(u1, u_prev);
       std::swap(u2, u);
       t += 2;
-      exchange(t);
+      start_exchange(t);
       continue;
     }
-    if (form == TtiDemoForm::two_pass) {
-      {
-        auto r = Timers::region(timers, "flux pass");
-        flux_pass<A>(L, g, c, u, fx.data(), fy.data(), fz.data(), p.tuning.block_rows, flux_box);
-      }
-      auto r = Timers::region(timers, "divergence pass");
-      divergence_pass<A>(L, g, c, fx.data(), fy.data(), fz.data(), u, u_prev, p.tuning.block_rows,
-                         box);
+    if (in_flight && overlap) {
+      // The interior while the ring travels, then the shell around it.
+      step(inner, p.exchange);
+      finish_exchange();
+      step({box.x0, inner.x0, box.y0, box.y1}, nullptr);
+      step({inner.x1, box.x1, box.y0, box.y1}, nullptr);
+      step({inner.x0, inner.x1, box.y0, inner.y0}, nullptr);
+      step({inner.x0, inner.x1, inner.y1, box.y1}, nullptr);
     } else {
-      auto r = Timers::region(timers, "fused flux + divergence");
-      if (constant)
-        fused_pass<A, T, true>(L, g, c, u, u_prev, buffers, tile_y, box);
-      else
-        fused_pass<A, T, false>(L, g, c, u, u_prev, buffers, tile_y, box);
+      finish_exchange();
+      step(box, nullptr);
     }
     inject(u_prev, t);
     std::swap(u, u_prev);
     t += 1;
-    exchange(t);
+    start_exchange(t);
   }
   {
     auto r = Timers::region(timers, "cpu layout");

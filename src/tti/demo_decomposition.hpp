@@ -19,16 +19,21 @@
 //     pays where the blocks are large (demo_api.cpp chooses), as two steps per sweep read the
 //     coefficients once for two steps.
 //
-// The ring is refreshed axis after axis (x, then y over the x rings just received, then z over
-// both), so that edges and corners arrive too, two hops away. Every block must hold `ghost`
-// points along a split axis, so that each ring comes from the next rank alone.
+// The ring comes in one exchange from every neighbour that shares a face, an edge or a corner
+// of the block, started after a sweep and finished before the next needs it: with one step per
+// sweep the next step's interior (the block less `ghost` points along each split axis), which
+// reads no ring, is computed while it travels, when z is not split (z rows are computed whole).
+// Every block must hold `ghost` points along a split axis, so that each ring comes from the
+// next rank alone.
 #pragma once
 
 #include <fmt/format.h>
 
 #include <array>
 #include <cstdint>
+#include <exception>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "core/collective.hpp"
@@ -86,58 +91,64 @@ inline Window window_of(const Index& n, std::int64_t ghost, int rank,
   return w;
 }
 
-// The refresh of a window's ghost ring after a sweep: per axis, one message each way per
-// neighbour holding the u layers (and u-'s, with_u_prev), the next axis after this one's arrived.
+// The refresh of a window's ghost ring after a sweep: one message each way per neighbour that
+// shares a face, an edge or a corner (up to 26), holding the u layers (and u-'s, with_u_prev),
+// all started together so that the caller computes while they travel (start, progress, finish).
 template <class T>
 class GhostExchange final : public kernels::DemoExchange<T> {
  public:
   GhostExchange(const Communicator& comm, const Window& w, bool with_u_prev)
       : comm_(comm), fields_(with_u_prev ? 2 : 1) {
-    const Index shape = w.shape();
     const std::int64_t g = w.ghost;
-    for (int a = 0; a < 3; ++a)
-      for (int side = 0; side < 2; ++side) {
-        if (w.neighbour[a][side] < 0) continue;
-        // Along the axes before a the whole window (their rings arrived already), along those
-        // after it the block only; along a the `g` layers next to the face.
-        Box send, receive;
-        for (int o = 0; o < 3; ++o) {
-          const std::int64_t own_lo = w.own_lo[o] - w.lo[o], own_hi = w.own_hi[o] - w.lo[o];
-          send.lo[o] = receive.lo[o] = o < a ? 0 : own_lo;
-          send.hi[o] = receive.hi[o] = o < a ? shape[o] : own_hi;
-          if (o != a) continue;
-          if (side == 0) {
-            send = with_axis(send, a, own_lo, own_lo + g);
-            receive = with_axis(receive, a, own_lo - g, own_lo);
-          } else {
-            send = with_axis(send, a, own_hi - g, own_hi);
-            receive = with_axis(receive, a, own_hi, own_hi + g);
+    for (int d0 = -1; d0 <= 1; ++d0)
+      for (int d1 = -1; d1 <= 1; ++d1)
+        for (int d2 = -1; d2 <= 1; ++d2) {
+          const std::array<int, 3> d{d0, d1, d2},
+              c{w.coords[0] + d0, w.coords[1] + d1, w.coords[2] + d2};
+          bool exists = d != std::array<int, 3>{0, 0, 0};
+          for (int a = 0; a < 3; ++a) exists = exists && c[a] >= 0 && c[a] < w.process_grid[a];
+          if (!exists) continue;
+          // Along an axis where d is 0 the block; else the `g` layers next to that side.
+          Neighbour n;
+          n.rank = decomposition::rank_at(w.process_grid, c);
+          for (int a = 0; a < 3; ++a) {
+            const std::int64_t lo = w.own_lo[a] - w.lo[a], hi = w.own_hi[a] - w.lo[a];
+            n.send.lo[a] = d[a] == 0 ? lo : d[a] < 0 ? lo : hi - g;
+            n.send.hi[a] = d[a] == 0 ? hi : d[a] < 0 ? lo + g : hi;
+            n.receive.lo[a] = d[a] == 0 ? lo : d[a] < 0 ? lo - g : hi;
+            n.receive.hi[a] = d[a] == 0 ? hi : d[a] < 0 ? lo : hi + g;
           }
+          n.send_buffer.resize(static_cast<std::size_t>(fields_ * n.send.points()));
+          n.receive_buffer.resize(static_cast<std::size_t>(fields_ * n.receive.points()));
+          messages_.push_back(
+              {n.rank, std::span<const T>(n.send_buffer), std::span<T>(n.receive_buffer)});
+          neighbours_.push_back(std::move(n));
         }
-        Face f{a, w.neighbour[a][side], send, receive, {}, {}};
-        f.send_buffer.resize(static_cast<std::size_t>(fields_ * send.points()));
-        f.receive_buffer.resize(static_cast<std::size_t>(fields_ * receive.points()));
-        faces_[a].push_back(std::move(f));
-      }
   }
 
-  void exchange(kernels::DemoFieldView<T> u, kernels::DemoFieldView<T> u_prev) override {
-    for (int a = 0; a < 3; ++a) {
-      if (faces_[a].empty()) continue;
-      std::vector<collective::Message<T>> messages;
-      for (Face& f : faces_[a]) {
-        const std::int64_t out = f.send.points();
-        copy(f.send, u, f.send_buffer.data(), true);
-        if (fields_ == 2) copy(f.send, u_prev, f.send_buffer.data() + out, true);
-        messages.push_back(
-            {f.rank, std::span<const T>(f.send_buffer), std::span<T>(f.receive_buffer)});
-      }
-      collective::start_exchange<T>(comm_, messages, kTag + a).wait();
-      for (Face& f : faces_[a]) {
-        const std::int64_t in = f.receive.points();
-        copy(f.receive, u, f.receive_buffer.data(), false);
-        if (fields_ == 2) copy(f.receive, u_prev, f.receive_buffer.data() + in, false);
-      }
+  void start(kernels::DemoFieldView<T> u, kernels::DemoFieldView<T> u_prev) override {
+    u_ = u;
+    u_prev_ = u_prev;
+    for (Neighbour& n : neighbours_) {
+      copy(n.send, u, n.send_buffer.data(), true);
+      if (fields_ == 2) copy(n.send, u_prev, n.send_buffer.data() + n.send.points(), true);
+    }
+    pending_ = collective::start_exchange<T>(comm_, messages_, kTag);
+  }
+  void finish() override {
+    pending_.wait();
+    if (failed_) std::rethrow_exception(std::exchange(failed_, nullptr));
+    for (Neighbour& n : neighbours_) {
+      copy(n.receive, u_, n.receive_buffer.data(), false);
+      if (fields_ == 2)
+        copy(n.receive, u_prev_, n.receive_buffer.data() + n.receive.points(), false);
+    }
+  }
+  void progress() noexcept override {
+    try {
+      pending_.test();
+    } catch (...) {
+      if (!failed_) failed_ = std::current_exception();
     }
   }
 
@@ -147,13 +158,8 @@ class GhostExchange final : public kernels::DemoExchange<T> {
     Index lo{}, hi{};  // window indices
     std::int64_t points() const { return (hi[0] - lo[0]) * (hi[1] - lo[1]) * (hi[2] - lo[2]); }
   };
-  static Box with_axis(Box b, int a, std::int64_t lo, std::int64_t hi) {
-    b.lo[a] = lo;
-    b.hi[a] = hi;
-    return b;
-  }
-  struct Face {
-    int axis = 0, rank = 0;
+  struct Neighbour {
+    int rank = 0;
     Box send, receive;
     std::vector<T> send_buffer, receive_buffer;  // u's layers, then u-'s (with_u_prev)
   };
@@ -176,7 +182,11 @@ class GhostExchange final : public kernels::DemoExchange<T> {
 
   Communicator comm_;
   int fields_ = 2;
-  std::array<std::vector<Face>, 3> faces_;
+  std::vector<Neighbour> neighbours_;
+  std::vector<collective::Message<T>> messages_;
+  collective::Pending pending_;
+  kernels::DemoFieldView<T> u_, u_prev_;
+  std::exception_ptr failed_;  // of a progress() call, thrown by finish()
 };
 
 // Gathers the ranks' blocks of a field (each `mine`, its block's points in order) into the whole

@@ -191,9 +191,10 @@ struct DemoSource {
   const T* amplitudes = nullptr;  // [nt]
 };
 
-// Under MPI (demo_api.cpp): after every sweep but the last the cpu backend hands its fields to
-// `exchange`, which refreshes the window's ghost ring from the neighbouring ranks. Point (i, j, k)
-// of the window is at origin[i * stride_x + j * stride_y + k] in the backend's own layout.
+// Under MPI (demo_api.cpp): after every sweep but the last the cpu backend starts the refresh of
+// its window's ghost ring from the neighbouring ranks, polls it (progress, from one thread)
+// while it computes what needs no ring, and finishes it before the rest. Point (i, j, k) of the
+// window is at origin[i * stride_x + j * stride_y + k] in the backend's own layout.
 template <class T>
 struct DemoFieldView {
   T* origin = nullptr;
@@ -203,7 +204,9 @@ template <class T>
 class DemoExchange {
  public:
   virtual ~DemoExchange() = default;
-  virtual void exchange(DemoFieldView<T> u, DemoFieldView<T> u_prev) = 0;
+  virtual void start(DemoFieldView<T> u, DemoFieldView<T> u_prev) = 0;
+  virtual void progress() noexcept = 0;
+  virtual void finish() = 0;
 };
 
 struct DemoBox {
@@ -231,6 +234,9 @@ struct DemoProblem {
   // computed there widened by M. The other points of the window are left as they were: the
   // exchange refreshes u's ring after the step. Empty (x1 = 0): the whole grid.
   DemoBox update_box;
+  // With update_box: the part of it that reads no ring (computed while the ring travels), or
+  // empty when every point does (z split).
+  DemoBox interior_box;
 };
 
 // u: in u^0, out u^nt; u_prev: in u^{-1}, out u^{nt-1}; both padded.

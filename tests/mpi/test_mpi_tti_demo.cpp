@@ -168,7 +168,7 @@ TYPED_TEST(MpiTtiDemo, VaryingFusedTwoStepsSplitAlongXMatchesOneProcess) {
   expect_one_process(p, opt);
 }
 
-TYPED_TEST(MpiTtiDemo, TwoPassSplitAlongYWithInitialStateMatchesOneProcess) {
+TYPED_TEST(MpiTtiDemo, BothFormsSplitAlongYWithInitialStateMatchOneProcess) {
   using T = TypeParam;
   const int n = world().size();
   const Index shape{26, 40, 29};
@@ -176,6 +176,8 @@ TYPED_TEST(MpiTtiDemo, TwoPassSplitAlongYWithInitialStateMatchesOneProcess) {
   TtiDemoOptions opt = p.opt;
   opt.form = TtiDemoForm::two_pass;
   opt.process_grid = {1, n, 1};
+  expect_one_process(p, opt);
+  opt.form = TtiDemoForm::fused;  // the interior's tiles, then the y shells
   expect_one_process(p, opt);
 }
 
