@@ -35,6 +35,9 @@ CASES = {
     "scalar_gradient": ["scalar_gradient", "shots=8", "shape0=120", "shape1=120", "nt=150",
                         "receivers=60"],
     "tti_forward": ["tti_forward"],
+    # The workshop operator with Devito's constant materials (one step per sweep, the ring
+    # exchanged while the interior computes).
+    "tti_demo": ["tti_demo", "nx=256", "ny=256", "nz=256", "nt=20"],
     "ex2d": ["ex2d", "nspec=50", "bundlesize=25"],
     "diffusion": ["diffusion"],
 }

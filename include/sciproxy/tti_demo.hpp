@@ -28,9 +28,9 @@
 //
 // Under MPI (TtiDemoOptions::comm of several ranks; docs/kernels/tti.md, "The workshop operator
 // under MPI"): every rank passes the same whole input; the grid is split into a Cartesian grid of
-// blocks, one per rank (process_grid). Each rank steps its block widened by the cells the
-// stencil reaches in one sweep (2M - 1 per step, M = space_order / 2), computing that ghost ring
-// again itself, and refreshes the ring from its neighbours after each sweep. The source's eight
+// blocks, one per rank (process_grid). Each rank holds its block widened by a ghost ring of the
+// points one sweep of the stencil reaches (2M - 1 per step, M = space_order / 2), refreshed from
+// its neighbours after each sweep while it computes the block's interior. The source's eight
 // corners are injected by every rank whose window holds them, so a source on a boundary between
 // ranks is spread as on one process. Each point of a block is computed with one process's
 // arithmetic: the results are one process's, bit for bit, on the cpu backend (the others refuse
@@ -116,9 +116,11 @@ struct TtiDemoOptions {
   // input and options but nparallel; bad input or ranks that disagree fail on every rank.
   Communicator comm;
   // Ranks per axis (x, y, z); 0 entries are chosen, as MPI_Dims_create, to exchange the fewest
-  // cells. Every block must hold the ghost ring's width along a split axis: (2M - 1) cells times
-  // the steps per sweep (2 with materials that vary in the fused form, else 1), otherwise an
-  // InvalidArgument naming process_grid.
+  // points, z left whole where the given entries allow (long rows, and the exchange overlapped).
+  // Every block must hold the ghost ring's width along a split axis: 2M - 1 points times the
+  // steps per sweep, otherwise an InvalidArgument naming process_grid. (Two steps per sweep, the
+  // fused form's choice for materials that vary, are kept under MPI where their ring of
+  // 2 (2M - 1) adds at most 30% to a block; else one step is taken. cpu.sweep_steps fixes it.)
   std::array<int, 3> process_grid = {0, 0, 0};
   // Where u and u_prev go: the whole grid on every rank, on rank 0 only (the others get empty
   // arrays), or each rank its own block (TtiDemoOutput::block_origin, block_shape).

@@ -439,12 +439,21 @@ std::pair<Window, int> rank_window(const TtiDemoInput<T>& in, const TtiDemoOptio
   }
   const int reach = opt.space_order - 1;  // 2M - 1 points per step
   int steps = sweep_steps_allowed(in, opt);
+  // z left whole where a grid of the given entries allows it: its rows stay long, and with
+  // one step per sweep only then is the ring's exchange overlapped.
   auto choose = [&](int k) {
-    return decomposition::choose_process_grid(
-        in.shape, comm.size(), opt.process_grid, std::int64_t(k) * reach,
-        fmt::format("the ghost ring of {} step{} per sweep, {} x (space_order - 1)", k,
-                    k == 1 ? "" : "s", k),
-        "grid points");
+    const std::string minimum = fmt::format(
+        "the ghost ring of {} step{} per sweep, {} x (space_order - 1)", k, k == 1 ? "" : "s", k);
+    if (opt.process_grid[2] == 0) {
+      try {
+        return decomposition::choose_process_grid(in.shape, comm.size(),
+                                                  {opt.process_grid[0], opt.process_grid[1], 1},
+                                                  std::int64_t(k) * reach, minimum, "grid points");
+      } catch (const InvalidArgument&) {
+      }
+    }
+    return decomposition::choose_process_grid(in.shape, comm.size(), opt.process_grid,
+                                              std::int64_t(k) * reach, minimum, "grid points");
   };
   std::array<int, 3> grid{};
   const bool automatic = opt.form == TtiDemoForm::fused && opt.cpu.sweep_steps == 0;
