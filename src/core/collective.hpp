@@ -69,8 +69,14 @@ struct Message {
 };
 class Pending;
 // `tag` tells apart exchanges that may be in flight together (several fields of one step).
+// `stop` (0 or 1; -1: none) is this rank's vote to stop the run (its cancellation poll), carried
+// by a non-blocking allreduce that completes with the messages: after wait(), stopped() is true
+// on every rank when any rank voted 1, so that all stop at the same step instead of leaving the
+// others waiting for messages that never come. Voting makes the exchange a collective: every
+// rank of the communicator starts it.
 template <class T>
-Pending start_exchange(const Communicator& comm, std::span<const Message<T>> messages, int tag = 0);
+Pending start_exchange(const Communicator& comm, std::span<const Message<T>> messages, int tag = 0,
+                       int stop = -1);
 
 class Pending {
  public:
@@ -84,12 +90,16 @@ class Pending {
   // only inside MPI calls, so a caller computing while its messages travel calls this now and
   // then, from the thread that made the exchange. Its time counts as waiting too.
   bool test();
+  // After wait() (or a test() that returned true): whether any rank voted to stop
+  // (start_exchange's `stop`).
+  bool stopped() const;
   struct Requests;
 
  private:
   template <class T>
-  friend Pending start_exchange(const Communicator&, std::span<const Message<T>>, int);
+  friend Pending start_exchange(const Communicator&, std::span<const Message<T>>, int, int);
   std::unique_ptr<Requests> requests_;
+  int stop_ = 0;  // this rank's vote, then every rank's (their maximum)
 };
 
 // root's text on every rank.

@@ -451,6 +451,8 @@ std::vector<std::string> gather(const Communicator& comm, const std::string& tex
 struct Pending::Requests {
   std::vector<MPI_Request> requests;
   Communicator comm;
+  int vote = 0, votes = 0;  // this rank's stop vote and the allreduce's maximum
+  bool voting = false;
 };
 
 Pending::Pending() = default;
@@ -468,8 +470,13 @@ Pending& Pending::operator=(Pending&& other) noexcept {
     } catch (...) {
     }
     requests_ = std::move(other.requests_);
+    stop_ = other.stop_;
   }
   return *this;
+}
+
+bool Pending::stopped() const {
+  return stop_ != 0;
 }
 
 void Pending::wait() {
@@ -478,6 +485,7 @@ void Pending::wait() {
   const int status = MPI_Waitall(static_cast<int>(requests_->requests.size()),
                                  requests_->requests.data(), MPI_STATUSES_IGNORE);
   requests_->requests.clear();
+  if (requests_->voting) stop_ = requests_->votes;
   state_of(requests_->comm).traffic.wait_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   check_mpi(status, "MPI_Waitall");
@@ -492,13 +500,18 @@ bool Pending::test() {
   state_of(requests_->comm).traffic.wait_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   check_mpi(status, "MPI_Testall");
-  if (done) requests_->requests.clear();
+  if (done) {
+    requests_->requests.clear();
+    if (requests_->voting) stop_ = requests_->votes;
+  }
   return done != 0;
 }
 
 template <class T>
-Pending start_exchange(const Communicator& comm, std::span<const Message<T>> messages, int tag) {
+Pending start_exchange(const Communicator& comm, std::span<const Message<T>> messages, int tag,
+                       int stop) {
   Pending pending;
+  pending.stop_ = stop > 0 ? 1 : 0;
   if (!comm.distributed()) {
     for (const auto& m : messages)
       require(m.send.empty() && m.receive.empty(), "message rank",
@@ -533,6 +546,14 @@ Pending start_exchange(const Communicator& comm, std::span<const Message<T>> mes
       traffic.bytes_sent += double(m.send.size_bytes());
       ++traffic.messages;
     }
+  if (stop >= 0) {
+    requests->voting = true;
+    requests->vote = stop > 0 ? 1 : 0;
+    requests->requests.emplace_back();
+    check_mpi(MPI_Iallreduce(&requests->vote, &requests->votes, 1, MPI_INT, MPI_MAX, mpi_comm(comm),
+                             &requests->requests.back()),
+              "MPI_Iallreduce");
+  }
   pending.requests_ = std::move(requests);
   return pending;
 }
@@ -611,13 +632,18 @@ void Pending::wait() {}
 bool Pending::test() {
   return true;
 }
+bool Pending::stopped() const {
+  return stop_ != 0;
+}
 
 template <class T>
-Pending start_exchange(const Communicator&, std::span<const Message<T>> messages, int) {
+Pending start_exchange(const Communicator&, std::span<const Message<T>> messages, int, int stop) {
   for (const auto& m : messages)
     require(m.send.empty() && m.receive.empty(), "message rank",
             "another rank (this process is alone)", std::to_string(m.rank));
-  return Pending();
+  Pending pending;
+  pending.stop_ = stop > 0 ? 1 : 0;
+  return pending;
 }
 
 }  // namespace collective
@@ -634,7 +660,7 @@ namespace collective {
                                   std::span<const std::int64_t>, std::int64_t);        \
   template void scatter_rows<T>(const Communicator&, std::span<const T>, std::span<T>, \
                                 std::span<const std::int64_t>, std::int64_t, int);     \
-  template Pending start_exchange<T>(const Communicator&, std::span<const Message<T>>, int);
+  template Pending start_exchange<T>(const Communicator&, std::span<const Message<T>>, int, int);
 SCIPROXY_INSTANTIATE_ROWS(float)
 SCIPROXY_INSTANTIATE_ROWS(double)
 SCIPROXY_INSTANTIATE_ROWS(std::int32_t)

@@ -203,17 +203,19 @@ void forward_order(const TtiProblem<T>& p, TtiFields<T> fields, const T* sources
       }
     };
     for (std::int64_t t = 0; t < p.nt; ++t) {
-      throw_if_cancelled("tti", shot * p.nt + t, p.nshots * p.nt);
+      // Under MPI the ranks vote on stopping with the fields' exchange, and stop together.
+      if (!exchange) throw_if_cancelled("tti", shot * p.nt + t, p.nshots * p.nt);
       for (std::int64_t r = 0; r < p.nreceivers; ++r) {
         const std::int64_t k = p.receiver_cells[shot * p.nreceivers + r];
         receivers[(t * p.nshots + shot) * p.nreceivers + r] =
             k < 0 ? T(0) : (p.record_m ? P[k] + M[k] : P[k]);
       }
       // Flux pass: the interior while P and M's faces travel, then the mirror and the shell.
-      if (exchange) exchange->start_fields(P, M);
+      if (exchange) exchange->start_fields(P, M, poll_cancellation());
 #pragma omp parallel
       for_blocks(j_in_lo, j_in_hi, flux_row, progress);
-      if (exchange) exchange->finish_fields();
+      if (exchange && exchange->finish_fields())
+        throw_cancelled("tti", shot * p.nt + t, p.nshots * p.nt);
 #pragma omp parallel
       {
         if (surface_here) {

@@ -194,14 +194,17 @@ class HaloExchange final : public kernels::TtiHaloExchange<T> {
     }
   }
 
-  void start_fields(T* p, T* m) override {
+  void start_fields(T* p, T* m, bool stop) override {
     for (Face& f : faces_) {
       f.first = p;
       f.second = m;
     }
-    start(&Face::field_send, &Face::field_receive, kFieldsTag);
+    start(&Face::field_send, &Face::field_receive, kFieldsTag, stop ? 1 : 0);
   }
-  void finish_fields() override { finish(&Face::field_receive); }
+  bool finish_fields() override {
+    finish(&Face::field_receive);
+    return pending_.stopped();
+  }
   void start_fluxes(const std::array<T*, 3>& fp, const std::array<T*, 3>& fm) override {
     for (Face& f : faces_) {
       f.first = fp[f.axis];
@@ -247,7 +250,7 @@ class HaloExchange final : public kernels::TtiHaloExchange<T> {
       }
   }
 
-  void start(Box Face::*send, Box Face::*receive, int tag) {
+  void start(Box Face::*send, Box Face::*receive, int tag, int stop = -1) {
     messages_.clear();
     for (Face& f : faces_) {
       const std::int64_t out = (f.*send).cells(), in = (f.*receive).cells();
@@ -256,7 +259,7 @@ class HaloExchange final : public kernels::TtiHaloExchange<T> {
       messages_.push_back({f.rank, std::span<const T>(f.send.data(), std::size_t(2 * out)),
                            std::span<T>(f.receive.data(), std::size_t(2 * in))});
     }
-    pending_ = collective::start_exchange<T>(comm_, messages_, tag);
+    pending_ = collective::start_exchange<T>(comm_, messages_, tag, stop);
   }
   void finish(Box Face::*receive) {
     pending_.wait();

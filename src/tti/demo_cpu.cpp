@@ -876,21 +876,23 @@ void run_order(const DemoProblem<T>& p, DemoFields<T> fields, Timers* timers) {
     if (!p.exchange || done >= nt) return;
     auto r = Timers::region(timers, "halo exchange");
     const int64_t first = L.u_index(0, 0, 0);
-    p.exchange->start({u + first, L.plane, L.row}, {u_prev + first, L.plane, L.row});
+    p.exchange->start({u + first, L.plane, L.row}, {u_prev + first, L.plane, L.row},
+                      poll_cancellation());
     in_flight = true;
   };
-  auto finish_exchange = [&] {
+  // Under MPI the ranks vote on stopping with the exchange (kernels.hpp), and stop together.
+  auto finish_exchange = [&](int64_t t) {
     if (!in_flight) return;
     auto r = Timers::region(timers, "halo exchange");
-    p.exchange->finish();
     in_flight = false;
+    if (p.exchange->finish()) throw_cancelled("tti_demo", t, nt);
   };
   const DemoBox& inner = p.interior_box;
   const bool overlap = inner.x0 < inner.x1 && inner.y0 < inner.y1;
   for (int64_t t = 0; t < nt;) {
-    throw_if_cancelled("tti_demo", t, nt);  // the arrays above are freed on the way out
+    if (!p.exchange) throw_if_cancelled("tti_demo", t, nt);  // the arrays are freed on the way out
     if (two && t + 1 < nt) {
-      finish_exchange();
+      finish_exchange(t);
       {
         auto r = Timers::region(timers, "fused flux + divergence");
         if (constant)
@@ -911,13 +913,13 @@ void run_order(const DemoProblem<T>& p, DemoFields<T> fields, Timers* timers) {
     if (in_flight && overlap) {
       // The interior while the ring travels, then the shell around it.
       step(inner, p.exchange);
-      finish_exchange();
+      finish_exchange(t);
       step({box.x0, inner.x0, box.y0, box.y1}, nullptr);
       step({inner.x1, box.x1, box.y0, box.y1}, nullptr);
       step({inner.x0, inner.x1, box.y0, inner.y0}, nullptr);
       step({inner.x0, inner.x1, inner.y1, box.y1}, nullptr);
     } else {
-      finish_exchange();
+      finish_exchange(t);
       step(box, nullptr);
     }
     inject(u_prev, t);

@@ -126,16 +126,16 @@ class GhostExchange final : public kernels::DemoExchange<T> {
         }
   }
 
-  void start(kernels::DemoFieldView<T> u, kernels::DemoFieldView<T> u_prev) override {
+  void start(kernels::DemoFieldView<T> u, kernels::DemoFieldView<T> u_prev, bool stop) override {
     u_ = u;
     u_prev_ = u_prev;
     for (Neighbour& n : neighbours_) {
       copy(n.send, u, n.send_buffer.data(), true);
       if (fields_ == 2) copy(n.send, u_prev, n.send_buffer.data() + n.send.points(), true);
     }
-    pending_ = collective::start_exchange<T>(comm_, messages_, kTag);
+    pending_ = collective::start_exchange<T>(comm_, messages_, kTag, stop ? 1 : 0);
   }
-  void finish() override {
+  bool finish() override {
     pending_.wait();
     if (failed_) std::rethrow_exception(std::exchange(failed_, nullptr));
     for (Neighbour& n : neighbours_) {
@@ -143,6 +143,7 @@ class GhostExchange final : public kernels::DemoExchange<T> {
       if (fields_ == 2)
         copy(n.receive, u_prev_, n.receive_buffer.data() + n.receive.points(), false);
     }
+    return pending_.stopped();
   }
   void progress() noexcept override {
     try {

@@ -77,8 +77,11 @@ template <class T>
 class TtiHaloExchange {
  public:
   virtual ~TtiHaloExchange() = default;
-  virtual void start_fields(T* p, T* m) = 0;
-  virtual void finish_fields() = 0;
+  // start_fields carries this rank's cancellation poll (`stop`), voted with the exchange
+  // (collective.hpp, start_exchange); finish_fields returns whether any rank asked to stop, so
+  // that all stop at the same step.
+  virtual void start_fields(T* p, T* m, bool stop) = 0;
+  virtual bool finish_fields() = 0;
   virtual void start_fluxes(const std::array<T*, 3>& fp, const std::array<T*, 3>& fm) = 0;
   virtual void finish_fluxes() = 0;
   // Lets the messages in flight move (MPI moves large ones only inside its calls): called now
@@ -194,7 +197,9 @@ struct DemoSource {
 // Under MPI (demo_api.cpp): after every sweep but the last the cpu backend starts the refresh of
 // its window's ghost ring from the neighbouring ranks, polls it (progress, from one thread)
 // while it computes what needs no ring, and finishes it before the rest. Point (i, j, k) of the
-// window is at origin[i * stride_x + j * stride_y + k] in the backend's own layout.
+// window is at origin[i * stride_x + j * stride_y + k] in the backend's own layout. Cancellation
+// is voted with the exchange (collective.hpp, start_exchange's stop): start takes this rank's
+// poll, finish returns whether any rank asked to stop, so that all stop at the same step.
 template <class T>
 struct DemoFieldView {
   T* origin = nullptr;
@@ -204,9 +209,9 @@ template <class T>
 class DemoExchange {
  public:
   virtual ~DemoExchange() = default;
-  virtual void start(DemoFieldView<T> u, DemoFieldView<T> u_prev) = 0;
+  virtual void start(DemoFieldView<T> u, DemoFieldView<T> u_prev, bool stop) = 0;
   virtual void progress() noexcept = 0;
-  virtual void finish() = 0;
+  virtual bool finish() = 0;  // true: a rank asked to stop
 };
 
 struct DemoBox {

@@ -61,7 +61,9 @@ TEST(MpiCore, RowsGatherScatterAndShare) {
   const int root = comm.size() - 1;
   std::vector<double> gathered(comm.rank() == root ? total * row : 0);
   collective::gather_rows<double>(comm, mine, gathered, counts, row, root);
-  if (comm.rank() == root) EXPECT_EQ(gathered, expected);
+  if (comm.rank() == root) {
+    EXPECT_EQ(gathered, expected);
+  }
 
   std::vector<double> shared(total * row, -1.0);
   std::copy(mine.begin(), mine.end(), shared.begin() + first * row);
@@ -152,7 +154,9 @@ TEST(MpiCore, TimerTableHasEveryRanksMinAvgMax) {
   const auto* extra = table.find("extra");
   ASSERT_NE(extra, nullptr);
   EXPECT_EQ(extra->ranks, 1);
-  if (comm.distributed()) EXPECT_EQ(extra->rank_of_min, -1);  // some ranks never opened it
+  if (comm.distributed()) {  // some ranks never opened it
+    EXPECT_EQ(extra->rank_of_min, -1);
+  }
   EXPECT_NE(table.table().find("total max (rank)"), std::string::npos);
 }
 
@@ -198,7 +202,9 @@ TEST(MpiCore, NeighboursExchangeWhileTheCallerComputes) {
   pending.wait();
   EXPECT_EQ(busy, 499500.0);
   EXPECT_EQ(from_previous, std::vector<double>(1000, previous));
-  if (comm.size() > 2) EXPECT_EQ(from_next, std::vector<double>(1000, next));
+  if (comm.size() > 2) {
+    EXPECT_EQ(from_next, std::vector<double>(1000, next));
+  }
   const auto after = comm.traffic();
   EXPECT_DOUBLE_EQ(after.bytes_sent - before.bytes_sent, 8000.0 * (comm.size() > 2 ? 2 : 1));
   // A message to oneself is refused, on this rank.
@@ -265,6 +271,26 @@ TEST(MpiCore, ASubCommunicatorIsItsOwnWorld) {
   MPI_Comm_free(&half);  // the library holds a duplicate: still usable
   collective::allreduce_sum<double>(sub, one);
   EXPECT_EQ(one[0], double(size) * size);
+}
+
+// A stop voted with an exchange reaches every rank when any rank voted it; without a vote, or
+// with every rank voting 0, none stops.
+TEST(MpiCore, AStopVotedWithAnExchangeReachesEveryRank) {
+  const auto& comm = world();
+  const int next = (comm.rank() + 1) % comm.size(),
+            previous = (comm.rank() + comm.size() - 1) % comm.size();
+  std::vector<double> out(4, comm.rank()), in(4, -1);
+  std::vector<collective::Message<double>> messages;
+  if (comm.distributed()) messages = {{next, out, {}}, {previous, {}, in}};
+  for (int vote : {-1, 0, 1}) {
+    const int mine = vote == 1 ? (comm.rank() == comm.size() - 1 ? 1 : 0) : vote;
+    auto pending = collective::start_exchange<double>(comm, messages, 5, mine);
+    pending.wait();
+    EXPECT_EQ(pending.stopped(), vote == 1) << "vote " << vote << " on rank " << comm.rank();
+    if (comm.distributed()) {
+      EXPECT_EQ(in[0], previous);
+    }
+  }
 }
 
 // A case without Case::distribute (every registered case has one): on several ranks the harness

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cstdint>
 #include <type_traits>
@@ -15,6 +16,7 @@
 
 #include "core/collective.hpp"
 #include "mpi_test.hpp"
+#include "sciproxy/core/cancel.hpp"
 #include "sciproxy/tti.hpp"
 #include "tti/tti_problems.hpp"
 
@@ -213,6 +215,19 @@ TEST(MpiTtiOne, ThreadsPerRankDoNotChangeTheBits) {
   const auto one = tti::tti_forward<float>(kCpu, p.in, alone);
   const auto ranks = tti::tti_forward<float>(kCpu, p.in, distributed);
   expect_equal_runs(Runs<float>{one, ranks}, p.opt, 1);
+}
+
+// A stop asked on the last rank only stops every rank at the same step (voted with the fields'
+// exchange); nothing hangs.
+TEST(MpiTtiOne, CancellationOnOneRankStopsEveryRank) {
+  TtiProblem<float> p;
+  make_problem(p, 8, true, 10, {16, 9, 10}, 1, 16);
+  TtiOptions opt = p.opt;
+  opt.comm = world();
+  const std::atomic<bool> stop{world().rank() == world().size() - 1};
+  const CancelScope scope(&stop);
+  expect_error_on_every_rank<Cancelled>([&] { tti::tti_forward<float>(kCpu, p.in, opt); },
+                                        "tti: cancelled at step 0 of 10");
 }
 
 // A model long along axis 1: the chosen grid splits axis 1 (the smallest faces).

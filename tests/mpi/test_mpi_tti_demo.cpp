@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -18,6 +19,7 @@
 
 #include "core/collective.hpp"
 #include "mpi_test.hpp"
+#include "sciproxy/core/cancel.hpp"
 #include "sciproxy/tti_demo.hpp"
 
 namespace sciproxy::test {
@@ -243,6 +245,26 @@ TEST(MpiTtiDemoOne, RanksDisagreeingFailOnEveryRank) {
   in.material.vp = vp;
   expect_error_on_every_rank<InvalidArgument>([&] { tti::tti_demo<float>(kCpu, in, opt); },
                                               "the ranks disagree on the values of vp");
+}
+
+// A stop asked on the last rank only stops every rank at the same step (voted with the ring's
+// exchange), both modes; nothing hangs.
+TEST(MpiTtiDemoOne, CancellationOnOneRankStopsEveryRank) {
+  const int n = world().size();
+  const Index shape{44, 30, 27};
+  DemoProblem<float> p(shape, true, {20, 10, 10}, 6, 8);
+  TtiDemoOptions opt = p.opt;
+  opt.comm = world();
+  opt.process_grid = {n, 1, 1};
+  const std::atomic<bool> stop{world().rank() == n - 1};
+  const CancelScope scope(&stop);
+  for (int steps : {1, 2}) {
+    opt.cpu.sweep_steps = steps;
+    // One process stops before its first step; ranks vote after their first sweep.
+    const std::string at =
+        n == 1 ? "cancelled at step 0 of 6" : fmt::format("cancelled at step {} of 6", steps);
+    expect_error_on_every_rank<Cancelled>([&] { tti::tti_demo<float>(kCpu, p.in, opt); }, at);
+  }
 }
 
 TEST(MpiTtiDemoOne, OtherBackendsRefuseSeveralRanks) {

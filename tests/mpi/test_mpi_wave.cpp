@@ -162,7 +162,9 @@ void check_gradient(std::int64_t nshots, bool model_per_shot, double shared_rtol
     const auto got = scalar_gradient<T>(kCpu, in, opt, residual);
     // A shared model's gradient is every rank's sum on every rank; models per shot are rows.
     if (model_per_shot) {
-      if (layout == ResultLayout::all_ranks || comm.rank() == 0) EXPECT_EQ(got.v, expected.v);
+      if (layout == ResultLayout::all_ranks || comm.rank() == 0) {
+        EXPECT_EQ(got.v, expected.v);
+      }
     } else {
       Tolerance tolerance;
       tolerance.rel_l2 = shared_rtol;
