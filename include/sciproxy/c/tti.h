@@ -160,8 +160,8 @@ typedef struct sciproxy_tti_demo_options {
   /* Ranks per axis (x, y, z) of that grid, 0 = chosen (as MPI_Dims_create) to exchange the
    * fewest points ({0, 0, 0}). Along a split axis every block must hold the ghost ring's width,
    * (space_order - 1) points times the steps per sweep (2 in the fused form with any material
-   * given per point, else 1; with cpu sweep steps automatic, two that do not fit fall back to
-   * one); a grid whose product is not the ranks, or that leaves a block thinner, is an error
+   * field given or with autotune, else 1; where two do not fit, one is taken: slower, the same
+   * bits); a grid whose product is not the ranks, or that leaves a block thinner, is an error
    * naming process_grid on every rank. Without comm only grids of one rank fit ({0, 0, 0},
    * {1, 1, 1}). */
   int process_grid[3];
