@@ -163,6 +163,12 @@ module sciproxy
     type(c_ptr) :: device = c_null_ptr
     integer(c_int) :: space_order = 8, form = 1, nparallel = 0
     integer(c_int) :: autotune = 0  ! cpu, fused: tile budget and steps per sweep by timing
+    ! MPI: the communicator's handle; the ranks per axis of the grid of blocks (0: chosen), C's
+    ! order (x, y, z); results 0 (every rank the whole grid), 1 (rank 0 only) or 2 (each rank its
+    ! block, sciproxy_tti_demo_block), as in c/tti.h
+    integer(c_int64_t) :: comm = SCIPROXY_NO_COMM
+    integer(c_int) :: process_grid(3) = 0
+    integer(c_int) :: results = 0
   end type
 
   ! ---- specex (c/specex.h) ----
@@ -228,7 +234,8 @@ module sciproxy
   public :: sciproxy_tti_options_default, sciproxy_tti_f64, sciproxy_tti_f32, &
             sciproxy_tti_adjoint_f64, sciproxy_tti_adjoint_f32, sciproxy_tti_max_dt_f64, &
             sciproxy_tti_max_dt_f32, sciproxy_tti_demo_options_default, sciproxy_tti_demo_f64, &
-            sciproxy_tti_demo_f32, sciproxy_tti_demo_dt_limit_f64, sciproxy_tti_demo_dt_limit_f32
+            sciproxy_tti_demo_f32, sciproxy_tti_demo_dt_limit_f64, sciproxy_tti_demo_dt_limit_f32, &
+            sciproxy_tti_demo_block_f64, sciproxy_tti_demo_block_f32
   public :: sciproxy_specex_psf_load, sciproxy_specex_psf_free, sciproxy_specex_psf_get_info, &
             sciproxy_specex_psf_xy, sciproxy_specex_psf_wavelength, sciproxy_specex_psf_xyrange, &
             sciproxy_specex_project, sciproxy_specex_options_default, sciproxy_specex_ex2d_shape, &
@@ -561,6 +568,27 @@ module sciproxy
       type(sciproxy_tti_demo_input), intent(in) :: input
       type(sciproxy_tti_demo_options), intent(in), optional :: options
       real(c_float), intent(out), optional :: u(*), u_prev(*)
+      integer(c_int) :: status
+    end function
+    ! The part of the grid a run writes to u and u_prev on this rank (origin and shape in C's
+    ! order (x, y, z): u(shape(3), shape(2), shape(1)) holds the grid's points from origin + 1),
+    ! without running it; process_grid optional. Not collective.
+    function sciproxy_tti_demo_block_f64(input, options, origin, shape, process_grid) bind(C) &
+        result(status)
+      import :: sciproxy_tti_demo_input, sciproxy_tti_demo_options, c_int, c_int64_t
+      type(sciproxy_tti_demo_input), intent(in) :: input
+      type(sciproxy_tti_demo_options), intent(in), optional :: options
+      integer(c_int64_t), intent(out) :: origin(3), shape(3)
+      integer(c_int), intent(out), optional :: process_grid(3)
+      integer(c_int) :: status
+    end function
+    function sciproxy_tti_demo_block_f32(input, options, origin, shape, process_grid) bind(C) &
+        result(status)
+      import :: sciproxy_tti_demo_input, sciproxy_tti_demo_options, c_int, c_int64_t
+      type(sciproxy_tti_demo_input), intent(in) :: input
+      type(sciproxy_tti_demo_options), intent(in), optional :: options
+      integer(c_int64_t), intent(out) :: origin(3), shape(3)
+      integer(c_int), intent(out), optional :: process_grid(3)
       integer(c_int) :: status
     end function
     function sciproxy_tti_demo_dt_limit_f64(input, options, dt_limit) bind(C) result(status)

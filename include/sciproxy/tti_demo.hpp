@@ -173,6 +173,24 @@ template <class T>
 TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& in,
                           const TtiDemoOptions& options, Timers* timers = nullptr);
 
+// The part of the grid a call's u and u_prev hold on this rank, as TtiDemoOutput::block_origin,
+// block_shape and process_grid give it after the call: the whole grid on one process or with
+// ResultLayout::all_ranks, on rank 0 alone with root (empty elsewhere), this rank's block with own.
+struct TtiDemoBlock {
+  std::array<std::int64_t, 3> origin = {0, 0, 0};
+  std::array<std::int64_t, 3> shape = {0, 0, 0};
+  std::array<int, 3> process_grid = {1, 1, 1};
+};
+
+// That part for a call on a grid of `shape` points with `options` (space_order, form,
+// cpu.sweep_steps, autotune, comm, process_grid, results), without running it: what sizes the
+// blocks' ghost ring besides the options is whether any material is given per point
+// (materials_vary; one value each: false). Not collective (no rank waits for another), and it
+// checks no agreement between the ranks; a shape or process grid the call would refuse throws the
+// same InvalidArgument.
+TtiDemoBlock tti_demo_block(const std::array<std::int64_t, 3>& shape, const TtiDemoOptions& options,
+                            bool materials_vary);
+
 // Ricker wavelet of peak frequency f0 delayed by t0 (Devito's RickerSource: t0 = 1 / f0 when
 // t0 <= 0): (1 - 2 a^2) exp(-a^2), a = pi f0 (t - t0), at t = 0, dt, ..., (nt - 1) dt. Shared
 // with the wave family: declared in sciproxy/seismic.hpp.

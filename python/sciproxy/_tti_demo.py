@@ -18,6 +18,13 @@ u+ = (2-d) u + (d-1) u- + dt^2 vp^2/b (D-.F), then u+ += dt^2 vp^2/b s(t) at the
 corners of the source. Arrays are (NX, NY, NZ), z vertical and fastest (Devito's layout).
 Materials are numbers (constant) or arrays of the grid's shape.
 
+Under MPI (``comm=``, an mpi4py intracommunicator): the grid is split into a Cartesian grid of
+blocks, one per rank (``process_grid``, axes (x, y, z) as the arrays'), each stepped by its rank
+with a ghost ring refreshed from the neighbours after each sweep; every rank passes the same
+arguments and receives one process's bits: the whole grid (``results='all'``), on rank 0 alone
+(``'root'``: the others' u and u_prev are None) or its own block (``'own'``: the run's
+``block_origin`` and ``block_shape`` place it). The cpu backend only.
+
 Bad input raises ValueError (a value or shape), TypeError (a type or dtype) or RuntimeError (a
 backend not built, a device absent), naming the argument.
 """
@@ -40,8 +47,8 @@ _MATERIALS = ("vp", "b", "epsilon", "eta", "f", "theta", "phi", "damping")
 class TtiDemoRun:
     """What one call returns: the final fields and what the run measured."""
 
-    u: np.ndarray          # u^nt, (NX, NY, NZ)
-    u_prev: np.ndarray     # u^{nt-1}
+    u: np.ndarray | None   # u^nt, (NX, NY, NZ) (see block_shape); None off rank 0 with 'root'
+    u_prev: np.ndarray | None  # u^{nt-1}
     seconds: float         # the time steps (flux, divergence, injection), without setup
     points: float          # grid points x steps
     flops: float           # of the implemented expressions
@@ -50,6 +57,12 @@ class TtiDemoRun:
     device: str
     form: str
     sections: list         # [{'name', 'seconds', 'work': {'points', 'flops', 'bytes'}}]
+    # The part of the grid u and u_prev hold: u[i, j, k] is the grid's point block_origin +
+    # (i, j, k). The whole grid ((0, 0, 0), (NX, NY, NZ)) but under MPI with results='own' (this
+    # rank's block) or 'root' ((0, 0, 0) off rank 0).
+    block_origin: tuple = (0, 0, 0)
+    block_shape: tuple = (0, 0, 0)
+    process_grid: tuple = (1, 1, 1)  # the ranks per axis (x, y, z) the call ran on
 
     @property
     def gpts(self) -> float:
@@ -155,10 +168,39 @@ def _tuning(cpu_tuning) -> dict:
     return {str(k): _args.integer(f"cpu_tuning[{k!r}]", v, 0) for k, v in cpu_tuning.items()}
 
 
+_RESULTS = {"all": 0, "root": 1, "own": 2}
+
+
+def _process_grid(process_grid) -> list:
+    """Ranks per axis (x, y, z) of the grid of blocks, 0 = chosen (None: every entry chosen).
+    Whether they multiply to the ranks and fit the grid is the library's check (naming
+    process_grid)."""
+    if process_grid is None:
+        return [0, 0, 0]
+    if isinstance(process_grid, (str, bytes)) or np.ndim(process_grid) != 1:
+        raise TypeError(f"process_grid: expected None or 3 integers (ranks per axis, 0: chosen), "
+                        f"got {_describe(process_grid)}")
+    grid = [_args.integer(f"process_grid[{i}]", p, 0, _args.INT32_MAX,
+                          "ranks per axis >= 1, or 0 for a number chosen")
+            for i, p in enumerate(process_grid)]
+    if len(grid) != 3:
+        raise ValueError(f"process_grid: expected 3 integers (ranks per axis, 0: chosen), got "
+                         f"{len(grid)}")
+    return grid
+
+
+def _results(results) -> int:
+    if not isinstance(results, str) or results not in _RESULTS:
+        raise ValueError(f"results: expected {' or '.join(repr(r) for r in _RESULTS)}, "
+                         f"got {_describe(results)}")
+    return _RESULTS[results]
+
+
 def tti_demo(shape, spacing, dt, *, vp, b, epsilon, eta, f, theta, phi, damping=0.0,
              source_position, source_amplitudes, space_order=8, form="fused", initial_u=None,
              initial_u_prev=None, device="auto", nparallel=None, dtype=np.float32,
-             cpu_tuning=None, autotune=False) -> TtiDemoRun:
+             cpu_tuning=None, autotune=False, comm=None, process_grid=None,
+             results="all") -> TtiDemoRun:
     """Runs len(source_amplitudes) steps of the demo operator; returns a TtiDemoRun.
 
     shape: (NX, NY, NZ) grid points; spacing: metres (one number or three); dt: seconds.
@@ -170,7 +212,31 @@ def tti_demo(shape, spacing, dt, *, vp, b, epsilon, eta, f, theta, phi, damping=
     autotune: cpu, fused form: choose tile_kib and sweep_steps by timing candidates on a few
     steps of this problem, the first time its shape is seen (cached per machine, shape,
     materials, dtype and thread count); never changes the results.
+    comm: an mpi4py intracommunicator (None: this process alone). The call is then collective:
+    every rank passes the same arguments (``nparallel``, the threads per rank, may differ), the
+    grid is split among the ranks, and the fields are one process's bits. The cpu backend only.
+    An error on any rank is raised on every rank, naming the lowest failing rank.
+    process_grid: with `comm`: ranks per axis (x, y, z) of the grid of blocks, 0 = chosen to
+    exchange the fewest points (None: [0, 0, 0]). Along a split axis every block must hold
+    (space_order - 1) points times the steps per sweep (2 in the fused form with any material an
+    array, else 1; two that do not fit fall back to one unless cpu_tuning fixes sweep_steps); a
+    grid whose product is not the ranks, or that leaves a block thinner, is a ValueError naming
+    process_grid.
+    results: with `comm`: 'all' (every rank receives the whole grid), 'root' (rank 0 does; the
+    others' u and u_prev are None) or 'own' (each rank its own block, placed by the run's
+    block_origin and block_shape).
     """
+    handle = _args.communicator("comm", comm)
+    return _run(*_args.agree(comm, lambda: _prepare(
+        shape, spacing, dt, vp, b, epsilon, eta, f, theta, phi, damping, source_position,
+        source_amplitudes, space_order, form, initial_u, initial_u_prev, device, nparallel, dtype,
+        cpu_tuning, autotune, handle, process_grid, results)))
+
+
+def _prepare(shape, spacing, dt, vp, b, epsilon, eta, f, theta, phi, damping, source_position,
+             source_amplitudes, space_order, form, initial_u, initial_u_prev, device, nparallel,
+             dtype, cpu_tuning, autotune, handle, process_grid, results):
+    """tti_demo's argument checks (agreed across the ranks): the kernel and its arguments."""
     dt_type = _args.dtype(dtype)
     shape = _shape(shape)
     spacing = _spacing(spacing)
@@ -205,10 +271,20 @@ def tti_demo(shape, spacing, dt, *, vp, b, epsilon, eta, f, theta, phi, damping=
     u0 = _field("initial_u", initial_u, shape, dt_type, allow_none=True)
     um = _field("initial_u_prev", initial_u_prev, shape, dt_type, allow_none=True)
     kernel = getattr(_sciproxy, f"tti_demo_{dt_type.name}")
-    u, u_prev, info = kernel(shape, spacing, dt, int(amps.size), *fields, position,
-                             amps, u0, um, order, form, threads, device, _tuning(cpu_tuning),
-                             _flag("autotune", autotune))
+    layout = _results(results)
+    return kernel, (shape, spacing, dt, int(amps.size), *fields, position, amps, u0, um, order,
+                    form, threads, device, _tuning(cpu_tuning), _flag("autotune", autotune),
+                    handle, _process_grid(process_grid), layout)
+
+
+def _run(kernel, args) -> TtiDemoRun:
+    u, u_prev, info = kernel(*args)
     work = info["work"]
+    if args[-1] == _RESULTS["root"] and tuple(info["block_shape"]) == (0, 0, 0):
+        u = u_prev = None  # off rank 0
     return TtiDemoRun(u=u, u_prev=u_prev, seconds=info["seconds"], points=work["points"],
                       flops=work["flops"], bytes=work["bytes"], dt_limit=info["dt_limit"],
-                      device=info["device"], form=info["form"], sections=list(info["sections"]))
+                      device=info["device"], form=info["form"], sections=list(info["sections"]),
+                      block_origin=tuple(info["block_origin"]),
+                      block_shape=tuple(info["block_shape"]),
+                      process_grid=tuple(info["process_grid"]))

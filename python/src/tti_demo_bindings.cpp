@@ -50,7 +50,8 @@ nb::tuple tti_demo(std::array<std::int64_t, 3> shape, std::array<double, 3> spac
                    std::array<double, 3> source_position, Flat<T> source_amplitudes,
                    Flat<T> initial_u, Flat<T> initial_u_prev, int space_order,
                    const std::string& form, int nparallel, const std::string& device_spec,
-                   const std::map<std::string, std::int64_t>& cpu_tuning, bool autotune) {
+                   const std::map<std::string, std::int64_t>& cpu_tuning, bool autotune,
+                   std::int64_t comm, std::array<int, 3> process_grid, int results) {
   namespace wv = sciproxy::tti;
   wv::TtiDemoInput<T> in;
   in.shape = shape;
@@ -84,6 +85,10 @@ nb::tuple tti_demo(std::array<std::int64_t, 3> shape, std::array<double, 3> spac
     }
   }
   opt.autotune = autotune;
+  // MPI: the Python layer checked the types and the layout's name.
+  opt.comm = sciproxy::Communicator::from_handle(comm, "comm");
+  opt.process_grid = process_grid;
+  opt.results = static_cast<sciproxy::ResultLayout>(results);
   const sciproxy::Device device = sciproxy::select_device(device_spec);
 
   wv::TtiDemoOutput<T> out;
@@ -110,7 +115,12 @@ nb::tuple tti_demo(std::array<std::int64_t, 3> shape, std::array<double, 3> spac
   }
   info["sections"] = sections;
   info["seconds"] = seconds;  // the time steps (the sections), without setup
-  const std::vector<std::int64_t> dims(shape.begin(), shape.end());
+  // The part of the grid u and u_prev hold (the whole grid but under MPI with results own or
+  // root).
+  info["block_origin"] = out.block_origin;
+  info["block_shape"] = out.block_shape;
+  info["process_grid"] = out.process_grid;
+  const std::vector<std::int64_t> dims(out.block_shape.begin(), out.block_shape.end());
   return nb::make_tuple(to_numpy(std::move(out.u), dims), to_numpy(std::move(out.u_prev), dims),
                         info);
 }
@@ -149,7 +159,7 @@ void register_tti_demo(nb::module_& m) {
         "f"_a.noconvert(), "theta"_a.noconvert(), "phi"_a.noconvert(), "damping"_a.noconvert(), \
         "source_position"_a, "source_amplitudes"_a.noconvert(), "initial_u"_a.noconvert(),      \
         "initial_u_prev"_a.noconvert(), "space_order"_a, "form"_a, "nparallel"_a, "device"_a,   \
-        "cpu_tuning"_a, "autotune"_a);                                                          \
+        "cpu_tuning"_a, "autotune"_a, "comm"_a, "process_grid"_a, "results"_a);                 \
   m.def("tti_demo_dt_limit_" suffix, &dt_limit<T>, "shape"_a, "spacing"_a, "vp"_a.noconvert(),  \
         "b"_a.noconvert(), "epsilon"_a.noconvert(), "eta"_a.noconvert(), "f"_a.noconvert(),     \
         "damping"_a.noconvert(), "space_order"_a);

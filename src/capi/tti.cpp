@@ -1,7 +1,8 @@
 // C ABI of the tti family (include/sciproxy/c/tti.h): extern "C" wrappers over
 // sciproxy::tti::tti_forward, tti_adjoint, tti_max_dt (the coupled P/M system) and tti_demo (the
 // workshop operator) that never throw (guarded.hpp). Under MPI (options.comm) the wrapper's own
-// checks run on every rank together, so that a bad pointer on one rank fails every rank.
+// checks run on every rank together, so that a bad pointer on one rank fails every rank
+// (sciproxy_tti_demo_block, not collective, excepted).
 #include "sciproxy/tti.hpp"
 
 #include <fmt/format.h>
@@ -231,20 +232,83 @@ DemoOptions demo_options_of(const sciproxy_tti_demo_options* options) {
       c.form == SCIPROXY_TTI_DEMO_FUSED ? tt::TtiDemoForm::fused : tt::TtiDemoForm::two_pass;
   o.library.nparallel = std::max(0, c.nparallel);
   o.library.autotune = c.autotune != 0;
+  o.library.comm = sciproxy::Communicator::from_handle(c.comm, "options.comm");
+  std::copy(c.process_grid, c.process_grid + 3, o.library.process_grid.begin());
+  sciproxy::require(c.results >= 0 && c.results <= 2, "results",
+                    "0 (every rank the whole grid), 1 (rank 0 only) or 2 (each rank its own block)",
+                    std::to_string(c.results));
+  o.library.results = static_cast<sciproxy::ResultLayout>(c.results);
   o.device = c.device;
   return o;
+}
+
+// The communicator of the demo's options (none when they are NULL), read before the other checks
+// so that those run on every rank together (checked_on_every_rank).
+sciproxy::Communicator demo_comm_of(const sciproxy_tti_demo_options* options) {
+  if (options == nullptr) return {};
+  const auto c = sciproxy::capi::read_options(options, sciproxy_tti_demo_options_default,
+                                              "sciproxy_tti_demo_options");
+  return sciproxy::Communicator::from_handle(c.comm, "options.comm");
+}
+
+// An output every rank receiving one passes (the array), or none does (NULL: not returned):
+// `anywhere` is whether some such rank passed one.
+void require_output_alike(const void* p, bool anywhere, const char* argument) {
+  if (!p && anywhere)
+    sciproxy::throw_invalid_argument(
+        argument, "an array, as the other ranks pass one (NULL on every rank: not returned)",
+        "NULL");
 }
 
 template <class T, class CInput>
 sciproxy_status demo_impl(const CInput* input, const sciproxy_tti_demo_options* options, T* u,
                           T* u_prev) {
   return guarded([&] {
-    const auto opt = demo_options_of(options);
+    const sciproxy::Communicator comm = demo_comm_of(options);
+    DemoOptions opt;
+    sciproxy::Device device;
     std::vector<T> constants;
-    const auto in = demo_input_of<T>(input, constants, true);
-    const auto out = tt::tti_demo<T>(sciproxy::capi::device_of(opt.device), in, opt.library);
+    tt::TtiDemoInput<T> in;
+    // Whether any rank passes u (u_prev), so that a NULL on one rank alone is its error.
+    std::int64_t passed[2] = {u != nullptr, u_prev != nullptr};
+    if (comm.distributed())
+      for (auto& p : passed) p = sciproxy::collective::allreduce_max(comm, p);
+    checked_on_every_rank(comm, [&] {
+      opt = demo_options_of(options);
+      device = sciproxy::capi::device_of(opt.device);
+      in = demo_input_of<T>(input, constants, true);
+      // With results 1 only rank 0 receives the fields (the others may pass NULL).
+      const bool receives = opt.library.results != sciproxy::ResultLayout::root ||
+                            !comm.distributed() || comm.rank() == 0;
+      if (comm.distributed() && receives) {
+        require_output_alike(u, passed[0] != 0, "u");
+        require_output_alike(u_prev, passed[1] != 0, "u_prev");
+      }
+    });
+    // The whole grid, or this rank's block (results 2), or nothing (results 1 off rank 0).
+    const auto out = tt::tti_demo<T>(device, in, opt.library);
     if (u) copy_out(out.u, u, "u");
     if (u_prev) copy_out(out.u_prev, u_prev, "u_prev");
+  });
+}
+
+template <class T, class CInput>
+sciproxy_status demo_block_impl(const CInput* input, const sciproxy_tti_demo_options* options,
+                                int64_t* origin, int64_t* shape, int* process_grid) {
+  return guarded([&] {
+    require_pointer(origin, "origin");
+    require_pointer(shape, "shape");
+    const auto opt = demo_options_of(options);
+    std::vector<T> constants;
+    const auto in = demo_input_of<T>(input, constants, false);
+    const auto& m = in.material;
+    bool varying = false;
+    for (const auto* v : {&m.vp, &m.b, &m.epsilon, &m.eta, &m.f, &m.theta, &m.phi, &m.damping})
+      varying = varying || v->size() != 1;
+    const tt::TtiDemoBlock b = tt::tti_demo_block(in.shape, opt.library, varying);
+    std::copy(b.origin.begin(), b.origin.end(), origin);
+    std::copy(b.shape.begin(), b.shape.end(), shape);
+    if (process_grid) std::copy(b.process_grid.begin(), b.process_grid.end(), process_grid);
   });
 }
 
@@ -293,6 +357,9 @@ void sciproxy_tti_demo_options_default(sciproxy_tti_demo_options* options) {
       d.form == tt::TtiDemoForm::fused ? SCIPROXY_TTI_DEMO_FUSED : SCIPROXY_TTI_DEMO_TWO_PASS;
   options->nparallel = d.nparallel;
   options->autotune = d.autotune ? 1 : 0;
+  options->comm = SCIPROXY_NO_COMM;
+  std::copy(d.process_grid.begin(), d.process_grid.end(), options->process_grid);
+  options->results = static_cast<int>(d.results);
 }
 
 #define SCIPROXY_TTI_C(T, S)                                                                      \
@@ -313,6 +380,11 @@ void sciproxy_tti_demo_options_default(sciproxy_tti_demo_options* options) {
                                         const sciproxy_tti_demo_options* options, T* u,           \
                                         T* u_prev) {                                              \
     return demo_impl<T>(input, options, u, u_prev);                                               \
+  }                                                                                               \
+  sciproxy_status sciproxy_tti_demo_block_##S(                                                    \
+      const sciproxy_tti_demo_input_##S* input, const sciproxy_tti_demo_options* options,         \
+      int64_t origin[3], int64_t shape[3], int process_grid[3]) {                                 \
+    return demo_block_impl<T>(input, options, origin, shape, process_grid);                       \
   }                                                                                               \
   sciproxy_status sciproxy_tti_demo_dt_limit_##S(const sciproxy_tti_demo_input_##S* input,        \
                                                  const sciproxy_tti_demo_options* options,        \

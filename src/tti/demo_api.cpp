@@ -101,20 +101,27 @@ DemoGrid make_grid(const std::array<int64_t, 3>& shape, const std::array<double,
   return g;
 }
 
-// `window`: the points this rank steps (the whole grid on one process), for the memory check.
-template <class T>
-void check_input(const TtiDemoInput<T>& in, const TtiDemoOptions& opt, Backend backend,
-                 const std::array<int64_t, 3>& window) {
-  check_space_order(opt.space_order);
+// The space order and the grid points per axis.
+void check_shape(const std::array<int64_t, 3>& shape, int order) {
+  check_space_order(order);
   static const char* const dims[] = {"x", "y", "z"};
-  for (int d = 0; d < 3; ++d) {
-    if (in.shape[d] < opt.space_order || in.shape[d] > 100000)
+  for (int d = 0; d < 3; ++d)
+    if (shape[d] < order || shape[d] > 100000)
       throw_invalid_argument(
           fmt::format("shape[{}] ({})", d, dims[d]),
           fmt::format("at least {} grid points (the span of the space-order-{} stencil) and at "
                       "most 100000",
-                      opt.space_order, opt.space_order),
-          std::to_string(in.shape[d]));
+                      order, order),
+          std::to_string(shape[d]));
+}
+
+// `window`: the points this rank steps (the whole grid on one process), for the memory check.
+template <class T>
+void check_input(const TtiDemoInput<T>& in, const TtiDemoOptions& opt, Backend backend,
+                 const std::array<int64_t, 3>& window) {
+  check_shape(in.shape, opt.space_order);
+  static const char* const dims[] = {"x", "y", "z"};
+  for (int d = 0; d < 3; ++d) {
     if (!(in.spacing[d] > 0) || !std::isfinite(in.spacing[d]))
       throw_invalid_argument(fmt::format("spacing[{}] ({})", d, dims[d]),
                              "a positive grid spacing in metres", fmt::format("{}", in.spacing[d]));
@@ -394,18 +401,25 @@ Window whole_grid(const std::array<int64_t, 3>& n) {
   return demo_decomposition::window_of(n, 0, 0, {1, 1, 1});
 }
 
+// Whether any material is given per point (not one value): the steps per sweep of the cpu
+// fused kernel are then 2 unless fixed (the decision that sizes the ghost ring, taken from the
+// sizes alone, so that tti_demo_block can take it without the values).
+template <class T>
+bool materials_vary(const TtiDemoInput<T>& in) {
+  const auto& m = in.material;
+  for (const auto* v : {&m.vp, &m.b, &m.epsilon, &m.eta, &m.f, &m.theta, &m.phi, &m.damping})
+    if (v->size() != 1) return true;
+  return false;
+}
+
 // Steps per sweep the ghost ring must allow for (its width is that times 2M - 1): the cpu fused
 // kernel's sweep_steps where fixed, 2 where it may choose two (materials given per point, or the
 // autotuner's choice), 1 otherwise.
-template <class T>
-int sweep_steps_allowed(const TtiDemoInput<T>& in, const TtiDemoOptions& opt) {
+int sweep_steps_allowed(bool varying, const TtiDemoOptions& opt) {
   if (opt.form != TtiDemoForm::fused) return 1;
   if (opt.autotune) return 2;
   if (opt.cpu.sweep_steps > 0) return opt.cpu.sweep_steps;
-  const auto& m = in.material;
-  for (const auto* v : {&m.vp, &m.b, &m.epsilon, &m.eta, &m.f, &m.theta, &m.phi, &m.damping})
-    if (v->size() != 1) return 2;
-  return 1;
+  return varying ? 2 : 1;
 }
 
 // The largest window over the largest block of any rank, for a process grid and ring.
@@ -420,14 +434,14 @@ double window_growth(const std::array<int64_t, 3>& n, const std::array<int, 3>& 
   return window / block;
 }
 
-// This rank's window, and the steps per sweep it allows (demo_decomposition.hpp's two modes).
-// With the steps per sweep automatic and materials that vary, two steps per sweep are taken
-// where the two-step ring adds at most 30% to the largest block (they read the coefficients
-// once for two steps: 28 bytes per point and step against 44 in float32), else one step, whose
-// ring costs the flux of M layers; a process grid that leaves a block fewer than the two-step
-// ring's points falls back to one step too.
-template <class T>
-std::pair<Window, int> rank_window(const TtiDemoInput<T>& in, const TtiDemoOptions& opt) {
+// This rank's window of a grid of `shape` points, and the steps per sweep it allows
+// (demo_decomposition.hpp's two modes; `varying`: materials_vary). With the steps per sweep
+// automatic and materials that vary, two steps per sweep are taken where the two-step ring adds
+// at most 30% to the largest block (they read the coefficients once for two steps: 28 bytes per
+// point and step against 44 in float32), else one step, whose ring costs the flux of M layers;
+// a process grid that leaves a block fewer than the two-step ring's points falls back to one
+// step too.
+std::pair<Window, int> rank_window(const Index& shape, bool varying, const TtiDemoOptions& opt) {
   const Communicator& comm = opt.comm;
   if (!comm.distributed()) {
     for (int a = 0; a < 3; ++a)
@@ -435,10 +449,10 @@ std::pair<Window, int> rank_window(const TtiDemoInput<T>& in, const TtiDemoOptio
               "ranks per axis whose product is the 1 rank of comm ({0, 0, 0} or {1, 1, 1})",
               fmt::format("{{{}, {}, {}}}", opt.process_grid[0], opt.process_grid[1],
                           opt.process_grid[2]));
-    return {whole_grid(in.shape), sweep_steps_allowed(in, opt)};
+    return {whole_grid(shape), sweep_steps_allowed(varying, opt)};
   }
   const int reach = opt.space_order - 1;  // 2M - 1 points per step
-  int steps = sweep_steps_allowed(in, opt);
+  int steps = sweep_steps_allowed(varying, opt);
   // z left whole where a grid of the given entries allows it: its rows stay long, and with
   // one step per sweep only then is the ring's exchange overlapped.
   auto choose = [&](int k) {
@@ -446,13 +460,13 @@ std::pair<Window, int> rank_window(const TtiDemoInput<T>& in, const TtiDemoOptio
         "the ghost ring of {} step{} per sweep, {} x (space_order - 1)", k, k == 1 ? "" : "s", k);
     if (opt.process_grid[2] == 0) {
       try {
-        return decomposition::choose_process_grid(in.shape, comm.size(),
+        return decomposition::choose_process_grid(shape, comm.size(),
                                                   {opt.process_grid[0], opt.process_grid[1], 1},
                                                   std::int64_t(k) * reach, minimum, "grid points");
       } catch (const InvalidArgument&) {
       }
     }
-    return decomposition::choose_process_grid(in.shape, comm.size(), opt.process_grid,
+    return decomposition::choose_process_grid(shape, comm.size(), opt.process_grid,
                                               std::int64_t(k) * reach, minimum, "grid points");
   };
   std::array<int, 3> grid{};
@@ -460,14 +474,30 @@ std::pair<Window, int> rank_window(const TtiDemoInput<T>& in, const TtiDemoOptio
   if (steps == 2 && automatic) {
     try {
       grid = choose(2);
-      if (window_growth(in.shape, grid, 2 * reach) > 1.3) steps = 1;
+      if (window_growth(shape, grid, 2 * reach) > 1.3) steps = 1;
     } catch (const InvalidArgument&) {
       steps = 1;
     }
   }
   if (steps == 1 || !automatic) grid = choose(steps);
-  return {demo_decomposition::window_of(in.shape, std::int64_t(steps) * reach, comm.rank(), grid),
+  return {demo_decomposition::window_of(shape, std::int64_t(steps) * reach, comm.rank(), grid),
           steps};
+}
+
+// The part of the grid a call's u and u_prev hold on this rank (TtiDemoOutput::block_origin,
+// block_shape, process_grid): the whole grid on one process or with results all_ranks, on rank 0
+// only with root (none elsewhere), the rank's block with own.
+TtiDemoBlock held_block(const Window& w, const Index& shape, const TtiDemoOptions& opt) {
+  TtiDemoBlock b;
+  b.process_grid = w.process_grid;
+  if (!opt.comm.distributed() || opt.results == ResultLayout::all_ranks ||
+      (opt.results == ResultLayout::root && opt.comm.rank() == 0)) {
+    b.shape = shape;
+  } else if (opt.results == ResultLayout::own) {
+    b.origin = w.own_lo;
+    b.shape = w.own_shape();
+  }
+  return b;
 }
 
 // A material or initial field cut to the window (one value stays one value; empty stays empty).
@@ -648,6 +678,12 @@ double tti_demo_dt_limit(const TtiDemoInput<T>& in, int space_order) {
   return std::sqrt((4 - 2 * max_d) / radius_per_dt2);
 }
 
+TtiDemoBlock tti_demo_block(const std::array<std::int64_t, 3>& shape, const TtiDemoOptions& options,
+                            bool materials_vary) {
+  check_shape(shape, options.space_order);
+  return held_block(rank_window(shape, materials_vary, options).first, shape, options);
+}
+
 // The fused cpu kernel's working-set budget and steps per sweep, timed over a few steps of this
 // problem on copies of its fields (autotune.hpp); the choice goes into problem.tuning.
 template <class T>
@@ -701,7 +737,7 @@ TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& whole,
     int steps_allowed = 1;
     check_ranks(device, whole, options);
     collective::on_every_rank(comm, [&] {
-      std::tie(window, steps_allowed) = rank_window(whole, options);
+      std::tie(window, steps_allowed) = rank_window(whole.shape, materials_vary(whole), options);
       check_input(whole, options, device.backend, window.shape());
     });
     out.process_grid = window.process_grid;
@@ -806,10 +842,12 @@ TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& whole,
     SCIPROXY_RUN_KERNEL(ctx, demo_forward, problem, fields);
     {
       auto r = Timers::region(call.timers(), "output");
+      const TtiDemoBlock held = held_block(window, whole.shape, options);
+      out.block_origin = held.origin;
+      out.block_shape = held.shape;
       if (!comm.distributed()) {
         out.u = interior_copy(g, u);
         out.u_prev = interior_copy(g, u_prev);
-        out.block_shape = whole.shape;
       } else {
         // This rank's block, then gathered as options.results asks.
         Index origin{};
@@ -820,14 +858,11 @@ TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& whole,
         if (options.results == ResultLayout::own) {
           out.u = std::move(mine);
           out.u_prev = std::move(mine_prev);
-          out.block_origin = window.own_lo;
-          out.block_shape = own;
         } else {
           const int root = options.results == ResultLayout::root ? 0 : -1;
           demo_decomposition::gather_blocks<T>(comm, window, whole.shape, mine, out.u, root);
           demo_decomposition::gather_blocks<T>(comm, window, whole.shape, mine_prev, out.u_prev,
                                                root);
-          if (root < 0 || comm.rank() == root) out.block_shape = whole.shape;
         }
       }
     }

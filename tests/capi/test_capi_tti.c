@@ -43,7 +43,9 @@ static void test_demo(void) {
   memset(&o, 0xff, sizeof o);
   sciproxy_tti_demo_options_default(&o);
   CHECK(o.struct_size == sizeof o && strcmp(o.device, "auto") == 0 && o.space_order == 8 &&
-        o.form == SCIPROXY_TTI_DEMO_FUSED && o.nparallel == 0 && o.autotune == 0);
+        o.form == SCIPROXY_TTI_DEMO_FUSED && o.nparallel == 0 && o.autotune == 0 &&
+        o.comm == SCIPROXY_NO_COMM && o.process_grid[0] == 0 && o.process_grid[1] == 0 &&
+        o.process_grid[2] == 0 && o.results == 0);
   memset(&in, 0, sizeof in);
   for (int d = 0; d < 3; ++d) {
     in.shape[d] = D;
@@ -135,6 +137,31 @@ static void test_demo(void) {
   o.struct_size = 3;
   CHECK(sciproxy_tti_demo_f64(&in, &o, u, NULL) == SCIPROXY_ERROR_INVALID_ARGUMENT);
   CHECK(strncmp(sciproxy_last_error(), "options.struct_size", 19) == 0);
+  sciproxy_tti_demo_options_default(&o);
+  o.results = 3;
+  CHECK(sciproxy_tti_demo_f64(&in, &o, u, NULL) == SCIPROXY_ERROR_INVALID_ARGUMENT);
+  CHECK(strncmp(sciproxy_last_error(), "results", 7) == 0);
+  o.results = 2;
+  o.process_grid[0] = 2; /* one process: one rank per axis only */
+  CHECK(sciproxy_tti_demo_f64(&in, &o, u, NULL) == SCIPROXY_ERROR_INVALID_ARGUMENT);
+  CHECK(strncmp(sciproxy_last_error(), "process_grid", 12) == 0);
+  /* The block of one process: the whole grid, on every layout. */
+  int64_t origin[3] = {-1, -1, -1}, shape[3] = {-1, -1, -1};
+  int grid[3] = {-1, -1, -1};
+  CHECK(sciproxy_tti_demo_block_f64(&in, &o, origin, shape, grid) ==
+        SCIPROXY_ERROR_INVALID_ARGUMENT);
+  CHECK(strncmp(sciproxy_last_error(), "process_grid", 12) == 0);
+  o.process_grid[0] = 1;
+  CHECK(sciproxy_tti_demo_block_f64(&in, &o, origin, shape, grid) == SCIPROXY_OK);
+  CHECK(origin[0] == 0 && origin[1] == 0 && origin[2] == 0 && shape[0] == D && shape[1] == D &&
+        shape[2] == D && grid[0] == 1 && grid[1] == 1 && grid[2] == 1);
+  CHECK(sciproxy_tti_demo_block_f64(&in, &o, NULL, shape, NULL) == SCIPROXY_ERROR_INVALID_ARGUMENT);
+  CHECK(strncmp(sciproxy_last_error(), "origin", 6) == 0);
+  in.shape[1] = 3; /* thinner than the order-8 stencil */
+  CHECK(sciproxy_tti_demo_block_f64(&in, &o, origin, shape, NULL) ==
+        SCIPROXY_ERROR_INVALID_ARGUMENT);
+  CHECK(strncmp(sciproxy_last_error(), "shape[1]", 8) == 0);
+  in.shape[1] = D;
 }
 
 int main(void) {

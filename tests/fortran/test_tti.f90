@@ -103,7 +103,9 @@ program test_tti
   ! The workshop demo: constant materials, a Ricker source in the middle.
   call sciproxy_tti_demo_options_default(demo_options)
   call check(demo_options%space_order == 8 .and. demo_options%form == SCIPROXY_TTI_DEMO_FUSED &
-             .and. demo_options%autotune == 0, "demo options defaults")
+             .and. demo_options%autotune == 0 .and. demo_options%comm == SCIPROXY_NO_COMM &
+             .and. all(demo_options%process_grid == 0) .and. demo_options%results == 0, &
+             "demo options defaults")
   call check(c_sizeof(demo_options) == demo_options%struct_size, "demo options' size")
   demo%shape = d
   demo%spacing = 10

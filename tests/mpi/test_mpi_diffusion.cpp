@@ -319,7 +319,9 @@ TEST(MpiDiffusion, CInterfaceOnTheRanks) {
               SCIPROXY_ERROR_INVALID_ARGUMENT);
     for (auto& c : cells) --c;  // 1-based, as the grid's tables
     for (auto& e : edges) --e;
-    if (world().distributed()) EXPECT_LT(num_cells, s.grid.num_cells);  // the rank's part
+    if (world().distributed()) {  // the rank's part
+      EXPECT_LT(num_cells, s.grid.num_cells);
+    }
     if (!rank_local) cells = all_of(s.grid.num_cells), edges = all_of(s.grid.num_edges);
     // get_info counts run's fields: the grid's with the global fields, the rank's own otherwise.
     sciproxy_diffusion_info info;

@@ -1,5 +1,7 @@
 ! The Fortran module under mpiexec: sciproxy_parstack with comm=MPI_COMM_WORLD gives every rank
-! the one-process result bit for bit. Exit status 1 when any rank fails.
+! the one-process result bit for bit, and so does the workshop operator sciproxy_tti_demo_f64 with
+! options%comm = MPI_COMM_WORLD, on every rank (results 0) and in each rank's block (results 2,
+! placed with sciproxy_tti_demo_block_f64). Exit status 1 when any rank fails.
 program test_mpi_fortran
   use, intrinsic :: iso_c_binding
   use mpi
@@ -9,6 +11,17 @@ program test_mpi_fortran
   integer(c_int32_t) :: offsets(3), shifts(3, 7), offsetout
   integer(c_int64_t) :: lengthout
   integer :: ierr, rank, nranks, status, i, j, failures, worst
+  ! The workshop operator: NX x NY x NZ points, vp varying per point (two steps per sweep at
+  ! order 8: blocks along x of 44 / 3 >= 14 points hold the ghost ring).
+  integer, parameter :: nx = 44, ny = 30, nz = 27, nt = 9
+  real(c_double), target :: vp(nz, ny, nx), wavelet(nt)
+  real(c_double), allocatable :: alone(:, :, :), alone_prev(:, :, :), u(:, :, :), u_prev(:, :, :)
+  type(sciproxy_tti_demo_input) :: demo
+  type(sciproxy_tti_demo_options) :: demo_options
+  integer(c_int64_t) :: origin(3), shape(3)
+  integer(c_int) :: grid(3)
+  real(c_double) :: limit, a
+  integer :: k
 
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
@@ -42,6 +55,76 @@ program test_mpi_fortran
     print '(a, i0, a)', 'rank ', rank, ': FAILED: the ranks'' stack differs from one process'
     failures = failures + 1
   end if
+
+  ! tti_demo: one process, then the ranks (the grid split along x), whole and in blocks.
+  do i = 1, nx
+    do j = 1, ny
+      do k = 1, nz
+        vp(k, j, i) = 1500 + 20 * i + 9 * mod(j + 2 * k, 7)
+      end do
+    end do
+  end do
+  call sciproxy_tti_demo_options_default(demo_options)
+  demo_options%device = sciproxy_c_string("cpu")
+  demo_options%nparallel = 1  ! the ranks share the machine's cores
+  demo%shape = [integer(c_int64_t) :: nx, ny, nz]
+  demo%spacing = 10
+  demo%nt = nt
+  demo%vp = 1500
+  demo%vp_field = c_loc(vp)
+  demo%b = 1
+  demo%epsilon = 0.2d0
+  demo%eta = 0.4d0
+  demo%f = 0.85d0
+  demo%theta = 0.5d0
+  demo%phi = 0.3d0
+  demo%damping = 0.002d0
+  demo%source_position = [145.4d0, 143d0, 127d0]
+  status = sciproxy_tti_demo_dt_limit_f64(demo, demo_options, limit)
+  if (status /= SCIPROXY_OK) failures = failures + 1
+  demo%dt = 0.9d0 * limit
+  do k = 1, nt
+    a = 3.14159265d0 * 0.3d0 * (k - 4)
+    wavelet(k) = (1 - 2 * a * a) * exp(-a * a)
+  end do
+  demo%source_amplitudes = c_loc(wavelet)
+  allocate (alone(nz, ny, nx), alone_prev(nz, ny, nx), u(nz, ny, nx), u_prev(nz, ny, nx))
+  status = sciproxy_tti_demo_f64(demo, demo_options, alone, alone_prev)
+  if (status /= SCIPROXY_OK .or. maxval(abs(alone)) == 0) then
+    print '(a, i0, 2a)', 'rank ', rank, ': FAILED: tti_demo alone: ', sciproxy_last_error_message()
+    failures = failures + 1
+  end if
+  demo_options%comm = MPI_COMM_WORLD
+  demo_options%process_grid = [nranks, 1, 1]
+  u = -1
+  u_prev = -1
+  status = sciproxy_tti_demo_f64(demo, demo_options, u, u_prev)
+  if (status /= SCIPROXY_OK) then
+    print '(a, i0, 2a)', 'rank ', rank, ': ', sciproxy_last_error_message()
+    failures = failures + 1
+  end if
+  if (any(u /= alone) .or. any(u_prev /= alone_prev)) then
+    print '(a, i0, a)', 'rank ', rank, ': FAILED: tti_demo on the ranks differs from one process'
+    failures = failures + 1
+  end if
+  demo_options%results = 2
+  status = sciproxy_tti_demo_block_f64(demo, demo_options, origin, shape, grid)
+  if (status /= SCIPROXY_OK .or. any(grid /= [nranks, 1, 1]) .or. &
+      any(origin(2:3) /= 0) .or. shape(2) /= ny .or. shape(3) /= nz) then
+    print '(a, i0, 2a)', 'rank ', rank, ': FAILED: tti_demo block ', sciproxy_last_error_message()
+    failures = failures + 1
+  else
+    deallocate (u, u_prev)
+    allocate (u(shape(3), shape(2), shape(1)), u_prev(shape(3), shape(2), shape(1)))
+    status = sciproxy_tti_demo_f64(demo, demo_options, u, u_prev)
+    if (status /= SCIPROXY_OK .or. &
+        any(u /= alone(:, :, origin(1) + 1:origin(1) + shape(1))) .or. &
+        any(u_prev /= alone_prev(:, :, origin(1) + 1:origin(1) + shape(1)))) then
+      print '(a, i0, a)', 'rank ', rank, ': FAILED: tti_demo''s block differs from one process'
+      failures = failures + 1
+    end if
+  end if
+
   call MPI_Allreduce(failures, worst, 1, MPI_INTEGER, MPI_MAX, MPI_COMM_WORLD, ierr)
   if (rank == 0) then
     if (worst == 0) then

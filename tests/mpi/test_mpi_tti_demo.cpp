@@ -3,7 +3,8 @@
 // (the whole window stepped), materials that vary
 // per point and constant ones, process grids chosen and given along each axis (blocks of unequal
 // size), a source whose eight corners straddle the boundary between two ranks (and a rank holding
-// none), an odd nt (the last sweep one step), an initial state, and the three result layouts.
+// none), an odd nt (the last sweep one step), an initial state, and the three result layouts,
+// which tti_demo_block gives without running.
 // A process grid that does not fit, ranks that disagree, and other backends fail on every rank.
 #include <gtest/gtest.h>
 
@@ -211,6 +212,50 @@ TEST(MpiTtiDemoOne, SourceFarFromMostRanksMatchesOneProcess) {
   TtiDemoOptions opt = p.opt;
   opt.process_grid = {n, 1, 1};
   expect_one_process(p, opt);
+}
+
+// tti_demo_block gives, without running, the part of the grid tti_demo then returns on each
+// rank: with the process grid given and chosen, one or two steps per sweep (the automatic choice
+// falling back to one where two do not fit), constant and varying materials, every layout.
+TEST(MpiTtiDemoOne, BlockIsWhatTheCallReturns) {
+  const int n = world().size();
+  struct Case {
+    Index shape;
+    bool varying;
+    int order;
+    std::array<int, 3> grid;
+  };
+  const Case cases[] = {{{44, 30, 27}, true, 8, {n, 1, 1}},
+                        {{40, 28, 20}, true, 8, {0, 0, 0}},
+                        {{24, 22, 37}, false, 4, {0, 0, 0}},
+                        {{24, 22, 37}, false, 4, {1, 1, n}}};
+  for (const Case& c : cases) {
+    DemoProblem<float> p(c.shape, c.varying, {10.5, 10.5, 10.5}, 3, c.order);
+    TtiDemoOptions opt = p.opt;
+    opt.comm = world();
+    opt.process_grid = c.grid;
+    for (const ResultLayout layout :
+         {ResultLayout::all_ranks, ResultLayout::root, ResultLayout::own}) {
+      opt.results = layout;
+      const tti::TtiDemoBlock block = tti::tti_demo_block(c.shape, opt, c.varying);
+      const auto out = tti::tti_demo<float>(kCpu, p.in, opt);
+      const auto what = ::testing::Message()
+                        << "shape " << c.shape[0] << "x" << c.shape[1] << "x" << c.shape[2]
+                        << ", layout " << static_cast<int>(layout) << ", rank " << world().rank();
+      EXPECT_EQ(block.origin, out.block_origin) << what;
+      EXPECT_EQ(block.shape, out.block_shape) << what;
+      EXPECT_EQ(block.process_grid, out.process_grid) << what;
+      EXPECT_EQ(static_cast<std::int64_t>(out.u.size()),
+                block.shape[0] * block.shape[1] * block.shape[2])
+          << what;
+    }
+  }
+  // A process grid the call refuses is refused alike, on each rank by itself.
+  TtiDemoOptions bad;
+  bad.comm = world();
+  bad.process_grid = {n + 1, 1, 1};
+  EXPECT_THROW(tti::tti_demo_block({26, 30, 30}, bad, true), InvalidArgument);
+  EXPECT_THROW(tti::tti_demo_block({26, 30, 3}, TtiDemoOptions{}, true), InvalidArgument);
 }
 
 TEST(MpiTtiDemoOne, BadProcessGridFailsOnEveryRank) {

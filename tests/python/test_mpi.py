@@ -44,7 +44,7 @@ def run_under_mpi(script: str, ranks: int, *args: str) -> subprocess.CompletedPr
 
 # One check script per family (tests/python/mpi/check_<family>.py).
 @pytest.mark.parametrize("ranks", [1, 2, 3])
-@pytest.mark.parametrize("family", ["stack", "wave", "tti", "diffusion"])
+@pytest.mark.parametrize("family", ["stack", "wave", "tti", "tti_demo", "diffusion"])
 def test_family_on_ranks_is_one_process(family, ranks):
     done = run_under_mpi(f"check_{family}.py", ranks)
     assert done.returncode == 0, done.stdout + done.stderr

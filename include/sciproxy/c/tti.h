@@ -146,17 +146,61 @@ typedef struct sciproxy_tti_demo_options {
    * on a few steps of this problem, cached per machine, shape, dtype and threads (the same
    * bits; 0) */
   int autotune;
+  /* MPI (c/core.h): the Fortran handle of the ranks the call runs on (SCIPROXY_NO_COMM: this
+   * process alone). The grid is split into a Cartesian grid of blocks, one per rank, each
+   * stepped by its rank with a ghost ring computed again and refreshed from the neighbours after
+   * each sweep (docs/kernels/tti.md, "The workshop operator under MPI"); the cpu backend only
+   * (device "cpu", or "auto" where it resolves to the cpu), the bits of one process. Every rank
+   * passes the same input (sizes, materials, source, initial state) and options but nparallel;
+   * ranks that disagree fail every rank. The wrapper's checks (pointers, sizes, struct_size,
+   * device) are agreed: a failure on one rank is every rank's, the message naming that rank; u
+   * (u_prev) is an array on every rank that receives fields or NULL on all of them (not
+   * returned). */
+  int64_t comm;
+  /* Ranks per axis (x, y, z) of that grid, 0 = chosen (as MPI_Dims_create) to exchange the
+   * fewest points ({0, 0, 0}). Along a split axis every block must hold the ghost ring's width,
+   * (space_order - 1) points times the steps per sweep (2 in the fused form with any material
+   * field given or with autotune, else 1; where two do not fit, one is taken: slower, the same
+   * bits); a grid whose product is not the ranks, or that leaves a block thinner, is an error
+   * naming process_grid on every rank. Without comm only grids of one rank fit ({0, 0, 0},
+   * {1, 1, 1}). */
+  int process_grid[3];
+  /* Where u and u_prev go: 0: every rank receives the whole grid [NX, NY, NZ] (default); 1: rank
+   * 0 only (the others' u and u_prev are not written and may be NULL); 2: each rank its own
+   * block [shape[0], shape[1], shape[2]] of sciproxy_tti_demo_block, row-major, whose point
+   * (0, 0, 0) is the grid's point origin. On one process every layout is the whole grid. */
+  int results;
 } sciproxy_tti_demo_options;
 
 void sciproxy_tti_demo_options_default(sciproxy_tti_demo_options* options);
 
-/* Runs nt steps; u and u_prev (each may be NULL: not returned) receive u^nt and u^(nt-1). */
+/* Runs nt steps; u and u_prev (each may be NULL: not returned) receive u^nt and u^(nt-1), of
+ * the whole grid [NX, NY, NZ] or, under MPI with options.results 2, of this rank's block (see
+ * options.comm and results). */
 sciproxy_status sciproxy_tti_demo_f64(const sciproxy_tti_demo_input_f64* input,
                                       const sciproxy_tti_demo_options* options, double* u,
                                       double* u_prev);
 sciproxy_status sciproxy_tti_demo_f32(const sciproxy_tti_demo_input_f32* input,
                                       const sciproxy_tti_demo_options* options, float* u,
                                       float* u_prev);
+
+/* The part of the grid a run with these input and options writes to u and u_prev on this rank,
+ * without running it: origin and shape (neither may be NULL) receive the grid point of the
+ * part's point (0, 0, 0) and its points per axis: the whole grid ({0, 0, 0}, {NX, NY, NZ}) on one
+ * process or with options.results 0, on rank 0 alone with results 1 ({0, 0, 0} elsewhere), this
+ * rank's block with results 2. process_grid (may be NULL) receives the ranks per axis the run
+ * takes. Reads input.shape and which material fields are not NULL (they size the ghost ring),
+ * not the values, dt, nt, the source or the initial state. Not collective: each rank may call it
+ * alone, and it checks nothing against the other ranks; a shape or process grid the run would
+ * refuse is the same error. */
+sciproxy_status sciproxy_tti_demo_block_f64(const sciproxy_tti_demo_input_f64* input,
+                                            const sciproxy_tti_demo_options* options,
+                                            int64_t origin[3], int64_t shape[3],
+                                            int process_grid[3]);
+sciproxy_status sciproxy_tti_demo_block_f32(const sciproxy_tti_demo_input_f32* input,
+                                            const sciproxy_tti_demo_options* options,
+                                            int64_t origin[3], int64_t shape[3],
+                                            int process_grid[3]);
 
 /* The stability limit a run's dt is checked against, for these materials and spacing. */
 sciproxy_status sciproxy_tti_demo_dt_limit_f64(const sciproxy_tti_demo_input_f64* input,
