@@ -40,6 +40,8 @@ CASES = {
     "tti_demo": ["tti_demo", "nx=256", "ny=256", "nz=256", "nt=20"],
     "ex2d": ["ex2d", "nspec=50", "bundlesize=25"],
     "diffusion": ["diffusion"],
+    # As ICON passes its fields: each rank its own entities and halos.
+    "diffusion_local": ["diffusion", "fields=local"],
 }
 
 

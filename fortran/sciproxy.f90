@@ -218,7 +218,7 @@ module sciproxy
 
   ! The C functions, under their C names.
   public :: sciproxy_cuda_compiled, sciproxy_cuda_device_count, sciproxy_max_threads, &
-            sciproxy_mpi_compiled
+            sciproxy_mpi_compiled, sciproxy_agree_status
   public :: sciproxy_recording_begin, sciproxy_recording_end, sciproxy_recording_json, &
             sciproxy_recording_text, sciproxy_recording_count, sciproxy_recording_passed
   public :: sciproxy_set_cancellation, sciproxy_request_cancellation, &
@@ -263,6 +263,14 @@ module sciproxy
     function sciproxy_mpi_compiled() bind(C) result(r)
       import :: c_int
       integer(c_int) :: r
+    end function
+    ! Collective over comm: a status that is not SCIPROXY_OK on any rank becomes every rank's,
+    ! naming the rank (c/core.h); for checks made before a collective call.
+    function sciproxy_agree_status(comm, local) bind(C) result(status)
+      import :: c_int, c_int64_t
+      integer(c_int64_t), value :: comm
+      integer(c_int), value :: local
+      integer(c_int) :: status
     end function
     function sciproxy_cuda_device_count() bind(C) result(r)
       import :: c_int

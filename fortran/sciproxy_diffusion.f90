@@ -24,7 +24,7 @@
 ! to any function is refused by name. status /= SCIPROXY_OK: sciproxy_last_error_message() says why.
 module sciproxy_diffusion
   use, intrinsic :: iso_c_binding
-  use sciproxy, only: SCIPROXY_OK
+  use sciproxy, only: SCIPROXY_OK, sciproxy_agree_status
   implicit none
   private
 
@@ -225,6 +225,13 @@ module sciproxy_diffusion
       import :: c_ptr
       type(c_ptr), value :: handle
     end subroutine
+    function c_agree_run(handle, local) bind(C, name="sciproxy_diffusion_agree_status") &
+        result(status)
+      import :: c_int, c_ptr
+      type(c_ptr), value :: handle
+      integer(c_int), value :: local
+      integer(c_int) :: status
+    end function
     function c_check_array(argument, contiguous, rank, shape, expected) &
         bind(C, name="sciproxy_diffusion_check_array") result(status)
       import :: c_int, c_char, c_int32_t, c_int64_t
@@ -332,13 +339,15 @@ contains
     integer(c_int32_t) :: nc32, ne32, nv32
     integer(c_int64_t) :: nc, ne, nv, nlev
     handle = c_null_ptr
+    nc32 = 0
+    ne32 = 0
+    nv32 = 0
     status = sciproxy_diffusion_grid_sizes(grid, nc32, ne32, nv32)
-    if (status /= SCIPROXY_OK) return
     nc = nc32
     ne = ne32
     nv = nv32
     nlev = size(theta_ref_mc, 2, kind=c_int64_t)
-    status = check_shape("vct_a", shape(vct_a), [nlev + 1])
+    if (status == SCIPROXY_OK) status = check_shape("vct_a", shape(vct_a), [nlev + 1])
     if (status == SCIPROXY_OK) status = check_shape("theta_ref_mc", shape(theta_ref_mc), [nc, nlev])
     if (status == SCIPROXY_OK) status = check_shape("wgtfac_c", shape(wgtfac_c), [nc, nlev + 1])
     if (status == SCIPROXY_OK) &
@@ -376,6 +385,8 @@ contains
     if (status == SCIPROXY_OK) status = check_shape("dual_normal_vert_y", &
                                                     shape(dual_normal_vert_y), [ne, 4_c_int64_t])
     if (status == SCIPROXY_OK) status = check_shape("cell_area", shape(cell_area), [nc])
+    ! init is collective: a check failed on one rank fails every rank (none waits in init).
+    if (present(options)) status = sciproxy_agree_status(options%comm, status)
     if (status /= SCIPROXY_OK) return
     status = c_init(grid, options, config, int(nlev, c_int32_t), vct_a, &
                     int(end_index_of_damping_layer, c_int32_t), theta_ref_mc, wgtfac_c, &
@@ -449,6 +460,8 @@ contains
                             is_contiguous(div_ic), is_contiguous(dwdx), is_contiguous(dwdy)])
       rho_address = c_null_ptr
     end if
+    ! run is collective: a check failed on one rank fails every rank (none waits in run).
+    status = c_agree_run(handle, status)
     if (status /= SCIPROXY_OK) return
     status = c_run(handle, c_loc(w), c_loc(vn), c_loc(exner), c_loc(theta_v), rho_address, &
                    c_loc(hdef_ic), c_loc(div_ic), c_loc(dwdx), c_loc(dwdy), dtime, &
@@ -482,6 +495,8 @@ contains
                             is_contiguous(div_ic), is_contiguous(dwdx), is_contiguous(dwdy)])
       rho_address = c_null_ptr
     end if
+    ! run is collective: a check failed on one rank fails every rank (none waits in run).
+    status = c_agree_run(handle, status)
     if (status /= SCIPROXY_OK) return
     status = c_run_f32(handle, c_loc(w), c_loc(vn), c_loc(exner), c_loc(theta_v), rho_address, &
                        c_loc(hdef_ic), c_loc(div_ic), c_loc(dwdx), c_loc(dwdy), dtime, &

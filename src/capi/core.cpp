@@ -2,11 +2,13 @@
 // the devices, and recording the reports of calls (sciproxy::Recording, one per thread from C).
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <string>
 #include <utility>
 
 #include "capi/guarded.hpp"
+#include "core/collective.hpp"
 #include "sciproxy/core/cancel.hpp"
 #include "sciproxy/core/communicator.hpp"
 #include "sciproxy/core/device.hpp"
@@ -56,6 +58,21 @@ void sciproxy::capi::set_last_error(const std::string& message) {
   last_error = message;
 }
 
+sciproxy_status sciproxy::capi::agree_status(std::int64_t comm, sciproxy_status local,
+                                             std::string message) {
+  if (comm == kNoCommunicator) {  // this process alone: its status and message stay
+    set_last_error(local == SCIPROXY_OK ? "" : message);
+    return local;
+  }
+  return guarded([&] {
+    const auto c = Communicator::from_handle(comm, "comm");
+    std::exception_ptr mine;
+    if (local != SCIPROXY_OK)
+      mine = std::make_exception_ptr(Error(static_cast<ErrorCode>(local), message));
+    collective::agree(c, mine);
+  });
+}
+
 extern "C" {
 
 const char* sciproxy_last_error(void) {
@@ -68,6 +85,10 @@ const char* sciproxy_version(void) {
 
 int sciproxy_mpi_compiled(void) {
   return sciproxy::mpi_compiled() ? 1 : 0;
+}
+
+sciproxy_status sciproxy_agree_status(int64_t comm, sciproxy_status local) {
+  return sciproxy::capi::agree_status(comm, local, sciproxy_last_error());
 }
 
 int sciproxy_cuda_compiled(void) {

@@ -574,6 +574,15 @@ sciproxy_status sciproxy_diffusion_get_info(const sciproxy_diffusion* handle,
   });
 }
 
+sciproxy_status sciproxy_diffusion_agree_status(const sciproxy_diffusion* handle,
+                                                sciproxy_status local) {
+  const std::string message = sciproxy_last_error();  // the local failure's, if any
+  std::int64_t comm = sciproxy::kNoCommunicator;
+  const sciproxy_status found = guarded([&] { comm = granule_of(handle).comm.handle(); });
+  if (found != SCIPROXY_OK) return found;  // no ranks to ask
+  return sciproxy::capi::agree_status(comm, local, message);
+}
+
 sciproxy_status sciproxy_diffusion_local_entities(const sciproxy_diffusion* handle,
                                                   int32_t dimension, int32_t* global_index,
                                                   int32_t* halo_level, int32_t size,

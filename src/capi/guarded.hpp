@@ -22,6 +22,9 @@ namespace sciproxy::capi {
 
 void set_last_error(const std::string& message);
 
+// sciproxy_agree_status (c/core.h) with the local failure's message given (core.cpp).
+sciproxy_status agree_status(std::int64_t comm, sciproxy_status local, std::string message);
+
 // Every C entry point's body runs in here: nothing escapes, not even std::bad_alloc, since a
 // C or Fortran caller has no way to catch it.
 template <class F>

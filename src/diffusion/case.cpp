@@ -4,8 +4,11 @@
 // diffusion step of an evolving state. Verification resets the state and compares one step of
 // each device with one step of the reference. Settings: grid ("R2B4"), levels (65), dtime
 // (seconds; default 9 s per km of the grid's spacing, where the Smagorinsky branch is on),
-// dtype, layout ("levels" or "entities": Fortran's), seed. Under mpirun the granule runs on the
-// ranks (distribute) and verifies on rank 0 against one process's reference.
+// dtype, layout ("levels" or "entities": Fortran's), seed, fields ("global" or "local"). Under
+// mpirun the granule runs on the ranks (distribute) and verifies on rank 0 against one
+// process's reference. With fields=global every rank passes and receives the whole grid's
+// fields; with fields=local, as ICON passes them, each rank its own entities and halos
+// (DiffusionOptions::rank_local_fields), the owned entries gathered on rank 0 to verify.
 #include "case.hpp"
 
 #include <fmt/format.h>
@@ -17,8 +20,10 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "core/collective.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/harness.hpp"
 #include "sciproxy/core/timers.hpp"
@@ -45,7 +50,7 @@ struct State {
 class DiffusionCase : public Case {
  public:
   explicit DiffusionCase(const CaseSettings& s) {
-    s.check_known({"grid", "levels", "dtime", "dtype", "layout", "seed"});
+    s.check_known({"grid", "levels", "dtime", "dtype", "layout", "seed", "fields"});
     grid_name_ = s.get("grid", "R2B4");
     const auto [n, k] = parse_grid_name(grid_name_, "grid");
     levels_ = static_cast<int>(s.get_int("levels", 65));
@@ -59,6 +64,12 @@ class DiffusionCase : public Case {
             layout);
     layout_ = layout == "levels" ? FieldLayout::LevelsContiguous : FieldLayout::EntitiesContiguous;
     seed_ = s.get_int("seed", 1);
+    const std::string fields = s.get("fields", "global");
+    require(fields == "global" || fields == "local", "fields",
+            "global (the whole grid's fields on every rank) or local (each rank's own, as ICON "
+            "passes them)",
+            fields);
+    local_fields_ = fields == "local";
     const double cells = 20.0 * n * n * std::pow(4.0, k);
     require_case_memory(cells * levels_ * 8.0 * 40.0, "grid, levels",
                         fmt::format("{} x {} levels", grid_name_, levels_));
@@ -83,6 +94,7 @@ class DiffusionCase : public Case {
     p.set("dtime", dtime_);
     p.set("dtype", single_ ? "float32" : "float64");
     p.set("layout", layout_ == FieldLayout::LevelsContiguous ? "levels" : "entities");
+    p.set("fields", local_fields_ ? "local" : "global");
     return p;
   }
   WorkModel work() const override {
@@ -102,6 +114,22 @@ class DiffusionCase : public Case {
 
   double run(const Device& device, Timers* timers) override {
     Diffusion& g = granule_for(device);
+    if (rank_local()) {
+      // Each rank's own entries of the state, made once per device and after every reset (the
+      // first call of a device, a warm-up one, pays for it).
+      if (local_of_ != device.name()) {
+        if (single_)
+          localize(g, state32_, local32_);
+        else
+          localize(g, state64_, local64_);
+        local_of_ = device.name();
+      }
+      if (single_)
+        step(g, local32_, timers);
+      else
+        step(g, local64_, timers);
+      return 0;
+    }
     if (single_)
       step(g, state32_, timers);
     else
@@ -115,6 +143,12 @@ class DiffusionCase : public Case {
   void run_device_window(const Device& device) override {
     initial_state();
     run(device, nullptr);
+    if (!rank_local()) return;
+    // The owned entries of every rank into the whole grid's state on rank 0, which verifies.
+    if (single_)
+      gather_owned(granule_for(device), local32_, state32_);
+    else
+      gather_owned(granule_for(device), local64_, state64_);
   }
 
   // Every rank runs the granule on its part of the grid (METIS where built, else latitude
@@ -153,6 +187,7 @@ class DiffusionCase : public Case {
       o.check_finite = false;  // the harness times the kernel, not the input checks
       o.comm = comm_;
       o.cell_owner = cell_owner_;
+      o.rank_local_fields = rank_local();
       it = granules_
                .emplace(key, std::make_unique<Diffusion>(
                                  inputs_.grid, inputs_.config, inputs_.vertical, inputs_.metrics,
@@ -175,6 +210,78 @@ class DiffusionCase : public Case {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
 
+  bool rank_local() const { return local_fields_ && comm_.distributed(); }
+
+  // Element (entity e, level k) of a field of n entities and nk levels in the case's layout.
+  std::int64_t at(std::int64_t e, int k, std::int64_t n, int nk) const {
+    return layout_ == FieldLayout::LevelsContiguous ? e * nk + k : k * n + e;
+  }
+  // Each field of `local` over this rank's entities (global_index order), from `whole`.
+  template <class Real>
+  void localize(const Diffusion& g, const State<Real>& whole, State<Real>& local) const {
+    const auto cells = g.global_index(Dimension::Cell), edges = g.global_index(Dimension::Edge);
+    const std::int64_t nc = inputs_.grid.num_cells, ne = inputs_.grid.num_edges;
+    auto cut = [&](const std::vector<Real>& field, const std::vector<std::int32_t>& index,
+                   std::int64_t n, int nk) {
+      const auto m = static_cast<std::int64_t>(index.size());
+      std::vector<Real> out(static_cast<std::size_t>(m * nk));
+      for (std::int64_t e = 0; e < m; ++e)
+        for (int k = 0; k < nk; ++k) out[at(e, k, m, nk)] = field[at(index[e], k, n, nk)];
+      return out;
+    };
+    local.vn = cut(whole.vn, edges, ne, levels_);
+    local.w = cut(whole.w, cells, nc, levels_ + 1);
+    local.theta_v = cut(whole.theta_v, cells, nc, levels_);
+    local.exner = cut(whole.exner, cells, nc, levels_);
+    local.hdef_ic = cut(whole.hdef_ic, cells, nc, levels_ + 1);
+    local.div_ic = cut(whole.div_ic, cells, nc, levels_ + 1);
+    local.dwdx = cut(whole.dwdx, cells, nc, levels_ + 1);
+    local.dwdy = cut(whole.dwdy, cells, nc, levels_ + 1);
+  }
+  // The owned entries of every rank's `local` into `whole` on rank 0 (collective).
+  template <class Real>
+  void gather_owned(const Diffusion& g, const State<Real>& local, State<Real>& whole) const {
+    auto owned_of = [&](Dimension d) {
+      auto index = g.global_index(d);
+      const auto level = g.halo_level(d);
+      index.resize(static_cast<std::size_t>(std::count(level.begin(), level.end(), 0)));
+      return index;  // owned first
+    };
+    const auto cells = owned_of(Dimension::Cell), edges = owned_of(Dimension::Edge);
+    const auto all_cells = g.global_index(Dimension::Cell).size();
+    const auto all_edges = g.global_index(Dimension::Edge).size();
+    const std::int64_t nc = inputs_.grid.num_cells, ne = inputs_.grid.num_edges;
+    auto gather = [&](const std::vector<Real>& field, std::vector<Real>& out,
+                      const std::vector<std::int32_t>& owned, std::size_t local_count,
+                      std::int64_t n, int nk) {
+      const std::int64_t mine = static_cast<std::int64_t>(owned.size());
+      const auto counts = collective::allgather(comm_, std::span<const std::int64_t>(&mine, 1));
+      std::int64_t total = 0;
+      for (auto c : counts) total += c;
+      const bool root = comm_.rank() == 0;
+      std::vector<Real> rows(static_cast<std::size_t>(mine * nk));
+      const auto m = static_cast<std::int64_t>(local_count);
+      for (std::int64_t e = 0; e < mine; ++e)
+        for (int k = 0; k < nk; ++k) rows[e * nk + k] = field[at(e, k, m, nk)];
+      std::vector<Real> all_rows(static_cast<std::size_t>(root ? total * nk : 0));
+      std::vector<std::int32_t> all_index(static_cast<std::size_t>(root ? total : 0));
+      collective::gather_rows<Real>(comm_, rows, all_rows, counts, nk, 0);
+      collective::gather_rows<std::int32_t>(comm_, owned, all_index, counts, 1, 0);
+      if (!root) return;
+      for (std::int64_t e = 0; e < total; ++e)
+        for (int k = 0; k < nk; ++k) out[at(all_index[e], k, n, nk)] = all_rows[e * nk + k];
+    };
+    gather(local.vn, whole.vn, edges, all_edges, ne, levels_);
+    for (auto [from, to, nk] : {std::tuple{&local.w, &whole.w, levels_ + 1},
+                                std::tuple{&local.theta_v, &whole.theta_v, levels_},
+                                std::tuple{&local.exner, &whole.exner, levels_},
+                                std::tuple{&local.hdef_ic, &whole.hdef_ic, levels_ + 1},
+                                std::tuple{&local.div_ic, &whole.div_ic, levels_ + 1},
+                                std::tuple{&local.dwdx, &whole.dwdx, levels_ + 1},
+                                std::tuple{&local.dwdy, &whole.dwdy, levels_ + 1}})
+      gather(*from, *to, cells, all_cells, nc, nk);
+  }
+
   template <class Real>
   static std::vector<CaseOutput> outputs_of(const State<Real>& s) {
     return {{"vn", std::span<const Real>(s.vn)},
@@ -189,6 +296,7 @@ class DiffusionCase : public Case {
 
   // sciproxy's synthetic state (synthetic_state) in the case's layout and precision.
   void initial_state() {
+    local_of_.clear();  // the rank-local state is made again from this one
     const DiffusionState s = synthetic_state(inputs_, static_cast<std::uint64_t>(seed_));
     const std::int64_t nc = inputs_.grid.num_cells, ne = inputs_.grid.num_edges;
     const int nlev = levels_;
@@ -221,8 +329,12 @@ class DiffusionCase : public Case {
   mutable std::map<std::string, std::unique_ptr<Diffusion>> granules_;
   Communicator comm_;
   std::vector<std::int32_t> cell_owner_;
-  State<double> state64_;
+  bool local_fields_ = false;
+  State<double> state64_;  // the whole grid's
   State<float> state32_;
+  State<double> local64_;  // rank_local(): this rank's entities, of the device local_of_
+  State<float> local32_;
+  std::string local_of_;
 };
 
 std::unique_ptr<Case> make_diffusion(const CaseSettings& s) {

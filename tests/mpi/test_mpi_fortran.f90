@@ -1,11 +1,14 @@
 ! The Fortran module under mpiexec: sciproxy_parstack with comm=MPI_COMM_WORLD gives every rank
 ! the one-process result bit for bit, and so does the workshop operator sciproxy_tti_demo_f64 with
 ! options%comm = MPI_COMM_WORLD, on every rank (results 0) and in each rank's block (results 2,
-! placed with sciproxy_tti_demo_block_f64). Exit status 1 when any rank fails.
+! placed with sciproxy_tti_demo_block_f64). The diffusion granule on the ranks: a field of the
+! wrong shape on the last rank only fails run on every rank, naming that rank, and none waits.
+! Exit status 1 when any rank fails.
 program test_mpi_fortran
   use, intrinsic :: iso_c_binding
   use mpi
   use sciproxy
+  use sciproxy_diffusion
   implicit none
   real(c_double) :: traces(50, 3), weights(3, 7), expected(200, 7), result(200, 7)
   integer(c_int32_t) :: offsets(3), shifts(3, 7), offsetout
@@ -22,6 +25,14 @@ program test_mpi_fortran
   integer(c_int) :: grid(3)
   real(c_double) :: limit, a
   integer :: k
+  type(c_ptr) :: dgrid, granule
+  type(sciproxy_diffusion_options) :: doptions
+  type(sciproxy_diffusion_config) :: dconfig
+  type(sciproxy_diffusion_info) :: dinfo
+  real(c_double), allocatable :: dw(:, :), dvn(:, :), dexner(:, :), dtheta(:, :), &
+    dhdef(:, :), ddiv(:, :), ddwdx(:, :), ddwdy(:, :)
+  integer :: nc, ne, nl, wl
+  character(len=:), allocatable :: message
 
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
@@ -124,6 +135,44 @@ program test_mpi_fortran
       failures = failures + 1
     end if
   end if
+
+  ! Diffusion: w one level short on the last rank only.
+  status = sciproxy_diffusion_grid_icosahedral(2_c_int32_t, 2_c_int32_t, dgrid)
+  call sciproxy_diffusion_options_default(doptions)
+  doptions%device = sciproxy_c_string("cpu")
+  doptions%comm = int(MPI_COMM_WORLD, c_int64_t)
+  call sciproxy_diffusion_config_default(dconfig)
+  if (status == SCIPROXY_OK) &
+    status = sciproxy_diffusion_init_computed(dgrid, doptions, dconfig, 5_c_int32_t, granule)
+  if (status == SCIPROXY_OK) status = sciproxy_diffusion_get_info(granule, dinfo)
+  if (status /= SCIPROXY_OK) then
+    print '(a, i0, 2a)', 'rank ', rank, ': FAILED: diffusion init ', sciproxy_last_error_message()
+    failures = failures + 1
+  else
+    nc = dinfo%num_cells
+    ne = dinfo%num_edges
+    nl = dinfo%num_levels
+    wl = nl + 1
+    if (rank == nranks - 1) wl = nl
+    allocate (dw(nc, wl), dvn(ne, nl), dexner(nc, nl), dtheta(nc, nl), dhdef(nc, nl + 1), &
+              ddiv(nc, nl + 1), ddwdx(nc, nl + 1), ddwdy(nc, nl + 1))
+    dw = 0
+    dvn = 1
+    dexner = 0.8d0
+    dtheta = 300
+    status = sciproxy_diffusion_run(granule, dw, dvn, dexner, dtheta, dhdef, ddiv, ddwdx, ddwdy, &
+                                    10d0, .true.)
+    message = sciproxy_last_error_message()
+    if (status /= SCIPROXY_ERROR_INVALID_ARGUMENT .or. index(message, 'w: expected') == 0 .or. &
+        (nranks > 1 .and. index(message, 'rank ') /= 1)) then
+      print '(a, i0, a, i0, 2a)', 'rank ', rank, &
+        ': FAILED: diffusion run with a bad w on the last rank: status ', status, ', message: ', &
+        message
+      failures = failures + 1
+    end if
+    call sciproxy_diffusion_free(granule)
+  end if
+  call sciproxy_diffusion_grid_free(dgrid)
 
   call MPI_Allreduce(failures, worst, 1, MPI_INTEGER, MPI_MAX, MPI_COMM_WORLD, ierr)
   if (rank == 0) then

@@ -72,6 +72,13 @@ int sciproxy_mpi_compiled(void);      /* 1 when MPI support was built */
  * call on this process alone. */
 #define SCIPROXY_NO_COMM ((int64_t)-1)
 
+/* For wrappers that check arguments themselves before a collective call (the Fortran module's
+ * shape checks): collective over comm. When any rank's `local` status is not SCIPROXY_OK, every
+ * rank returns the lowest failing rank's status, its message (sciproxy_last_error on that rank
+ * when it passed `local`) prefixed "rank r of n: "; else SCIPROXY_OK. With SCIPROXY_NO_COMM it
+ * returns `local` and keeps its message. */
+sciproxy_status sciproxy_agree_status(int64_t comm, sciproxy_status local);
+
 /* Resolves a device string ("auto", "reference", "cpu", "cuda", "cuda:N") as the kernels do,
  * checking that it can run here, and writes its name ("cpu", "cuda:0") into name[size]
  * (truncated, always NUL-terminated when size > 0; name may be NULL when size is 0). */

@@ -217,6 +217,13 @@ typedef struct sciproxy_diffusion_info {
 sciproxy_status sciproxy_diffusion_get_info(const sciproxy_diffusion* handle,
                                             sciproxy_diffusion_info* info);
 
+/* sciproxy_agree_status (c/core.h) over the granule's ranks (init's comm): for wrappers that
+ * check run's arguments themselves (the Fortran module), so that a failure on one rank is every
+ * rank's instead of leaving the others waiting in run. Collective; a NULL handle is refused on
+ * this rank alone (it has no ranks to ask). */
+sciproxy_status sciproxy_diffusion_agree_status(const sciproxy_diffusion* handle,
+                                                sciproxy_status local);
+
 /* This rank's local entities of a dimension (0 cells, 1 edges, 2 vertices), in the order of
  * rank-local fields (owned first, then halo levels 1, 2, and 3 for edges): each one's index in
  * the grid, 1-based as the grid's tables, into global_index[size], and its halo level (0:
