@@ -211,6 +211,23 @@ def per_dimension(name: str, value, ndim: int, *, positive: bool = True) -> list
 NO_COMM = -1  # the library's "this process alone" (kNoCommunicator)
 
 
+def process_grid(value) -> list:
+    """Ranks per axis of a grid of subdomains, 0 = chosen (None: every entry chosen). Whether
+    they multiply to the ranks and fit the grid is the library's check (naming process_grid)."""
+    if value is None:
+        return [0, 0, 0]
+    if isinstance(value, (str, bytes)) or np.ndim(value) != 1:
+        raise TypeError(f"process_grid: expected None or 3 integers (ranks per axis, 0: chosen), "
+                        f"got {describe(value)}")
+    grid = [integer(f"process_grid[{i}]", p, 0, INT32_MAX,
+                    "ranks per axis >= 1, or 0 for a number chosen")
+            for i, p in enumerate(value)]
+    if len(grid) != 3:
+        raise ValueError(f"process_grid: expected 3 integers (ranks per axis, 0: chosen), got "
+                         f"{len(grid)}")
+    return grid
+
+
 def communicator(name: str, comm) -> int:
     """The Fortran handle of an mpi4py intracommunicator (``comm.py2f()``), or NO_COMM for None.
 

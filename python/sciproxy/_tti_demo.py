@@ -171,24 +171,6 @@ def _tuning(cpu_tuning) -> dict:
 _RESULTS = {"all": 0, "root": 1, "own": 2}
 
 
-def _process_grid(process_grid) -> list:
-    """Ranks per axis (x, y, z) of the grid of blocks, 0 = chosen (None: every entry chosen).
-    Whether they multiply to the ranks and fit the grid is the library's check (naming
-    process_grid)."""
-    if process_grid is None:
-        return [0, 0, 0]
-    if isinstance(process_grid, (str, bytes)) or np.ndim(process_grid) != 1:
-        raise TypeError(f"process_grid: expected None or 3 integers (ranks per axis, 0: chosen), "
-                        f"got {_describe(process_grid)}")
-    grid = [_args.integer(f"process_grid[{i}]", p, 0, _args.INT32_MAX,
-                          "ranks per axis >= 1, or 0 for a number chosen")
-            for i, p in enumerate(process_grid)]
-    if len(grid) != 3:
-        raise ValueError(f"process_grid: expected 3 integers (ranks per axis, 0: chosen), got "
-                         f"{len(grid)}")
-    return grid
-
-
 def _results(results) -> int:
     if not isinstance(results, str) or results not in _RESULTS:
         raise ValueError(f"results: expected {' or '.join(repr(r) for r in _RESULTS)}, "
@@ -274,7 +256,7 @@ def _prepare(shape, spacing, dt, vp, b, epsilon, eta, f, theta, phi, damping, so
     layout = _results(results)
     return kernel, (shape, spacing, dt, int(amps.size), *fields, position, amps, u0, um, order,
                     form, threads, device, _tuning(cpu_tuning), _flag("autotune", autotune),
-                    handle, _process_grid(process_grid), layout)
+                    handle, _args.process_grid(process_grid), layout)
 
 
 def _run(kernel, args) -> TtiDemoRun:

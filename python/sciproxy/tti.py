@@ -127,23 +127,6 @@ def _options(model: dict, space_order, sponge_width, q_min, q_interior, freq_q, 
     }
 
 
-def _process_grid(process_grid) -> list:
-    """Ranks per axis of the grid of subdomains, 0 = chosen (None: every entry chosen). Whether
-    they multiply to the ranks and fit the grid is the library's check (naming process_grid)."""
-    if process_grid is None:
-        return [0, 0, 0]
-    if isinstance(process_grid, (str, bytes)) or np.ndim(process_grid) != 1:
-        raise TypeError(f"process_grid: expected None or 3 integers (ranks per axis, 0: chosen), "
-                        f"got {_describe(process_grid)}")
-    grid = [_integer(f"process_grid[{i}]", p, 0, _args.INT32_MAX,
-                     "ranks per axis >= 1, or 0 for a number chosen")
-            for i, p in enumerate(process_grid)]
-    if len(grid) != 3:
-        raise ValueError(f"process_grid: expected 3 integers (ranks per axis, 0: chosen), got "
-                         f"{len(grid)}")
-    return grid
-
-
 def _call(comm, prepare):
     """``tti`` or ``tti_adjoint``: the argument checks (``prepare()``, which returns the kernel
     and its arguments) agreed across the ranks of `comm`, so that an error on one rank is raised
@@ -153,7 +136,7 @@ def _call(comm, prepare):
 
 
 def _mpi_options(options: dict, handle: int, process_grid) -> dict:
-    options.update(comm=handle, process_grid=_process_grid(process_grid))
+    options.update(comm=handle, process_grid=_args.process_grid(process_grid))
     return options
 
 

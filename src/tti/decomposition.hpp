@@ -121,6 +121,24 @@ inline std::array<int, 3> choose_process_grid(
   return best;
 }
 
+// Copies the box [lo, hi) of an array whose point (i, j, k) is origin[i sx + j sy + k] to
+// `buffer`, packed in order (to_buffer), or back from it: a halo exchange's faces.
+template <class T>
+void copy_box(const Index& lo, const Index& hi, T* origin, std::int64_t sx, std::int64_t sy,
+              T* buffer, bool to_buffer) {
+  const std::int64_t n0 = hi[0] - lo[0], n1 = hi[1] - lo[1], n2 = hi[2] - lo[2];
+#pragma omp parallel for collapse(2) schedule(static)
+  for (std::int64_t i0 = 0; i0 < n0; ++i0)
+    for (std::int64_t i1 = 0; i1 < n1; ++i1) {
+      T* points = origin + (lo[0] + i0) * sx + (lo[1] + i1) * sy + lo[2];
+      T* packed = buffer + (i0 * n1 + i1) * n2;
+      if (to_buffer)
+        std::copy(points, points + n2, packed);
+      else
+        std::copy(packed, packed + n2, points);
+    }
+}
+
 // This rank's subdomain of the padded grid of shape n (halo = space_order / 2).
 inline Subdomain decompose(const Index& n, std::int64_t halo, int rank, int ranks,
                            const std::array<int, 3>& given) {
@@ -237,17 +255,7 @@ class HaloExchange final : public kernels::TtiHaloExchange<T> {
 
   // Copies box of `array` to or from `buffer` (to_buffer: pack; else unpack).
   void copy(const Box& b, T* array, T* buffer, bool to_buffer) const {
-    const std::int64_t n0 = b.hi[0] - b.lo[0], n1 = b.hi[1] - b.lo[1], n2 = b.hi[2] - b.lo[2];
-#pragma omp parallel for collapse(2) schedule(static)
-    for (std::int64_t i0 = 0; i0 < n0; ++i0)
-      for (std::int64_t i1 = 0; i1 < n1; ++i1) {
-        T* cells = array + ((b.lo[0] + i0) * shape_[1] + b.lo[1] + i1) * shape_[2] + b.lo[2];
-        T* packed = buffer + (i0 * n1 + i1) * n2;
-        if (to_buffer)
-          std::copy(cells, cells + n2, packed);
-        else
-          std::copy(packed, packed + n2, cells);
-      }
+    copy_box(b.lo, b.hi, array, shape_[1] * shape_[2], shape_[2], buffer, to_buffer);
   }
 
   void start(Box Face::*send, Box Face::*receive, int tag, int stop = -1) {

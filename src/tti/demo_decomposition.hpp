@@ -167,18 +167,8 @@ class GhostExchange final : public kernels::DemoExchange<T> {
 
   // Copies box b of the field to or from `buffer` (to_buffer: pack; else unpack).
   static void copy(const Box& b, kernels::DemoFieldView<T> field, T* buffer, bool to_buffer) {
-    const std::int64_t n0 = b.hi[0] - b.lo[0], n1 = b.hi[1] - b.lo[1], n2 = b.hi[2] - b.lo[2];
-#pragma omp parallel for collapse(2) schedule(static)
-    for (std::int64_t i0 = 0; i0 < n0; ++i0)
-      for (std::int64_t i1 = 0; i1 < n1; ++i1) {
-        T* points = field.origin + (b.lo[0] + i0) * field.stride_x +
-                    (b.lo[1] + i1) * field.stride_y + b.lo[2];
-        T* packed = buffer + (i0 * n1 + i1) * n2;
-        if (to_buffer)
-          std::copy(points, points + n2, packed);
-        else
-          std::copy(packed, packed + n2, points);
-      }
+    decomposition::copy_box(b.lo, b.hi, field.origin, field.stride_x, field.stride_y, buffer,
+                            to_buffer);
   }
 
   Communicator comm_;

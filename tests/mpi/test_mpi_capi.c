@@ -3,21 +3,8 @@
  * one rank fail every rank with the rank named; sciproxy_scalar_f64 and _gradient_f64 on the
  * ranks against one process. Exit status: the worst rank's. */
 #include <math.h>
-#include <mpi.h>
-#include <stdio.h>
-#include <string.h>
 
-#include "sciproxy/sciproxy.h"
-
-static int failures = 0;
-static int rank = 0, size = 1;
-
-static void check(int ok, const char* what) {
-  if (!ok) {
-    ++failures;
-    fprintf(stderr, "rank %d: FAILED: %s (%s)\n", rank, what, sciproxy_last_error());
-  }
-}
+#include "capi_mpi_test.h"
 
 enum { NTRACES = 4, NSHIFTS = 11, LENGTH = 64, MAXOUT = NSHIFTS * 256 };
 
@@ -160,10 +147,5 @@ int main(int argc, char** argv) {
           "results 2 with shots 0 refused");
   }
 
-  int worst = 0;
-  MPI_Allreduce(&failures, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (rank == 0)
-    printf("test_mpi_capi: %d ranks: %s\n", size, worst ? "FAILED" : "all checks passed");
-  MPI_Finalize();
-  return worst ? 1 : 0;
+  return finish("test_mpi_capi");
 }

@@ -4,32 +4,8 @@
  * that does not fit, a NULL output on one rank and ranks disagreeing on dt fail every rank, the
  * rank and the argument named. Exit status: the worst rank's. */
 #include <math.h>
-#include <mpi.h>
-#include <stdio.h>
-#include <string.h>
 
-#include "sciproxy/sciproxy.h"
-
-static int failures = 0;
-static int rank = 0, size = 1;
-
-static void check(int ok, const char* what) {
-  if (!ok) {
-    ++failures;
-    fprintf(stderr, "rank %d: FAILED: %s (%s)\n", rank, what, sciproxy_last_error());
-  }
-}
-
-/* The message of an error on every rank: "rank r of n: <argument>" on several ranks (r the
- * lowest failing rank), "<argument>" on one. */
-static int names(int r, const char* argument) {
-  char want[160];
-  if (size > 1)
-    snprintf(want, sizeof want, "rank %d of %d: %s", r, size, argument);
-  else
-    snprintf(want, sizeof want, "%s", argument);
-  return strstr(sciproxy_last_error(), want) != NULL;
-}
+#include "capi_mpi_test.h"
 
 /* A tilted, layered model of N0 x N1 x N2 cells; NSHOTS shots of one source and NREC receivers
  * on a diagonal line across the grid, so that the subdomains of every process grid hold some. */
@@ -272,10 +248,5 @@ int main(int argc, char** argv) {
             strstr(sciproxy_last_error(), "options.comm") != NULL,
         "MPI_COMM_NULL refused");
 
-  int worst = 0;
-  MPI_Allreduce(&failures, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (rank == 0)
-    printf("test_mpi_capi_tti: %d ranks: %s\n", size, worst ? "FAILED" : "all checks passed");
-  MPI_Finalize();
-  return worst ? 1 : 0;
+  return finish("test_mpi_capi_tti");
 }
