@@ -34,7 +34,8 @@ static inline int names(int r, const char* argument) {
 static inline int finish(const char* program) {
   int worst = 0;
   MPI_Allreduce(&failures, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-  if (rank == 0) printf("%s: %d ranks: %s\n", program, size, worst ? "FAILED" : "all checks passed");
+  if (rank == 0)
+    printf("%s: %d ranks: %s\n", program, size, worst ? "FAILED" : "all checks passed");
   MPI_Finalize();
   return worst ? 1 : 0;
 }

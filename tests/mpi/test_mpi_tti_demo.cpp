@@ -7,6 +7,7 @@
 // which tti_demo_block gives without running.
 // A process grid that does not fit, ranks that disagree, and other backends fail on every rank.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -14,6 +15,8 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
 #include <random>
 #include <type_traits>
 #include <vector>
@@ -290,6 +293,30 @@ TEST(MpiTtiDemoOne, RanksDisagreeingFailOnEveryRank) {
   in.material.vp = vp;
   expect_error_on_every_rank<InvalidArgument>([&] { tti::tti_demo<float>(kCpu, in, opt); },
                                               "the ranks disagree on the values of vp");
+}
+
+// The autotuner on the ranks: each rank times candidates on its own window, all take rank 0's
+// steps per sweep (the ghost ring is sized for two), and the bits are one process's. Blocks of
+// 64 or more points along x keep two steps per sweep's ring within 30% of a block.
+TEST(MpiTtiDemoOne, AutotunedRunMatchesOneProcess) {
+  const int n = world().size();
+  const Index shape{64 * n, 20, 18};
+  DemoProblem<float> p(shape, true, {straddling(64 * n, n), 10.2, 9.1}, 7, 8);
+  TtiDemoOptions opt = p.opt;
+  opt.process_grid = {n, 1, 1};
+  // A cache of this test's own (per rank: the ranks' windows are tuned apart), not the user's.
+  const auto cache = std::filesystem::temp_directory_path() /
+                     fmt::format("sciproxy_mpi_autotune_{}_{}", getpid(), world().rank());
+  const char* old = std::getenv("SCIPROXY_CACHE_DIR");
+  const std::string saved = old ? old : "";
+  setenv("SCIPROXY_CACHE_DIR", cache.c_str(), 1);
+  opt.autotune = true;
+  expect_one_process(p, opt);
+  if (old)
+    setenv("SCIPROXY_CACHE_DIR", saved.c_str(), 1);
+  else
+    unsetenv("SCIPROXY_CACHE_DIR");
+  std::filesystem::remove_all(cache);
 }
 
 // A stop asked on the last rank only stops every rank at the same step (voted with the ring's
