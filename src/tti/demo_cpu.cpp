@@ -604,8 +604,8 @@ void fused_tile2(const Layout& L, const DemoGrid& g, const Coef<T>& c, const T* 
     const int64_t i1 = j - (M - 1);  // stage 1 finishes plane i1
     if (i1 >= 0 && i1 < L.n[0]) {
       first.update(i1, uv, umv, [&](int64_t y) { return ring_row(i1, y, 0); });
-      for (int k = 0; k < src.corners;
-           ++k)  // the source of step t, as run_order adds it after a step
+      // The source of step t, as run_order adds it after a step.
+      for (int k = 0; k < src.corners; ++k)
         if (src.points[k][0] == i1 && src.points[k][1] >= e0 && src.points[k][1] < e1)
           ring_row(i1, src.points[k][1], 0)[src.points[k][2]] += src.scaled[k] * amplitude;
       for (int64_t y = e0; y < e1; ++y) {
