@@ -45,6 +45,21 @@ module sciproxy_diffusion
     integer(c_int64_t) :: comm = -1_c_int64_t
     type(c_ptr) :: cell_owner = c_null_ptr
     integer(c_int32_t) :: rank_local_fields = 0
+    ! ICON's own decomposition: c_loc of a sciproxy_diffusion_local_decomposition (the grid and
+    ! init's inputs are then this rank's local patch); c_null_ptr: a global grid on every rank.
+    type(c_ptr) :: local_decomposition = c_null_ptr
+  end type
+
+  ! ICON's own decomposition (c/diffusion.h): per local entity of the patch, c_loc of its
+  ! global index (1-based, decomp_info%glb_index), its owner rank (0-based) and its halo level
+  ! (0 owned, then 1, 2, and 3 for edges, in order; decomp_info%halo_level), integer(c_int32_t)
+  ! arrays of the patch's num_cells, num_edges and num_vertices values.
+  type, bind(c), public :: sciproxy_diffusion_local_decomposition
+    type(c_ptr) :: cell_global_index = c_null_ptr, edge_global_index = c_null_ptr, &
+      vertex_global_index = c_null_ptr
+    type(c_ptr) :: cell_owner = c_null_ptr, edge_owner = c_null_ptr, vertex_owner = c_null_ptr
+    type(c_ptr) :: cell_halo_level = c_null_ptr, edge_halo_level = c_null_ptr, &
+      vertex_halo_level = c_null_ptr
   end type
 
   ! ICON4Py's DiffusionConfig (flags as integers, non-zero true). Fill it with

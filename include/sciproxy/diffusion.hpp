@@ -161,6 +161,14 @@ struct Grid {
 // v < 0: -v).
 void set_domain_bounds(Grid& grid);
 
+// The zones of one dimension of a rank's local grid as ICON orders it (DiffusionOptions::
+// local_decomposition): halo_level per local entity, 0 for the owned ones first, then the halo
+// levels 1, 2 (and 3 for edges) in order. LOCAL and INTERIOR are the owned entities, HALO level
+// 1, HALO_LEVEL_2 level 2, END the size. InvalidArgument naming `argument` when halo_level has
+// not grid.size(dim) values, or its values are out of [0, 3] or not in that order.
+void set_halo_zones(Grid& grid, Dimension dim, const std::vector<std::int8_t>& halo_level,
+                    const std::string& argument);
+
 // ICON grid files (NetCDF; docs/kernels/diffusion.md), read as ICON4Py's GridManager reads them
 // (one process, skip values kept): every table transposed from the file's (k, n) to (n, k), its
 // 1-based indices made zero-based, 0 and -1 (a missing neighbour) both -1, on every grid,

@@ -194,8 +194,64 @@ df::DiffusionOptions options_of(const sciproxy_diffusion_options* c_options, con
     d.check_finite = o.check_finite != 0;
     if (o.cell_owner) d.cell_owner.assign(o.cell_owner, o.cell_owner + grid.num_cells);
     d.rank_local_fields = o.rank_local_fields != 0;
+    if (const auto* c = o.local_decomposition) {
+      // Global indices 1-based (ICON's) to the library's 0-based.
+      auto values = [](const int32_t* p, std::int32_t n, const char* name, int shift) {
+        require_pointer(p, name);
+        std::vector<std::int32_t> v(p, p + n);
+        for (auto& x : v) x -= shift;
+        return v;
+      };
+      df::DiffusionOptions::LocalDecomposition l;
+      l.cell_global_index = values(c->cell_global_index, grid.num_cells,
+                                   "options.local_decomposition.cell_global_index", 1);
+      l.edge_global_index = values(c->edge_global_index, grid.num_edges,
+                                   "options.local_decomposition.edge_global_index", 1);
+      l.vertex_global_index = values(c->vertex_global_index, grid.num_vertices,
+                                     "options.local_decomposition.vertex_global_index", 1);
+      l.cell_owner =
+          values(c->cell_owner, grid.num_cells, "options.local_decomposition.cell_owner", 0);
+      l.edge_owner =
+          values(c->edge_owner, grid.num_edges, "options.local_decomposition.edge_owner", 0);
+      l.vertex_owner =
+          values(c->vertex_owner, grid.num_vertices, "options.local_decomposition.vertex_owner", 0);
+      d.local_decomposition = std::move(l);
+    }
   });
   return d;
+}
+
+// The grid a granule runs on: the caller's, or with options.local_decomposition the caller's
+// local patch with its zones set from the halo levels (set_halo_zones).
+df::Grid granule_grid(const df::Grid& grid, const sciproxy_diffusion_options* c_options,
+                      const sciproxy::Communicator& comm) {
+  df::Grid g = grid;
+  if (!c_options || !c_options->local_decomposition) return g;
+  const auto& c = *c_options->local_decomposition;
+  sciproxy::collective::on_every_rank(comm, [&] {
+    const struct {
+      const int32_t* levels;
+      df::Dimension dim;
+      const char* name;
+    } dims[] = {
+        {c.cell_halo_level, df::Dimension::Cell, "options.local_decomposition.cell_halo_level"},
+        {c.edge_halo_level, df::Dimension::Edge, "options.local_decomposition.edge_halo_level"},
+        {c.vertex_halo_level, df::Dimension::Vertex,
+         "options.local_decomposition.vertex_halo_level"}};
+    for (const auto& d : dims) {
+      require_pointer(d.levels, d.name);
+      const std::int32_t n = g.size(d.dim);
+      std::vector<std::int8_t> levels(static_cast<std::size_t>(n));
+      for (std::int32_t i = 0; i < n; ++i) {
+        if (d.levels[i] < 0 || d.levels[i] > 3)
+          throw_invalid_argument(d.name, "halo levels in [0, 3]",
+                                 fmt::format("{} at local entry {}", d.levels[i], i));
+        levels[i] = static_cast<std::int8_t>(d.levels[i]);
+      }
+      df::set_halo_zones(g, d.dim, levels, d.name);
+    }
+  });
+  return g;
 }
 
 df::DiffusionConfig config_of(const sciproxy_diffusion_config* c_config) {
@@ -407,6 +463,7 @@ void sciproxy_diffusion_options_default(sciproxy_diffusion_options* options) {
   options->comm = SCIPROXY_NO_COMM;
   options->cell_owner = nullptr;
   options->rank_local_fields = 0;
+  options->local_decomposition = nullptr;
 }
 
 void sciproxy_diffusion_config_default(sciproxy_diffusion_config* config) {
@@ -504,7 +561,7 @@ sciproxy_status sciproxy_diffusion_init(
       cp.area = from_fortran(cell_area, nc, 1, "cell_area");
       cp.mean_cell_area = mean_cell_area;
     });
-    give_handle(handle, g, config, vertical, metrics, in, ep, cp, o);
+    give_handle(handle, granule_grid(g, options, o.comm), config, vertical, metrics, in, ep, cp, o);
   });
 }
 
@@ -524,6 +581,10 @@ sciproxy_status sciproxy_diffusion_init_computed(const sciproxy_diffusion_grid* 
               "a generated grid (sciproxy_diffusion_grid_icosahedral): coefficients are computed "
               "from its geometry",
               "a grid from tables (pass ICON's coefficients to sciproxy_diffusion_init)");
+      require(!options || !options->local_decomposition, "options.local_decomposition",
+              "NULL with a generated global grid (ICON's local patches come with their inputs "
+              "through sciproxy_diffusion_init)",
+              "a local decomposition");
       (void)config_of(config);
       require_levels(num_levels, g);
       in = df::computed_inputs(g, num_levels);

@@ -265,17 +265,7 @@ std::vector<std::int32_t> local_index(const LocalEntities& local, std::int32_t g
 }
 
 void set_zones(Grid& grid, Dimension dim, const LocalEntities& local) {
-  auto& start = grid.zone_start[static_cast<int>(dim)];
-  auto& end = grid.zone_end[static_cast<int>(dim)];
-  start.fill(0), end.fill(0);
-  auto zone = [&](Zone z, std::int32_t begin, std::int32_t stop) {
-    start[static_cast<int>(z)] = begin, end[static_cast<int>(z)] = stop;
-  };
-  zone(Zone::Interior, 0, local.num_owned());
-  zone(Zone::Local, 0, local.num_owned());
-  zone(Zone::Halo, local.level_begin[1], local.level_begin[2]);
-  zone(Zone::HaloLevel2, local.level_begin[2], local.level_begin[3]);
-  zone(Zone::End, local.size(), local.size());
+  set_halo_zones(grid, dim, local.halo_level, "halo_level");
 }
 
 // For each other rank: what it owns in my halo (receive), and what I own in its halo (send,
@@ -298,6 +288,37 @@ HaloPattern halo_pattern(const LocalEntities& mine, const std::vector<LocalEntit
 }
 
 }  // namespace
+
+void set_halo_zones(Grid& grid, Dimension dim, const std::vector<std::int8_t>& halo_level,
+                    const std::string& argument) {
+  const std::int32_t n = grid.size(dim);
+  require(static_cast<std::int64_t>(halo_level.size()) == n, argument,
+          fmt::format("{} values (one per local entity)", n), std::to_string(halo_level.size()));
+  // begin[l]: the first entity of level l (levels 0 .. 3 in order, then the end).
+  std::array<std::int32_t, 5> begin{0, n, n, n, n};
+  int previous = 0;
+  for (std::int32_t i = 0; i < n; ++i) {
+    const int l = halo_level[i];
+    if (l < 0 || l > 3 || l < previous)
+      throw_invalid_argument(argument,
+                             "halo levels in [0, 3], the owned entities (0) first, then levels 1, "
+                             "2 and 3 in order",
+                             fmt::format("{} at local entry {} after {}", l, i, previous));
+    for (int k = previous + 1; k <= l; ++k) begin[k] = i;
+    previous = l;
+  }
+  auto& start = grid.zone_start[static_cast<int>(dim)];
+  auto& end = grid.zone_end[static_cast<int>(dim)];
+  start.fill(0), end.fill(0);
+  auto zone = [&](Zone z, std::int32_t first, std::int32_t stop) {
+    start[static_cast<int>(z)] = first, end[static_cast<int>(z)] = stop;
+  };
+  zone(Zone::Interior, 0, begin[1]);
+  zone(Zone::Local, 0, begin[1]);
+  zone(Zone::Halo, begin[1], begin[2]);
+  zone(Zone::HaloLevel2, begin[2], begin[3]);
+  zone(Zone::End, n, n);
+}
 
 RankDomain rank_domain(const Grid& g, const std::vector<std::int32_t>& owner, int num_ranks,
                        int rank) {

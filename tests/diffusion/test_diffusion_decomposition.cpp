@@ -72,15 +72,23 @@ void check_decomposition(const Grid& g, const std::vector<std::int32_t>& owner, 
       for (std::int32_t o = 0; o < g.num_cells; ++o)
         if (owner[o] == r) by_edge |= shares_edge(g, c, o), by_vertex |= shares_vertex(g, c, o);
       // Level 1: across an edge of an owned cell; level 2: a vertex only; farther: not local.
-      if (level_of[c] == 1) EXPECT_TRUE(by_edge) << "cell " << c;
-      if (level_of[c] == 2) EXPECT_TRUE(by_vertex && !by_edge) << "cell " << c;
-      if (owner[c] != r && by_edge) EXPECT_EQ(level_of[c], 1) << "cell " << c;
+      if (level_of[c] == 1) {
+        EXPECT_TRUE(by_edge) << "cell " << c;
+      }
+      if (level_of[c] == 2) {
+        EXPECT_TRUE(by_vertex && !by_edge) << "cell " << c;
+      }
+      if (owner[c] != r && by_edge) {
+        EXPECT_EQ(level_of[c], 1) << "cell " << c;
+      }
     }
     // Local order: owned first, then by level, ascending global index within a level.
     for (const LocalEntities* e : {&d.cells, &d.edges, &d.vertices})
       for (std::int32_t i = 1; i < e->size(); ++i) {
         EXPECT_LE(e->halo_level[i - 1], e->halo_level[i]);
-        if (e->halo_level[i - 1] == e->halo_level[i]) EXPECT_LT(e->global[i - 1], e->global[i]);
+        if (e->halo_level[i - 1] == e->halo_level[i]) {
+          EXPECT_LT(e->global[i - 1], e->global[i]);
+        }
       }
     for (std::int32_t i = 0; i < d.edges.size(); ++i) {
       const int level = d.edges.halo_level[i];
@@ -99,8 +107,12 @@ void check_decomposition(const Grid& g, const std::vector<std::int32_t>& owner, 
         ASSERT_GE(l.c2e[3 * c + j], 0);
         EXPECT_EQ(d.edges.global[l.c2e[3 * c + j]], g.c2e[3 * d.cells.global[c] + j]);
         const std::int32_t n = l.c2e2c[3 * c + j];
-        if (n >= 0) EXPECT_EQ(d.cells.global[n], g.c2e2c[3 * d.cells.global[c] + j]);
-        if (c < d.cells.level_begin[2]) EXPECT_GE(n, 0) << "owned and level-1 cells see all";
+        if (n >= 0) {
+          EXPECT_EQ(d.cells.global[n], g.c2e2c[3 * d.cells.global[c] + j]);
+        }
+        if (c < d.cells.level_begin[2]) {
+          EXPECT_GE(n, 0) << "owned and level-1 cells see all";
+        }
       }
     for (std::int32_t e = 0; e < l.end_index(Dimension::Edge, Zone::HaloLevel2); ++e)
       for (int i = 0; i < 4; ++i) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "diffusion/capi_arrays.hpp"
 #include "diffusion/decomposition.hpp"
 #include "diffusion/granule_setup.hpp"
 #include "mpi_test.hpp"
@@ -452,6 +453,98 @@ TEST(MpiDiffusion, RankLocalGridAsIconGivesItEqualsOneProcessBitForBit) {
     expect_local_equal<double>(s, got, expected, r.domain.cells.global, r.domain.edges.global,
                                r.domain.cells.halo_level, layout);
   }
+}
+
+// ICON's own form through the C ABI (sciproxy_diffusion_options.local_decomposition): each rank's
+// local patch as ICON holds it, 1-based tables and Fortran arrays, with its entities' global
+// indices (1-based), owners and halo levels; the results equal the C++ API's own form bit for
+// bit (which equals one process's, above).
+TEST(MpiDiffusion, RankLocalGridThroughTheCAbiEqualsTheCppApi) {
+  const GranuleSetup s = setup();
+  const GranuleFields in = diffusion::testing::make_fields(s, 13);
+  const int nlev = s.vertical.num_levels;
+  DiffusionOptions o;
+  o.device = "cpu";
+  o.layout = FieldLayout::EntitiesContiguous;
+  o.nparallel = 1;
+  const RankInputs r = rank_inputs(s, uneven_bands(s.grid, world().size()));
+  const auto &cells = r.domain.cells, &edges = r.domain.edges, &vertices = r.domain.vertices;
+  Diffusion granule = rank_granule(s, r, o);
+  const auto want = three_calls<double>(granule, in, o.layout, cells.global, edges.global, nlev);
+
+  GranuleSetup patch = s;
+  patch.grid = r.domain.grid;
+  patch.metrics = r.metrics;
+  patch.interpolation = r.interpolation;
+  patch.edges = r.edges;
+  patch.cells = r.cells;
+  auto one_based = [](std::vector<std::int32_t> v) {
+    for (auto& x : v) ++x;
+    return v;
+  };
+  auto levels = [](const std::vector<std::int8_t>& v) {
+    return std::vector<std::int32_t>(v.begin(), v.end());
+  };
+  const auto cg = one_based(cells.global), eg = one_based(edges.global),
+             vg = one_based(vertices.global);
+  const auto cl = levels(cells.halo_level), el = levels(edges.halo_level),
+             vl = levels(vertices.halo_level);
+  const sciproxy_diffusion_local_decomposition decomposition{
+      cg.data(),          eg.data(),          vg.data(),
+      cells.owner.data(), edges.owner.data(), vertices.owner.data(),
+      cl.data(),          el.data(),          vl.data()};
+  sciproxy_diffusion_options options;
+  sciproxy_diffusion_options_default(&options);
+  options.device = "cpu";
+  options.nparallel = 1;
+  options.layout = SCIPROXY_DIFFUSION_FORTRAN_ORDER;
+  options.comm = world().handle();
+  options.rank_local_fields = 1;
+  options.local_decomposition = &decomposition;
+  sciproxy_diffusion_grid* grid = nullptr;
+  ASSERT_EQ(
+      diffusion::testing::grid_from(patch.grid, diffusion::testing::icon_tables(patch.grid), &grid),
+      SCIPROXY_OK)
+      << sciproxy_last_error();  // local: no rank waits for another
+  sciproxy_diffusion* handle = nullptr;
+  // Collective: a failure is every rank's, so every rank stops here alike.
+  ASSERT_EQ(diffusion::testing::init_from(patch, grid, &options, &handle), SCIPROXY_OK)
+      << sciproxy_last_error();
+
+  const std::int64_t nc = cells.size(), ne = edges.size();
+  using diffusion::to_layout;
+  diffusion::testing::TypedFields<double> f;
+  f.vn = to_layout<double>(rows_of(in.vn, edges.global, nlev), ne, nlev, o.layout);
+  f.w = to_layout<double>(rows_of(in.w, cells.global, nlev + 1), nc, nlev + 1, o.layout);
+  f.theta_v = to_layout<double>(rows_of(in.theta_v, cells.global, nlev), nc, nlev, o.layout);
+  f.exner = to_layout<double>(rows_of(in.exner, cells.global, nlev), nc, nlev, o.layout);
+  f.hdef_ic =
+      to_layout<double>(rows_of(in.hdef_ic, cells.global, nlev + 1), nc, nlev + 1, o.layout);
+  f.div_ic = f.hdef_ic, f.dwdx = f.hdef_ic, f.dwdy = f.hdef_ic;
+  for (int call = 0; call < 3; ++call)
+    ASSERT_EQ(sciproxy_diffusion_run(handle, f.w.data(), f.vn.data(), f.exner.data(),
+                                     f.theta_v.data(), nullptr, f.hdef_ic.data(), f.div_ic.data(),
+                                     f.dwdx.data(), f.dwdy.data(), 60.0, call == 0),
+              SCIPROXY_OK)
+        << sciproxy_last_error();
+  std::vector<std::vector<double>> got;
+  for (auto* x : f.all()) got.push_back(*x);
+  expect_bitwise<double>(got, want);
+
+  // A halo level out of order on the last rank fails every rank, naming it.
+  sciproxy_diffusion_free(handle);
+  std::vector<std::int32_t> bad = el;
+  if (world().rank() + 1 == world().size()) bad.front() = 1;  // a halo edge before owned ones
+  sciproxy_diffusion_local_decomposition wrong = decomposition;
+  wrong.edge_halo_level = bad.data();
+  options.local_decomposition = &wrong;
+  handle = nullptr;
+  EXPECT_EQ(diffusion::testing::init_from(patch, grid, &options, &handle),
+            SCIPROXY_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(sciproxy_last_error()).find("options.local_decomposition.edge_halo_level"),
+            std::string::npos)
+      << sciproxy_last_error();
+  sciproxy_diffusion_grid_free(grid);
 }
 
 TEST(MpiDiffusion, RankLocalGridWithWrongOwnersFailsOnEveryRank) {

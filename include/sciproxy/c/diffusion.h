@@ -80,6 +80,20 @@ typedef enum sciproxy_diffusion_layout {
   SCIPROXY_DIFFUSION_C_ORDER = 1        /* w[num_cells][nlev + 1]: the level fastest (ICON4Py) */
 } sciproxy_diffusion_layout;
 
+/* ICON's own decomposition (options.local_decomposition; docs/kernels/diffusion.md, "Under
+ * MPI"): the grid init takes is this rank's local patch, from ICON's local tables (1-based, its
+ * own numbering, 0 for a neighbour outside the patch), each dimension's owned entities first,
+ * then its halo levels in order, and every input of init is its rows. Per local entity, one
+ * array each of the patch's num_cells, num_edges, num_vertices values: its index in the global
+ * grid, 1-based (ICON's decomp_info%glb_index), the rank owning it (0-based), and its halo level
+ * (0 owned, then 1, 2, and 3 for edges; ICON's decomp_info%halo_level). The ranks find their
+ * exchanges at init by asking each halo entry's owner for it. */
+typedef struct sciproxy_diffusion_local_decomposition {
+  const int32_t *cell_global_index, *edge_global_index, *vertex_global_index;
+  const int32_t *cell_owner, *edge_owner, *vertex_owner;
+  const int32_t *cell_halo_level, *edge_halo_level, *vertex_halo_level;
+} sciproxy_diffusion_local_decomposition;
+
 typedef struct sciproxy_diffusion_options {
   size_t struct_size;       /* sizeof(sciproxy_diffusion_options), set by the defaults function */
   const char* device;       /* "auto" (default), "reference", "cpu", "cuda", "cuda:N" */
@@ -98,6 +112,9 @@ typedef struct sciproxy_diffusion_options {
    * (sciproxy_diffusion_local_entities); afterwards vn, w, theta_v and exner hold the
    * one-process result on every local entry, halos included, the diagnostics on owned cells. */
   int32_t rank_local_fields;
+  /* ICON's own form (above): NULL for a global grid given alike on every rank. With it,
+   * rank_local_fields must be non-zero and cell_owner is not read. */
+  const sciproxy_diffusion_local_decomposition* local_decomposition;
 } sciproxy_diffusion_options;
 
 void sciproxy_diffusion_options_default(sciproxy_diffusion_options* options);
