@@ -190,6 +190,9 @@ struct TtiDemoBlock {
 // same InvalidArgument.
 TtiDemoBlock tti_demo_block(const std::array<std::int64_t, 3>& shape, const TtiDemoOptions& options,
                             bool materials_vary);
+// The same for an input (its shape, and whether any material is given per point).
+template <class T>
+TtiDemoBlock tti_demo_block(const TtiDemoInput<T>& in, const TtiDemoOptions& options);
 
 // Ricker wavelet of peak frequency f0 delayed by t0 (Devito's RickerSource: t0 = 1 / f0 when
 // t0 <= 0): (1 - 2 a^2) exp(-a^2), a = pi f0 (t - t0), at t = 0, dt, ..., (nt - 1) dt. Shared

@@ -301,11 +301,7 @@ sciproxy_status demo_block_impl(const CInput* input, const sciproxy_tti_demo_opt
     const auto opt = demo_options_of(options);
     std::vector<T> constants;
     const auto in = demo_input_of<T>(input, constants, false);
-    const auto& m = in.material;
-    bool varying = false;
-    for (const auto* v : {&m.vp, &m.b, &m.epsilon, &m.eta, &m.f, &m.theta, &m.phi, &m.damping})
-      varying = varying || v->size() != 1;
-    const tt::TtiDemoBlock b = tt::tti_demo_block(in.shape, opt.library, varying);
+    const tt::TtiDemoBlock b = tt::tti_demo_block<T>(in, opt.library);
     std::copy(b.origin.begin(), b.origin.end(), origin);
     std::copy(b.shape.begin(), b.shape.end(), shape);
     if (process_grid) std::copy(b.process_grid.begin(), b.process_grid.end(), process_grid);

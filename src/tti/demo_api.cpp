@@ -684,6 +684,11 @@ TtiDemoBlock tti_demo_block(const std::array<std::int64_t, 3>& shape, const TtiD
   return held_block(rank_window(shape, materials_vary, options).first, shape, options);
 }
 
+template <class T>
+TtiDemoBlock tti_demo_block(const TtiDemoInput<T>& in, const TtiDemoOptions& options) {
+  return tti_demo_block(in.shape, options, materials_vary(in));
+}
+
 // The fused cpu kernel's working-set budget and steps per sweep, timed over a few steps of this
 // problem on copies of its fields (autotune.hpp); the choice goes into problem.tuning.
 template <class T>
@@ -941,9 +946,10 @@ TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& whole,
   return out;
 }
 
-#define SCIPROXY_INSTANTIATE(T)                                                \
-  template double tti_demo_dt_limit<T>(const TtiDemoInput<T>&, int);           \
-  template TtiDemoOutput<T> tti_demo<T>(const Device&, const TtiDemoInput<T>&, \
+#define SCIPROXY_INSTANTIATE(T)                                                           \
+  template double tti_demo_dt_limit<T>(const TtiDemoInput<T>&, int);                      \
+  template TtiDemoBlock tti_demo_block<T>(const TtiDemoInput<T>&, const TtiDemoOptions&); \
+  template TtiDemoOutput<T> tti_demo<T>(const Device&, const TtiDemoInput<T>&,            \
                                         const TtiDemoOptions&, Timers*);
 SCIPROXY_INSTANTIATE(float)
 SCIPROXY_INSTANTIATE(double)

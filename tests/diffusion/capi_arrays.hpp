@@ -35,7 +35,7 @@ std::vector<T> fortran3(const std::vector<T>& a, std::int64_t n, std::int64_t nl
 
 // A zero-based row-major table as ICON's Fortran table: 1-based, 0 for a missing neighbour.
 inline std::vector<std::int32_t> icon_table(const std::vector<std::int32_t>& t, std::int64_t rows,
-                                     int cols) {
+                                            int cols) {
   std::vector<std::int32_t> out = fortran(t, rows, cols);
   for (auto& v : out) v = v < 0 ? 0 : v + 1;
   return out;
@@ -52,7 +52,8 @@ inline IconTables icon_tables(const df::Grid& g) {
           icon_table(g.v2c, g.num_vertices, 6), icon_table(g.c2v, g.num_cells, 3)};
 }
 
-inline sciproxy_status grid_from(const df::Grid& g, const IconTables& t, sciproxy_diffusion_grid** out) {
+inline sciproxy_status grid_from(const df::Grid& g, const IconTables& t,
+                                 sciproxy_diffusion_grid** out) {
   return sciproxy_diffusion_grid_init(g.num_cells, g.num_edges, g.num_vertices, t.c2e.data(),
                                       t.c2e2c.data(), t.e2c.data(), t.e2v.data(), t.e2c2v.data(),
                                       t.v2e.data(), t.v2c.data(), t.c2v.data(), nullptr, nullptr,
@@ -68,7 +69,8 @@ inline sciproxy_diffusion_config c_config(const df::DiffusionConfig& d) {
 
 // The setup's every init input as Fortran arrays, through sciproxy_diffusion_init.
 inline sciproxy_status init_from(const GranuleSetup& s, sciproxy_diffusion_grid* grid,
-                          const sciproxy_diffusion_options* options, sciproxy_diffusion** handle) {
+                                 const sciproxy_diffusion_options* options,
+                                 sciproxy_diffusion** handle) {
   const std::int64_t nc = s.grid.num_cells, ne = s.grid.num_edges, nv = s.grid.num_vertices;
   const int nlev = s.vertical.num_levels;
   const auto& m = s.metrics;
