@@ -211,6 +211,17 @@ inline void prefetch_line(const void* p) {
   __builtin_prefetch(p);
 #endif
 }
+// Into L2 only: the flux rows' prefetches (up to seven lines per vector of 16 points) into L1
+// filled its miss buffers, and the loop then stalled on the prefetch instructions themselves
+// (perf: a fifth of flux_row's samples); into L2 the flux loops ran 14-27% faster at 200^3 and
+// 256^3 (bench/tti_cpu_notes.md).
+inline void prefetch_line_l2(const void* p) {
+#if defined(__SSE__)
+  _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T1);
+#else
+  __builtin_prefetch(p, 0, 2);
+#endif
+}
 
 // Gradient and flux of one row [0, nzv): u points to (i, j, 0), the coefficient rows to (i, j, 0).
 // Writes those of fx, fy, fz that are wanted. In chunks of kChunk points, one loop per gradient
@@ -239,7 +250,7 @@ inline void flux_row(const T* __restrict u, int64_t sx, int64_t sy, T rhx, T rhy
     } else {
       // The coefficient rows come from DRAM or L3 and the flux loop below did little but wait
       // for them (perf), as did the D+x loop for the x-stencil's leading plane of u: fetch the
-      // next row's (coefficient rows are contiguous) while the z loop computes.
+      // next row's (coefficient rows are contiguous) into L2 while the z loop computes.
       const T* next[7] = {nx + nzv,
                           ny + nzv,
                           a + nzv,
@@ -249,7 +260,7 @@ inline void flux_row(const T* __restrict u, int64_t sx, int64_t sy, T rhx, T rhy
                           nz ? nz + nzv : nullptr};
       const int nnext = nz ? 7 : 6;
       dz_row<A, true>(uk, gzs, len, rhz, [&](int64_t k) {
-        for (int q = 0; q < nnext; ++q) prefetch_line(next[q] + k0 + k);
+        for (int q = 0; q < nnext; ++q) prefetch_line_l2(next[q] + k0 + k);
       });
     }
     const T* __restrict nxk = nx + ck0;
