@@ -86,6 +86,10 @@ struct TtiDemoInput {
   std::span<const T> initial_u, initial_u_prev;
 };
 
+// The fused cpu kernel's steps per sweep when TtiDemoCpuTuning::sweep_steps is 0 and no
+// autotuner chooses.
+inline constexpr int kStaticSweepSteps = 1;
+
 // Block sizes of the cpu backend, gathered here so that a tuner can search them. None changes
 // the results (each point's arithmetic is fixed); the defaults are the measured good choice on
 // the development machine (bench/tti_cpu_notes.md).
@@ -97,8 +101,9 @@ struct TtiDemoCpuTuning {
   std::int64_t block_rows = 16;  // two-pass: y rows swept together through all x planes
   // fused: time steps per sweep through memory, 1 or 2 (the second stage follows the first
   // along x, so that u and the coefficients are read once for two steps, at the cost of
-  // recomputing 2M - 1 rows on each side of a tile). 0: 2 with materials that vary, 1 with
-  // constant ones (which read little memory).
+  // recomputing 2M - 1 rows on each side of a tile). 0: kStaticSweepSteps, or the autotuner's
+  // choice. Two pay where memory bandwidth per core is scarce; on the 2-core machine of
+  // bench/tti_cpu_notes.md one step was 18-24% faster with varying materials at 200^3 and 256^3.
   int sweep_steps = 0;
 };
 
@@ -118,9 +123,9 @@ struct TtiDemoOptions {
   // Ranks per axis (x, y, z); 0 entries are chosen, as MPI_Dims_create, to exchange the fewest
   // points, z left whole where the given entries allow (long rows, and the exchange overlapped).
   // Every block must hold the ghost ring's width along a split axis: 2M - 1 points times the
-  // steps per sweep, otherwise an InvalidArgument naming process_grid. (Two steps per sweep, the
-  // fused form's choice for materials that vary, are kept under MPI where their ring of
-  // 2 (2M - 1) adds at most 30% to a block; else one step is taken. cpu.sweep_steps fixes it.)
+  // steps per sweep, otherwise an InvalidArgument naming process_grid. (The autotuner's two
+  // steps per sweep are allowed under MPI where their ring of 2 (2M - 1) adds at most 30% to a
+  // block; else one step is taken. cpu.sweep_steps fixes it.)
   std::array<int, 3> process_grid = {0, 0, 0};
   // Where u and u_prev go: the whole grid on every rank, on rank 0 only (the others get empty
   // arrays), or each rank its own block (TtiDemoOutput::block_origin, block_shape).
@@ -183,14 +188,12 @@ struct TtiDemoBlock {
 };
 
 // That part for a call on a grid of `shape` points with `options` (space_order, form,
-// cpu.sweep_steps, autotune, comm, process_grid, results), without running it: what sizes the
-// blocks' ghost ring besides the options is whether any material is given per point
-// (materials_vary; one value each: false). Not collective (no rank waits for another), and it
-// checks no agreement between the ranks; a shape or process grid the call would refuse throws the
-// same InvalidArgument.
-TtiDemoBlock tti_demo_block(const std::array<std::int64_t, 3>& shape, const TtiDemoOptions& options,
-                            bool materials_vary);
-// The same for an input (its shape, and whether any material is given per point).
+// cpu.sweep_steps, autotune, comm, process_grid, results), without running it. Not collective
+// (no rank waits for another), and it checks no agreement between the ranks; a shape or process
+// grid the call would refuse throws the same InvalidArgument.
+TtiDemoBlock tti_demo_block(const std::array<std::int64_t, 3>& shape,
+                            const TtiDemoOptions& options);
+// The same for an input (its shape).
 template <class T>
 TtiDemoBlock tti_demo_block(const TtiDemoInput<T>& in, const TtiDemoOptions& options);
 

@@ -200,8 +200,8 @@ def tti_demo(shape, spacing, dt, *, vp, b, epsilon, eta, f, theta, phi, damping=
     An error on any rank is raised on every rank, naming the lowest failing rank.
     process_grid: with `comm`: ranks per axis (x, y, z) of the grid of blocks, 0 = chosen to
     exchange the fewest points (None: [0, 0, 0]). Along a split axis every block must hold
-    (space_order - 1) points times the steps per sweep (2 in the fused form with any material an
-    array, else 1; two that do not fit fall back to one unless cpu_tuning fixes sweep_steps); a
+    (space_order - 1) points times the steps per sweep (1, or 2 where cpu_tuning asks for two or
+    autotune may choose them; the autotuner's two that do not fit fall back to one); a
     grid whose product is not the ranks, or that leaves a block thinner, is a ValueError naming
     process_grid.
     results: with `comm`: 'all' (every rank receives the whole grid), 'root' (rank 0 does; the

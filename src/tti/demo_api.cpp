@@ -401,25 +401,14 @@ Window whole_grid(const std::array<int64_t, 3>& n) {
   return demo_decomposition::window_of(n, 0, 0, {1, 1, 1});
 }
 
-// Whether any material is given per point (not one value): the steps per sweep of the cpu
-// fused kernel are then 2 unless fixed (the decision that sizes the ghost ring, taken from the
-// sizes alone, so that tti_demo_block can take it without the values).
-template <class T>
-bool materials_vary(const TtiDemoInput<T>& in) {
-  const auto& m = in.material;
-  for (const auto* v : {&m.vp, &m.b, &m.epsilon, &m.eta, &m.f, &m.theta, &m.phi, &m.damping})
-    if (v->size() != 1) return true;
-  return false;
-}
-
 // Steps per sweep the ghost ring must allow for (its width is that times 2M - 1): the cpu fused
-// kernel's sweep_steps where fixed, 2 where it may choose two (materials given per point, or the
-// autotuner's choice), 1 otherwise.
-int sweep_steps_allowed(bool varying, const TtiDemoOptions& opt) {
+// kernel's sweep_steps where fixed, 2 where the autotuner may choose two, 1 otherwise (the
+// static choice, kStaticSweepSteps).
+int sweep_steps_allowed(const TtiDemoOptions& opt) {
   if (opt.form != TtiDemoForm::fused) return 1;
   if (opt.autotune) return 2;
   if (opt.cpu.sweep_steps > 0) return opt.cpu.sweep_steps;
-  return varying ? 2 : 1;
+  return kStaticSweepSteps;
 }
 
 // The largest window over the largest block of any rank, for a process grid and ring.
@@ -435,13 +424,12 @@ double window_growth(const std::array<int64_t, 3>& n, const std::array<int, 3>& 
 }
 
 // This rank's window of a grid of `shape` points, and the steps per sweep it allows
-// (demo_decomposition.hpp's two modes; `varying`: materials_vary). With the steps per sweep
-// automatic and materials that vary, two steps per sweep are taken where the two-step ring adds
-// at most 30% to the largest block (they read the coefficients once for two steps: 28 bytes per
-// point and step against 44 in float32), else one step, whose ring costs the flux of M layers;
-// a process grid that leaves a block fewer than the two-step ring's points falls back to one
-// step too.
-std::pair<Window, int> rank_window(const Index& shape, bool varying, const TtiDemoOptions& opt) {
+// (demo_decomposition.hpp's two modes). Where the autotuner may choose two steps per sweep, its
+// ring is allowed only where it adds at most 30% to the largest block (two steps read the
+// coefficients once for two: 28 bytes per point and step against 44 in float32), else one step,
+// whose ring costs the flux of M layers; a process grid that leaves a block fewer than the
+// two-step ring's points falls back to one step too.
+std::pair<Window, int> rank_window(const Index& shape, const TtiDemoOptions& opt) {
   const Communicator& comm = opt.comm;
   if (!comm.distributed()) {
     for (int a = 0; a < 3; ++a)
@@ -449,10 +437,10 @@ std::pair<Window, int> rank_window(const Index& shape, bool varying, const TtiDe
               "ranks per axis whose product is the 1 rank of comm ({0, 0, 0} or {1, 1, 1})",
               fmt::format("{{{}, {}, {}}}", opt.process_grid[0], opt.process_grid[1],
                           opt.process_grid[2]));
-    return {whole_grid(shape), sweep_steps_allowed(varying, opt)};
+    return {whole_grid(shape), sweep_steps_allowed(opt)};
   }
   const int reach = opt.space_order - 1;  // 2M - 1 points per step
-  int steps = sweep_steps_allowed(varying, opt);
+  int steps = sweep_steps_allowed(opt);
   // z left whole where a grid of the given entries allows it: its rows stay long, and with
   // one step per sweep only then is the ring's exchange overlapped.
   auto choose = [&](int k) {
@@ -678,15 +666,15 @@ double tti_demo_dt_limit(const TtiDemoInput<T>& in, int space_order) {
   return std::sqrt((4 - 2 * max_d) / radius_per_dt2);
 }
 
-TtiDemoBlock tti_demo_block(const std::array<std::int64_t, 3>& shape, const TtiDemoOptions& options,
-                            bool materials_vary) {
+TtiDemoBlock tti_demo_block(const std::array<std::int64_t, 3>& shape,
+                            const TtiDemoOptions& options) {
   check_shape(shape, options.space_order);
-  return held_block(rank_window(shape, materials_vary, options).first, shape, options);
+  return held_block(rank_window(shape, options).first, shape, options);
 }
 
 template <class T>
 TtiDemoBlock tti_demo_block(const TtiDemoInput<T>& in, const TtiDemoOptions& options) {
-  return tti_demo_block(in.shape, options, materials_vary(in));
+  return tti_demo_block(in.shape, options);
 }
 
 // The fused cpu kernel's working-set budget and steps per sweep, timed over a few steps of this
@@ -742,7 +730,7 @@ TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& whole,
     int steps_allowed = 1;
     check_ranks(device, whole, options);
     collective::on_every_rank(comm, [&] {
-      std::tie(window, steps_allowed) = rank_window(whole.shape, materials_vary(whole), options);
+      std::tie(window, steps_allowed) = rank_window(whole.shape, options);
       check_input(whole, options, device.backend, window.shape());
     });
     out.process_grid = window.process_grid;
@@ -780,10 +768,8 @@ TtiDemoOutput<T> tti_demo(const Device& device, const TtiDemoInput<T>& whole,
         if (comm.distributed())
           derived_nz = collective::allreduce_min(comm, std::int64_t(derived_nz)) == 1;
         if (fused_cpu)
-          sweep_steps = std::min(options.cpu.sweep_steps ? options.cpu.sweep_steps
-                                 : constant              ? 1
-                                                         : 2,
-                                 steps_allowed);
+          sweep_steps = std::min(
+              options.cpu.sweep_steps ? options.cpu.sweep_steps : kStaticSweepSteps, steps_allowed);
         for (int c = 0; c < src.corners; ++c)
           src.scaled[c] =
               static_cast<T>(src.weights[c] * static_cast<double>(coefficients.m[src.cells[c]]));

@@ -12,7 +12,7 @@
 //     (kernels.hpp, DemoProblem::update_box; z rows whole) and the flux on the block widened by
 //     M, then u's ring is refreshed from the neighbours' blocks. Each point's update is computed
 //     once along x and y; the flux of M layers per side and the z ring are computed again.
-//   two steps per sweep (ghost = 2 (2M - 1); the fused kernel's sweeps with materials that vary):
+//   two steps per sweep (ghost = 2 (2M - 1); the fused kernel's, asked or chosen by the autotuner):
 //     the kernel steps the whole window, the error of its false boundary moving 2M - 1 points
 //     inwards per step, so the block is exact after the sweep; u's and u-'s rings are then
 //     refreshed. The ring's two steps are computed twice (by the owner and the neighbour), which

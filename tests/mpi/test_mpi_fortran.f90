@@ -14,8 +14,8 @@ program test_mpi_fortran
   integer(c_int32_t) :: offsets(3), shifts(3, 7), offsetout
   integer(c_int64_t) :: lengthout
   integer :: ierr, rank, nranks, status, i, j, failures, worst
-  ! The workshop operator: NX x NY x NZ points, vp varying per point (two steps per sweep at
-  ! order 8: blocks along x of 44 / 3 >= 14 points hold the ghost ring).
+  ! The workshop operator: NX x NY x NZ points, vp varying per point (one step per sweep at
+  ! order 8: blocks along x of 44 / 3 >= 7 points hold the ghost ring).
   integer, parameter :: nx = 44, ny = 30, nz = 27, nt = 9
   real(c_double), target :: vp(nz, ny, nx), wavelet(nt)
   real(c_double), allocatable :: alone(:, :, :), alone_prev(:, :, :), u(:, :, :), u_prev(:, :, :)

@@ -167,7 +167,7 @@ TYPED_TEST(MpiTtiDemo, VaryingFusedTwoStepsSplitAlongXMatchesOneProcess) {
   DemoProblem<T> p(shape, true, {straddling(44, n), 14.3, 12.7}, 9, 8);
   TtiDemoOptions opt = p.opt;
   opt.process_grid = {n, 1, 1};
-  // Automatic: blocks this thin take one step per sweep, u+ on the block only.
+  // The static choice: one step per sweep, u+ on the block only.
   expect_one_process(p, opt, true);
   // Two steps per sweep, the whole window stepped (blocks of 14 or more: the ring of 14 fits).
   opt.cpu.sweep_steps = 2;
@@ -198,8 +198,7 @@ TYPED_TEST(MpiTtiDemo, ConstantOrder4SplitAlongZMatchesOneProcess) {
 }
 
 TEST(MpiTtiDemoOne, ChosenGridAndOneStepSweepsMatchOneProcess) {
-  // Two steps per sweep do not fit 3 ranks along a 40-point axis (blocks of 13 < 14): the
-  // automatic choice falls back to one step per sweep; fixed one step per sweep too.
+  // The process grid chosen for the static choice of steps per sweep, and for one step fixed.
   const Index shape{40, 28, 20};
   DemoProblem<float> p(shape, true, {20.2, 3.5, 0.0}, 8, 8);  // a corner on the grid's edge
   expect_one_process(p, p.opt);
@@ -218,8 +217,7 @@ TEST(MpiTtiDemoOne, SourceFarFromMostRanksMatchesOneProcess) {
 }
 
 // tti_demo_block gives, without running, the part of the grid tti_demo then returns on each
-// rank: with the process grid given and chosen, one or two steps per sweep (the automatic choice
-// falling back to one where two do not fit), constant and varying materials, every layout.
+// rank: with the process grid given and chosen, constant and varying materials, every layout.
 TEST(MpiTtiDemoOne, BlockIsWhatTheCallReturns) {
   const int n = world().size();
   struct Case {
@@ -240,7 +238,7 @@ TEST(MpiTtiDemoOne, BlockIsWhatTheCallReturns) {
     for (const ResultLayout layout :
          {ResultLayout::all_ranks, ResultLayout::root, ResultLayout::own}) {
       opt.results = layout;
-      const tti::TtiDemoBlock block = tti::tti_demo_block(c.shape, opt, c.varying);
+      const tti::TtiDemoBlock block = tti::tti_demo_block(c.shape, opt);
       const auto out = tti::tti_demo<float>(kCpu, p.in, opt);
       const auto what = ::testing::Message()
                         << "shape " << c.shape[0] << "x" << c.shape[1] << "x" << c.shape[2]
@@ -257,8 +255,8 @@ TEST(MpiTtiDemoOne, BlockIsWhatTheCallReturns) {
   TtiDemoOptions bad;
   bad.comm = world();
   bad.process_grid = {n + 1, 1, 1};
-  EXPECT_THROW(tti::tti_demo_block({26, 30, 30}, bad, true), InvalidArgument);
-  EXPECT_THROW(tti::tti_demo_block({26, 30, 3}, TtiDemoOptions{}, true), InvalidArgument);
+  EXPECT_THROW(tti::tti_demo_block({26, 30, 30}, bad), InvalidArgument);
+  EXPECT_THROW(tti::tti_demo_block({26, 30, 3}, TtiDemoOptions{}), InvalidArgument);
 }
 
 TEST(MpiTtiDemoOne, BadProcessGridFailsOnEveryRank) {

@@ -159,11 +159,10 @@ typedef struct sciproxy_tti_demo_options {
   int64_t comm;
   /* Ranks per axis (x, y, z) of that grid, 0 = chosen (as MPI_Dims_create) to exchange the
    * fewest points ({0, 0, 0}). Along a split axis every block must hold the ghost ring's width,
-   * (space_order - 1) points times the steps per sweep (2 in the fused form with any material
-   * field given or with autotune, else 1; where two do not fit, one is taken: slower, the same
-   * bits); a grid whose product is not the ranks, or that leaves a block thinner, is an error
-   * naming process_grid on every rank. Without comm only grids of one rank fit ({0, 0, 0},
-   * {1, 1, 1}). */
+   * (space_order - 1) points times the steps per sweep (1, or 2 where autotune may choose two;
+   * where they do not fit, one is taken: the same bits); a grid whose product is not the ranks, or
+   * that leaves a block thinner, is an error naming process_grid on every rank. Without comm only
+   * grids of one rank fit ({0, 0, 0}, {1, 1, 1}). */
   int process_grid[3];
   /* Where u and u_prev go: 0: every rank receives the whole grid [NX, NY, NZ] (default); 1: rank
    * 0 only (the others' u and u_prev are not written and may be NULL); 2: each rank its own

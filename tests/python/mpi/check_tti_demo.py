@@ -20,10 +20,10 @@ def expect_error(kind, start, call, what):
         check(str(e).startswith(start), f"{what}: {e}")
 
 
-# (NX, NY, NZ) points of 10 m, every material varying per point: at order 8 two steps per sweep,
-# a ghost ring of 14 points, which blocks of 44 points along x split among 1 to 3 ranks hold
-# (along z, 27 points, two steps do not fit 2 or 3 ranks and one step per sweep is taken). The
-# source lies between the blocks of two and of three ranks.
+# (NX, NY, NZ) points of 10 m, every material varying per point: at order 8 one step per sweep,
+# a ghost ring of 7 points; two steps per sweep (asked for), a ring of 14 points, which blocks of
+# 44 points along x split among 1 to 3 ranks hold. The source lies between the blocks of two and
+# of three ranks.
 shape, nt = (44, 30, 27), 9
 x, y, z = np.meshgrid(*(np.arange(n) for n in shape), indexing="ij")
 materials = dict(vp=1500.0 + 20 * x + 9 * ((y + 2 * z) % 7), b=1.0 / (1.0 + 0.01 * ((x + z) % 11)),
@@ -71,6 +71,10 @@ for grid in (None, [size, 1, 1], np.array([1, 1, 0])):
     check(comm.allreduce(int(np.prod(s))) == int(np.prod(shape)),
           f"results 'own', grid {grid}: the blocks cover the grid once")
     check(size == 1 or own.u.size < alone.u.size, f"results 'own', grid {grid}: a block")
+
+two = run(comm=comm, process_grid=[size, 1, 1], cpu_tuning={"sweep_steps": 2})
+check(np.array_equal(two.u, alone.u) and np.array_equal(two.u_prev, alone.u_prev),
+      "two steps per sweep, split along x: one process's bits")
 
 # float32, constant materials (one step per sweep), split along x.
 const = dict(vp=1500.0, b=1.0, epsilon=0.2, eta=0.4, f=0.85, theta=0.5, phi=0.3, damping=0.002)
