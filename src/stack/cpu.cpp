@@ -42,9 +42,9 @@ namespace {
 // AVX-512VL); VecU is the same vector at any element alignment. Not 64 bytes: a shift puts a
 // trace's vectors anywhere, and a 64-byte load from anywhere but a line's start spans two cache
 // lines, where a 32-byte one does so half the time. Zen 4, one thread, 16 traces in L2, shifts
-// of +-5: 16.6 GMAC/s (float32) with 64-byte vectors, 20.9 with 32-byte ones. `sciproxy
-// parstack`, 2 threads, alternating binaries: size a at +-10 1.14-1.22x faster, size c 1.0-1.1x,
-// no row slower beyond the noise.
+// of +-5: 16.6 GMAC/s (float32) with 64-byte vectors, 20.9 with 32-byte ones. 2 threads,
+// alternating builds: size a at +-10 1.14-1.27x faster; size c and wide spreads 0.95-1.1x, within
+// the noise (docs/kernels/parstack.md).
 constexpr std::size_t kVectorBytes = 32;
 template <class T>
 struct Simd {
