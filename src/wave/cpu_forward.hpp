@@ -23,9 +23,9 @@ using std::int64_t;
 // is formed on entry (PaddedRows::aux_in).
 template <class T>
 struct ForwardShot {
-  const T* u;  // u^t
-  T* u_next;   // in: u^{t-1}, out: u^{t+1}
-  const T* v;
+  const T* u;       // u^t
+  T* u_next;        // in: u^{t-1}, out: u^{t+1}
+  const T* v;       // null in the AVX-512 rows without stored steps
   const T* v2dt2;   // v^2 dt^2 (the AVX-512 rows), or null
   const T* psi[3];  // q^t = a psi^t
   T* psi_next[3];   // q^{t+1}, or psi^{t+1} at the last step
@@ -209,7 +209,7 @@ template <int NDIM, int A, unsigned OUTER, bool STORE, class T>
   constexpr unsigned kLast = 1u << L;
   const T* __restrict u = f.u + base;
   T* __restrict un = f.u_next + base;
-  const T* __restrict v = f.v + base;
+  const T* __restrict v = STORE ? f.v + base : nullptr;  // null without stored steps
   // The stored slices keep the caller's layout: rows of n cells, not of the pitch.
   const int64_t stored_base = NDIM >= 2 ? base / g.s[NDIM >= 2 ? NDIM - 2 : 0] * g.n[L] : 0;
   T* __restrict stored = STORE ? f.stored + stored_base : nullptr;
@@ -474,8 +474,13 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
                     zeta_copy[k][d].data, g.flo[d], g.fhi[d]);
     }
   }
-  Copy v_copy = padded.allocate(nmodels), v2dt2_copy, scatter_copy;
-  padded.copy_in(p.v, v_copy.data, nmodels);
+  // v itself only where the rows read it: without AVX-512 rows, in Born and where steps are stored
+  // (the AVX-512 forward reads v^2 dt^2).
+  Copy v_copy, v2dt2_copy, scatter_copy;
+  if (!kPadRows || interval > 0) {
+    v_copy = padded.allocate(nmodels);
+    padded.copy_in(p.v, v_copy.data, nmodels);
+  }
   if (kPadRows) {
     v2dt2_copy = padded.allocate(nmodels);
     padded.map_in(p.v, v2dt2_copy.data, nmodels, [&](T v) { return v * v * p.dt2; });
@@ -512,7 +517,7 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
     const int64_t shot = w / blocks.nblocks, block = w % blocks.nblocks, off = shot * P;
     ForwardShot<T> f{u[0] + off,
                      u_other[0] + off,
-                     v_copy.data + (p.v_batched ? off : 0),
+                     v_copy.data ? v_copy.data + (p.v_batched ? off : 0) : nullptr,
                      kPadRows ? v2dt2_copy.data + (p.v_batched ? off : 0) : nullptr,
                      {},
                      {},

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <fmt/format.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <cmath>
@@ -18,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/large_pages.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "setup.hpp"
@@ -162,10 +162,7 @@ class GradientStore {
     const std::size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
     void* p = std::aligned_alloc(kHugePage, rounded);
     if (p == nullptr) throw std::bad_alloc();
-#if defined(MADV_HUGEPAGE)
-    if (rounded >= 4 * kHugePage)
-      madvise(p, rounded, MADV_HUGEPAGE);  // advice: failure is harmless
-#endif
+    advise_large_pages(p, rounded);
     buffer_.reset(static_cast<T*>(p));
     buffer_size_ = n;
   }
