@@ -64,7 +64,6 @@
 #include <vector>
 
 #include "core/cancel_region.hpp"
-#include "core/large_pages.hpp"
 #include "kernels.hpp"
 #include "math.hpp"
 #include "simd.hpp"
@@ -86,14 +85,18 @@ std::unique_ptr<T[]> uninitialised(int64_t n) {
   return std::unique_ptr<T[]>(new T[static_cast<std::size_t>(n)]);
 }
 
-// Zeroed memory: large blocks come as untouched zero pages (in 2 MiB pages where the kernel
-// allows it, core/large_pages.hpp), so the parts that are never written cost nothing and the rest
-// is first touched by the thread that computes it.
+// Zeroed memory from calloc: large blocks come as untouched zero pages, so the parts that are never
+// written cost nothing and the rest is first touched by the thread that computes it.
+struct Free {
+  void operator()(void* p) const { std::free(p); }
+};
 template <class T>
-using Buffer = ZeroedBuffer<T>;
+using Buffer = std::unique_ptr<T[], Free>;
 template <class T>
 Buffer<T> zeroed(int64_t n) {
-  return zeroed_buffer<T>(static_cast<std::size_t>(std::max<int64_t>(n, 1)));
+  void* p = std::calloc(static_cast<std::size_t>(std::max<int64_t>(n, 1)), sizeof(T));
+  if (p == nullptr) throw std::bad_alloc();
+  return Buffer<T>(static_cast<T*>(p));
 }
 
 // The padded grid seen by one (NDIM, A) instantiation. Ranges [lo, hi) are pml_interior, clamped

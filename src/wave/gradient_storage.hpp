@@ -5,6 +5,7 @@
 #pragma once
 
 #include <fmt/format.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cmath>
@@ -17,7 +18,6 @@
 #include <string>
 #include <vector>
 
-#include "core/large_pages.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 #include "setup.hpp"
@@ -162,7 +162,10 @@ class GradientStore {
     const std::size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
     void* p = std::aligned_alloc(kHugePage, rounded);
     if (p == nullptr) throw std::bad_alloc();
-    advise_large_pages(p, rounded);
+#if defined(MADV_HUGEPAGE)
+    if (rounded >= 4 * kHugePage)
+      madvise(p, rounded, MADV_HUGEPAGE);  // advice: failure is harmless
+#endif
     buffer_.reset(static_cast<T*>(p));
     buffer_size_ = n;
   }

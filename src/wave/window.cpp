@@ -15,7 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "core/large_pages.hpp"
 #include "pml.hpp"
 #include "sciproxy/core/error.hpp"
 #include "sciproxy/core/resources.hpp"
@@ -451,13 +450,11 @@ ScalarState<T> make_state(const Setup<T>& s, const ScalarState<T>* given, StateR
   ScalarState<T> st;
   st.padded_shape = s.n;
   const auto size = static_cast<std::size_t>(s.nshots * s.points);
-  // In huge pages where the kernel allows it (core/large_pages.hpp): the faults of 4 KiB pages
-  // were most of this time.
   auto fill = [&](std::vector<T>& dst, const std::vector<T>* src) {
     if (src && !src->empty())
-      assign_copy(dst, *src);
+      dst = *src;
     else
-      assign_zeros(dst, size);
+      dst.assign(size, T(0));
   };
   const bool any = has_fields(given, s.ndim);
   if (any) {
