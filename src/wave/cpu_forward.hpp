@@ -457,7 +457,7 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
       cells_of(p.bg_receiver_cells, BORN ? nshots * p.nbg_receivers : 0);
 
   // The copies: u^t and u^{t-1} (u^{t+1} overwrites u^{t-1}), q = a psi at t and t+1, zeta (in
-  // place), and the model (and scatter).
+  // place), and the model: v^2 dt^2 for the AVX-512 rows, v where rows read it (and scatter).
   using Copy = typename PaddedRows<NDIM, T>::Copy;
   const int64_t nmodels = p.v_batched ? nshots : 1;
   std::array<std::array<Copy, 2>, 2> u_copy;
@@ -474,10 +474,10 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
                     zeta_copy[k][d].data, g.flo[d], g.fhi[d]);
     }
   }
-  // v itself only where the rows read it: without AVX-512 rows, in Born and where steps are stored
-  // (the AVX-512 forward reads v^2 dt^2).
+  // The rows read v itself without AVX-512, in Born, and where steps are stored (2 v dt^2 W).
+  const bool rows_read_v = !kPadRows || interval > 0;
   Copy v_copy, v2dt2_copy, scatter_copy;
-  if (!kPadRows || interval > 0) {
+  if (rows_read_v) {
     v_copy = padded.allocate(nmodels);
     padded.copy_in(p.v, v_copy.data, nmodels);
   }
@@ -517,7 +517,7 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
     const int64_t shot = w / blocks.nblocks, block = w % blocks.nblocks, off = shot * P;
     ForwardShot<T> f{u[0] + off,
                      u_other[0] + off,
-                     v_copy.data ? v_copy.data + (p.v_batched ? off : 0) : nullptr,
+                     rows_read_v ? v_copy.data + (p.v_batched ? off : 0) : nullptr,
                      kPadRows ? v2dt2_copy.data + (p.v_batched ? off : 0) : nullptr,
                      {},
                      {},
