@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
 
 namespace sciproxy::cuda_detail {
@@ -16,6 +17,19 @@ namespace sciproxy::cuda_detail {
   throw RuntimeError(std::string("CUDA error: ") + cudaGetErrorString(error) + " (" +
                      cudaGetErrorName(error) + ") in " + call + " at " + file + ":" +
                      std::to_string(line));
+}
+
+// DeviceUnavailable naming `kernel` unless device_index is a CUDA device of this machine; checked
+// before any runtime call, so that a bad index never reaches cudaSetDevice.
+inline void require_device(const char* kernel, int device_index) {
+  const int count = cuda_device_count();
+  if (count == 0)
+    throw DeviceUnavailable(std::string(kernel) + " on cuda:" + std::to_string(device_index) +
+                            ": " + cuda_unavailable_reason());
+  if (device_index < 0 || device_index >= count)
+    throw DeviceUnavailable(std::string(kernel) + ": no CUDA device " +
+                            std::to_string(device_index) + " (" + std::to_string(count) +
+                            " present)");
 }
 
 // Restores the caller's current device on scope exit, so a library call never leaves the

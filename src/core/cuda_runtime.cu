@@ -248,12 +248,7 @@ double measure_fma_gflops(const cudaDeviceProp& prop) {
 }  // namespace
 
 Roofline measure_cuda_roofline(int device_index) {
-  const int count = cuda_device_count();
-  if (count == 0) throw DeviceUnavailable("measure_cuda_roofline: " + cuda_unavailable_reason());
-  if (device_index < 0 || device_index >= count)
-    throw DeviceUnavailable("measure_cuda_roofline: no CUDA device " +
-                            std::to_string(device_index) + " (" + std::to_string(count) +
-                            " present)");
+  cuda_detail::require_device("measure_cuda_roofline", device_index);
   cuda_detail::DeviceGuard guard;
   SCIPROXY_CUDA_CHECK(cudaSetDevice(device_index));
   cudaDeviceProp prop{};
