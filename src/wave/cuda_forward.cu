@@ -26,7 +26,7 @@ void forward_pass(const ScalarProblem<T>& p, const std::array<ScalarFields<T>, 2
                   const std::array<Traffic<T>, 2>& traffic, T* stored, int device_index,
                   Timers* timers) {
   constexpr int nfields = BORN ? 2 : 1;
-  require_device(device_index);
+  cuda_detail::require_device("scalar", device_index);
   cuda_detail::DeviceGuard guard;
   SCIPROXY_CUDA_CHECK(cudaSetDevice(device_index));
   if (p.nshots == 0 || p.nt == 0) return;  // nothing moves

@@ -54,16 +54,6 @@ using cuda_detail::NvtxRange;
 using cuda_detail::PinnedArray;
 using cuda_detail::Stream;
 
-inline void require_device(int device_index) {
-  const int count = sciproxy::cuda_device_count();
-  if (count == 0)
-    throw DeviceUnavailable("scalar on cuda:" + std::to_string(device_index) + ": " +
-                            sciproxy::cuda_unavailable_reason());
-  if (device_index < 0 || device_index >= count)
-    throw DeviceUnavailable("scalar: no CUDA device " + std::to_string(device_index) + " (" +
-                            std::to_string(count) + " present)");
-}
-
 [[noreturn]] inline void invalid(const char* function, const std::string& what) {
   throw InvalidArgument(std::string(function) + " (cuda): " + what);
 }
@@ -308,6 +298,15 @@ struct Propagation {
     negate_kernel<T><<<elementwise_grid(snapshot), kSmallThreads, 0, cs()>>>(f, snapshot);
     SCIPROXY_CUDA_CHECK_LAUNCH("scalar negate_kernel");
   }
+  // Zeroes the cells of f whose coordinate along d lies in the adjoint's interior box of d.
+  void zero_interior_box(T* f, int d) {
+    int64_t stride = 1;
+    for (int e = d + 1; e < kMaxDims; ++e) stride *= p.n[e];
+    zero_slab_kernel<T><<<elementwise_grid(snapshot), kSmallThreads, 0, cs()>>>(
+        f, snapshot, stride, p.n[d], p.pml_interior[2 * d] + halo,
+        p.pml_interior[2 * d + 1] - halo);
+    SCIPROXY_CUDA_CHECK_LAUNCH("scalar zero_slab_kernel");
+  }
   void zero(DeviceArray<T>& a) {
     if (a.size() > 0) SCIPROXY_CUDA_CHECK(cudaMemsetAsync(a.get(), 0, a.bytes(), cs()));
   }
@@ -344,7 +343,9 @@ struct Propagation {
   }
 
   // The state of field k, and the second buffers of psi (and of zeta in the adjoint), which start
-  // as copies so that cells the kernels never write (halo, interior box) agree in both.
+  // as copies so that cells the kernels never write (halo, interior box) agree in both. The
+  // adjoint's psi and zeta are cleared in the interior box of their dimension: every step writes
+  // zeros there (a = b = 0), so the result must not depend on what a final-state gradient held.
   void upload_fields(int k, const ScalarFields<T>& fields, bool adjoint) {
     DeviceField<T>& f = field[k];
     upload(f.u, fields.u, snapshot);
@@ -354,6 +355,9 @@ struct Propagation {
     for (int d = 0; d < p.ndim; ++d) {
       upload(f.psi[d], fields.psi[d], snapshot);
       upload(f.zeta[d], fields.zeta[d], snapshot);
+      if (adjoint) {
+        for (T* aux : {f.psi[d].get(), f.zeta[d].get()}) zero_interior_box(aux, d);
+      }
       f.psi_other[d].allocate(static_cast<std::size_t>(snapshot));
       SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(f.psi_other[d].get(), f.psi[d].get(), f.psi[d].bytes(),
                                           cudaMemcpyDeviceToDevice, cs()));

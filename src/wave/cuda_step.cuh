@@ -338,6 +338,18 @@ __global__ void __launch_bounds__(kSmallThreads) negate_kernel(T* f, int64_t cou
     f[i] = -f[i];
 }
 
+// Zeroes the cells of f (snapshots of extent n along the dimension of stride `stride`) whose
+// coordinate along that dimension lies in [lo, hi).
+template <class T>
+__global__ void __launch_bounds__(kSmallThreads)
+    zero_slab_kernel(T* f, int64_t count, int64_t stride, int64_t n, int64_t lo, int64_t hi) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t x = (i / stride) % n;
+    if (x >= lo && x < hi) f[i] = T(0);
+  }
+}
+
 // grad_v[i] += partials[0][i] + partials[1][i] + ..., in shot order.
 template <class T>
 __global__ void __launch_bounds__(kSmallThreads)
