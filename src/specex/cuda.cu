@@ -427,8 +427,9 @@ __global__ void pad_blocks_kernel(const PatchDesc* __restrict__ desc, int S, int
 }
 
 // V[:, c] *= f(w_c) for count matrices of size m (eigen_compose's middle factor), into vd.
-__global__ void scale_columns_kernel(const double* __restrict__ v, const double* __restrict__ w,
-                                     int m, int count, bool invert, double* __restrict__ vd) {
+__global__ void __launch_bounds__(kThreads)
+    scale_columns_kernel(const double* __restrict__ v, const double* __restrict__ w, int m,
+                         int count, bool invert, double* __restrict__ vd) {
   __shared__ double reduce[kWarps];
   const int mat = blockIdx.x;
   if (mat >= count) return;
@@ -753,16 +754,6 @@ std::mutex engines_mutex;
 std::map<int, std::unique_ptr<Engine>>& engines() {
   static std::map<int, std::unique_ptr<Engine>> map;
   return map;
-}
-
-void require_device(int device_index) {
-  const int count = sciproxy::cuda_device_count();
-  if (count == 0)
-    throw DeviceUnavailable("ex2d on cuda:" + std::to_string(device_index) + ": " +
-                            sciproxy::cuda_unavailable_reason());
-  if (device_index < 0 || device_index >= count)
-    throw DeviceUnavailable("ex2d: no CUDA device " + std::to_string(device_index) + " (" +
-                            std::to_string(count) + " present)");
 }
 
 template <class U>
@@ -1260,8 +1251,8 @@ class Run {
       SCIPROXY_CUDA_CHECK(cudaMemcpyAsync(pipe.work.as<void>(), pipe.icov.as<void>(),
                                           nb * n2 * sizeof(double), cudaMemcpyDeviceToDevice, s));
       eigen(pipe, pipe.work.as<double>(), n, nb);
-      scale_columns_kernel<<<nb, 256, 0, s>>>(pipe.work.as<double>(), pipe.eig.as<double>(), n, nb,
-                                              false, pipe.factor.as<double>());
+      scale_columns_kernel<<<nb, kThreads, 0, s>>>(pipe.work.as<double>(), pipe.eig.as<double>(), n,
+                                                   nb, false, pipe.factor.as<double>());
       SCIPROXY_CUDA_CHECK_LAUNCH("specex scale_columns_kernel");
       SPECEX_CUBLAS_CHECK(cublasDgemmStridedBatched(
           pipe.blas, CUBLAS_OP_N, CUBLAS_OP_T, n, n, n, &one, pipe.factor.as<double>(), n, n2,
@@ -1414,7 +1405,7 @@ Engine& engine_for(int device_index) {
 
 SCIPROXY_SPECEX_EXTRACT {
   const int device_index = ctx.device_index();
-  require_device(device_index);
+  cuda_detail::require_device("ex2d", device_index);
   cuda_detail::DeviceGuard guard;
   SCIPROXY_CUDA_CHECK(cudaSetDevice(device_index));
   out.retried_patches = 0;
@@ -1427,7 +1418,7 @@ SCIPROXY_SPECEX_EXTRACT {
 
 SCIPROXY_SPECEX_SOLVE_PATCH {
   const int device_index = ctx.device_index();
-  require_device(device_index);
+  cuda_detail::require_device("ex2d", device_index);
   if (p.npatches < 1) throw InvalidArgument("ex2d_patch: no patch to solve");
   cuda_detail::DeviceGuard guard;
   SCIPROXY_CUDA_CHECK(cudaSetDevice(device_index));
