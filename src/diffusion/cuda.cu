@@ -205,8 +205,9 @@ __global__ void __launch_bounds__(kThreads)
   p.z_nabla2_e[at] = z_nabla2_e;
 }
 
-// 3: u, v = RBF(z_nabla2_e) at vertices; div_ic, hdef_ic at cells; nabla2 of w at cells, with
-// dwdx, dwdy (shear type 2) where the w stencils run.
+// 3: u, v = RBF(z_nabla2_e) at vertices; div_ic, hdef_ic at cells; nabla2 of w at cells (when w
+// is diffused), with dwdx, dwdy (shear type 2, whether or not w is diffused) where the w
+// stencils run.
 template <class Real, FieldLayout L>
 __global__ void __launch_bounds__(kThreads)
     rbf_nabla2_kernel(const Problem<Real> p, const RunFields<Real> f, const Launch<3> l) {
@@ -232,7 +233,8 @@ __global__ void __launch_bounds__(kThreads)
   } else {
     const FieldIndex<L> xc{p.num_cells, nlev};
     const Real* w = f.prognostic.w;
-    p.z_nabla2_c[xc(i, k)] = c2e2co_sum<Real, L>(p, p.geofac_n2s, w, nlev + 1, i, k);
+    if (p.apply_to_vertical_wind)
+      p.z_nabla2_c[xc(i, k)] = c2e2co_sum<Real, L>(p, p.geofac_n2s, w, nlev + 1, i, k);
     if (p.shear_type == 2 && k >= 1 && i >= p.cell_w_begin && i < p.cell_w_end) {
       f.diagnostic.dwdx[xh(i, k)] = c2e2co_sum<Real, L>(p, p.geofac_grg_x, w, nlev + 1, i, k);
       f.diagnostic.dwdy[xh(i, k)] = c2e2co_sum<Real, L>(p, p.geofac_grg_y, w, nlev + 1, i, k);
@@ -526,16 +528,6 @@ std::map<const void*, std::shared_ptr<MirrorBase>>& mirrors() {
   return *map;
 }
 
-void require_device(int device_index) {
-  const int count = sciproxy::cuda_device_count();
-  if (count == 0)
-    throw DeviceUnavailable("diffusion on cuda:" + std::to_string(device_index) + ": " +
-                            sciproxy::cuda_unavailable_reason());
-  if (device_index < 0 || device_index >= count)
-    throw DeviceUnavailable("diffusion: no CUDA device " + std::to_string(device_index) + " (" +
-                            std::to_string(count) + " present)");
-}
-
 // The Problem's mirror on device_index (current), built on first use or when stale.
 template <class Real>
 std::shared_ptr<Mirror<Real>> mirror_for(const Problem<Real>& p, int device_index) {
@@ -600,7 +592,7 @@ struct Marks {
 template <class Real, FieldLayout L>
 void run_on_device(const Context& ctx, const Problem<Real>& p, const RunFields<Real>& f) {
   const int device_index = ctx.device_index();
-  require_device(device_index);
+  cuda_detail::require_device("diffusion", device_index);
   cuda_detail::DeviceGuard guard;
   SCIPROXY_CUDA_CHECK(cudaSetDevice(device_index));
   const std::shared_ptr<Mirror<Real>> mirror = mirror_for(p, device_index);
@@ -615,10 +607,11 @@ void run_on_device(const Context& ctx, const Problem<Real>& p, const RunFields<R
   const bool temperature = p.apply_to_temperature;
   const bool vertical = p.apply_to_vertical_wind;
   const bool turbulence = p.turbulence_diagnostics;
-  const bool shear = vertical && p.shear_type == 2;
+  // dwdx, dwdy: turbulence diagnostics from w before its update, whether or not w is diffused.
+  const bool shear = p.shear_type == 2;
   // What the kernels read (upload) and write (download) of each field.
-  const std::array<bool, kFields> reads = {true,       vertical,   temperature, temperature,
-                                           turbulence, turbulence, shear,       shear};
+  const std::array<bool, kFields> reads = {true,       vertical || shear, temperature, temperature,
+                                           turbulence, turbulence,        shear,       shear};
   const std::array<bool, kFields> writes = {p.apply_to_horizontal_wind,
                                             vertical,
                                             temperature,
@@ -742,7 +735,7 @@ void run_on_device(const Context& ctx, const Problem<Real>& p, const RunFields<R
     NvtxRange range("diffusion rbf_nabla2_turbulence_nabla2_w");
     const auto l = make_launch(GroupRange{p.vertex_begin, p.vertex_end, 0, nlev, true},
                                GroupRange{p.cell_turb_begin, p.cell_turb_end, 1, nlev, turbulence},
-                               GroupRange{0, nc, 0, nlev, vertical});
+                               GroupRange{0, nc, 0, nlev, vertical || shear});
     if (l.blocks > 0) {
       rbf_nabla2_kernel<Real, L>
           <<<static_cast<unsigned>(l.blocks), kThreads, 0, stream>>>(d, df, l);

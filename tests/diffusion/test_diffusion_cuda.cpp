@@ -232,9 +232,12 @@ TEST_F(DiffusionCuda, SinglePrecisionFollowsDouble) {
   o.device = "cuda";
   const GranuleFields d = run_granule<double>(*setup_, *fields_, o, 1, kDtime);
   const GranuleFields f = run_granule<float>(*setup_, *fields_, o, 1, kDtime);
+  // The bounds of the cpu backend's test (test_diffusion_granule.cpp), for the same reason: the
+  // tendencies are differences of neighbouring values and keep about 5 of float's 7 digits.
+  // Measured on an H100: 2.8e-6 for theta_v, 1.5e-6 for exner, as on the cpu.
   EXPECT_LE(rel_l2(f.vn, d.vn), 1e-5);
-  EXPECT_LE(rel_l2(f.theta_v, d.theta_v), 1e-6);
-  EXPECT_LE(rel_l2(f.exner, d.exner), 1e-6);
+  EXPECT_LE(rel_l2(f.theta_v, d.theta_v), 1e-5);
+  EXPECT_LE(rel_l2(f.exner, d.exner), 1e-5);
   EXPECT_LE(rel_l2(f.w, d.w), 1e-4);
   EXPECT_LE(rel_l2(f.div_ic, d.div_ic), 1e-3);
 }
