@@ -316,16 +316,6 @@ __global__ void max_over_tiles_kernel(const T* __restrict__ partials, std::int64
   }
 }
 
-void require_device(int device_index) {
-  const int count = sciproxy::cuda_device_count();
-  if (count == 0)
-    throw DeviceUnavailable("parstack on cuda:" + std::to_string(device_index) + ": " +
-                            sciproxy::cuda_unavailable_reason());
-  if (device_index < 0 || device_index >= count)
-    throw DeviceUnavailable("parstack: no CUDA device " + std::to_string(device_index) + " (" +
-                            std::to_string(count) + " present)");
-}
-
 constexpr std::size_t align_up(std::size_t bytes) {
   return (bytes + 255) / 256 * 256;
 }
@@ -347,7 +337,7 @@ SCIPROXY_STACK_PARSTACK(T) {
   auto* state = stack::detail::ParstackPlanAccess::state(plan);
   if (!state) throw InvalidArgument("parstack: the ParstackPlan was moved from; pass a live plan");
   const int device_index = ctx.device_index();
-  require_device(device_index);
+  cuda_detail::require_device("parstack", device_index);
   if (!state->device)
     state->device = decltype(state->device)(new PlanResources(state->counters), &destroy_resources);
   PlanResources* impl = state->device.get();

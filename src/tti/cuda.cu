@@ -289,13 +289,7 @@ void run_order(const TtiProblem<T>& p, TtiFields<T> fields, const T* sources, T*
 template <class T>
 SCIPROXY_TTI_FORWARD(T) {
   const int device_index = ctx.device_index();
-  const int count = sciproxy::cuda_device_count();
-  if (count == 0)
-    throw DeviceUnavailable("tti on cuda:" + std::to_string(device_index) + ": " +
-                            sciproxy::cuda_unavailable_reason());
-  if (device_index < 0 || device_index >= count)
-    throw DeviceUnavailable("tti: no CUDA device " + std::to_string(device_index) + " (" +
-                            std::to_string(count) + " present)");
+  cuda_detail::require_device("tti", device_index);
   cuda_detail::DeviceGuard guard;
   SCIPROXY_CUDA_CHECK(cudaSetDevice(device_index));
   with_value<SpaceOrders>(p.order, "space_order", [&](auto a) {

@@ -334,6 +334,7 @@ void run_order(const DemoGrid& g, const DemoCoefficients<T>& c, const DemoSource
 
 template <class T>
 SCIPROXY_TTI_DEMO_FORWARD(T) {
+  cuda_detail::require_device("tti_demo", ctx.device_index());
   with_value<SpaceOrders>(p.grid.order, "space_order", [&](auto a) {
     run_order<decltype(a)::value>(p.grid, p.coef, p.source, p.nt, fields, p.form,
                                   ctx.device_index(), ctx.timers);
