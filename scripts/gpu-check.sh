@@ -13,15 +13,22 @@
 # gpu-check/logs.tar.gz. Every step runs even when an earlier one failed (those that need the
 # build are skipped when it failed); the exit status is 1 when anything failed or was skipped.
 #
-#   scripts/gpu-check.sh [--dry-run] [--steps LIST] [--out DIR] [--build-dir DIR]
+#   scripts/gpu-check.sh [--dry-run] [--steps LIST] [--out DIR] [--build-dir DIR] [--bundle FILE]
 #     --dry-run       print the steps and their commands, run nothing (works without a GPU)
+#     --bundle FILE   a build made elsewhere by scripts/gpu-bundle.sh, for a GPU machine without
+#                     sciproxy's build dependencies or a package archive: unpacked into the build
+#                     folder; the steps are then test, memcheck, racecheck, bench and demo, the
+#                     test step runs each gpu test executable itself, and the bundle's libraries
+#                     fill in what the machine's own lack (LD_LIBRARY_PATH, the machine's first)
 #     --steps LIST    comma-separated subset, e.g. build,test (default: all eight); the build
 #                     folder of an earlier run is reused, so a session with short commands can
 #                     run configure,build first and test,memcheck,racecheck,bench,demo next
 #     --out DIR       where the results go (default: gpu-check)
 #     --build-dir DIR the cuda preset's build folder (default: build/cuda)
 # Environment: GPU_CHECK_BENCH_ARGS (extra arguments for every bench, e.g. "--reps 3"),
-# GPU_CHECK_SANITIZER_TIMEOUT (seconds per executable and tool, default 1800), GPU_CHECK_DEBS
+# GPU_CHECK_SANITIZER_TIMEOUT (seconds per executable and tool, default 1800; on an H100 racecheck
+# needs more than 80 s for test_wave_cuda, test_wave_born_cuda and test_specex_cuda),
+# GPU_CHECK_SANITIZER_FILTER (a GoogleTest filter for the sanitizer runs, e.g. '*3D*'), GPU_CHECK_DEBS
 # (a folder of .deb files unpacked into / before setup: the Debian build dependencies, downloaded
 # elsewhere with `apt-get download`, for a machine that cannot reach a package archive).
 # A failed setup is a warning (a machine without network cannot install, yet may have all it
@@ -35,6 +42,7 @@ steps_arg=""
 out="gpu-check"
 build="build/cuda"
 dry_run=0
+bundle=""
 while (($#)); do
   case "$1" in
     --dry-run) dry_run=1 ;;
@@ -44,12 +52,15 @@ while (($#)); do
     --out=*) out="${1#*=}" ;;
     --build-dir) build="${2:?--build-dir needs a folder}"; shift ;;
     --build-dir=*) build="${1#*=}" ;;
+    --bundle) bundle="${2:?--bundle needs a file}"; shift ;;
+    --bundle=*) bundle="${1#*=}" ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu-check: error: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
 selected=("${all_steps[@]}")
+[ -n "$bundle" ] && selected=(test memcheck racecheck bench demo)
 if [ -n "$steps_arg" ]; then
   IFS=',' read -r -a selected <<<"$steps_arg"
   for s in "${selected[@]}"; do
@@ -60,6 +71,12 @@ if [ -n "$steps_arg" ]; then
   done
 fi
 wanted() { case " ${selected[*]} " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+if [ -n "$bundle" ]; then
+  for s in setup configure build; do
+    wanted $s && { echo "gpu-check: error: --bundle brings a build: the step '$s' does not apply" >&2; exit 2; }
+  done
+  [ -f "$bundle" ] || { echo "gpu-check: error: --bundle: no file '$bundle'" >&2; exit 2; }
+fi
 
 cli="$build/apps/sciproxy"
 sanitizer_timeout="${GPU_CHECK_SANITIZER_TIMEOUT:-1800}"
@@ -70,6 +87,7 @@ fi
 
 if ((dry_run)); then
   echo "gpu-check: dry run; the steps, in order (results in $out/):"
+  [ -n "$bundle" ] && echo "  (bundle)   tar -xJf $bundle -C $build; each gpu test executable is run by itself"
   wanted setup && echo "  setup      ./scripts/setup.sh"
   wanted configure && echo "  configure  cmake --preset cuda -B $build"
   wanted build && echo "  build      cmake --build $build -j $(nproc)"
@@ -96,6 +114,29 @@ fi
 if ! command -v python3 >/dev/null 2>&1; then
   echo "gpu-check: error: python3 is needed to read ctest's test list and write the JSON" >&2
   exit 2
+fi
+
+# A bundle: unpacked into the build folder; its libraries fill in what this machine lacks, CUDA's
+# come from the toolkit here, and the tests read their data from this checkout.
+if [ -n "$bundle" ]; then
+  mkdir -p "$build"
+  tar -xJf "$bundle" -C "$build" || { echo "gpu-check: error: cannot unpack $bundle" >&2; exit 2; }
+  cuda_libs=""
+  for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib; do
+    [ -d "$d" ] && cuda_libs="$cuda_libs:$d"
+  done
+  export LD_LIBRARY_PATH="/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu:$PWD/$build/lib$cuda_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export SCIPROXY_TEST_DATA_DIR="$PWD/tests/data"
+  bundle_commit=$(awk '$1 == "commit" {print $2; exit}' "$build/MANIFEST")
+  if [ "$bundle_commit" != "$(git rev-parse HEAD 2>/dev/null)" ]; then
+    echo "gpu-check: warning: the bundle was built from $bundle_commit, this checkout is $(git rev-parse HEAD 2>/dev/null)"
+  fi
+  missing=$(for exe in "$build"/tests/test_*_cuda "$build/apps/sciproxy"; do ldd "$exe" | grep 'not found'; done | sort -u)
+  if [ -n "$missing" ]; then
+    echo "gpu-check: error: libraries the bundle's programs need are missing here:" >&2
+    echo "$missing" >&2
+    exit 2
+  fi
 fi
 
 mkdir -p "$out/logs"
@@ -156,17 +197,30 @@ if wanted build; then
     skip build "configure failed"
   fi
 fi
-if ((built_ok)) && [ ! -f "$build/CTestTestfile.cmake" ]; then
+if [ -n "$bundle" ]; then
+  [ -x "$cli" ] || { built_ok=0; echo "gpu-check: the bundle has no $cli" >&2; }
+elif ((built_ok)) && [ ! -f "$build/CTestTestfile.cmake" ]; then
   built_ok=0
   echo "gpu-check: $build is not built (run the configure and build steps)" >&2
 fi
+# A gpu test skips for other reasons too (a host-only function, a cpu-only setting); these are
+# the skips of a GPU not found, which on this machine are failures.
+no_gpu_skip='no CUDA device found|no usable CUDA device|built without CUDA'
 
 if wanted test; then
-  if ((built_ok)); then
+  if ((built_ok)) && [ -n "$bundle" ]; then
+    for exe in "$build"/tests/test_*_cuda; do
+      name=$(basename "$exe")
+      if run "test: $name" "$out/logs/test-$name.log" "$exe"; then
+        if grep -q -E "$no_gpu_skip" "$out/logs/test-$name.log"; then
+          record "test: $name found the GPU" failed 0 1 "$out/logs/test-$name.log" "grep -E '$no_gpu_skip'"
+        fi
+      fi
+    done
+  elif ((built_ok)); then
     if run test "$out/logs/test.log" ctest --test-dir "$build" -L gpu --no-tests=error --output-on-failure --timeout 1800; then
-      # On a GPU machine no gpu test may skip (they skip only where CUDA or a GPU is missing).
-      if grep -q 'Skipped' "$out/logs/test.log"; then
-        record "test: none skipped" failed 0 1 "$out/logs/test.log" "grep Skipped"
+      if grep -q -E "$no_gpu_skip" "$out/logs/test.log"; then
+        record "test: every test found the GPU" failed 0 1 "$out/logs/test.log" "grep -E '$no_gpu_skip'"
       fi
     fi
   else
@@ -177,7 +231,9 @@ fi
 # The gpu test executables, from ctest's own list (gtest_discover_tests runs one executable per
 # test case with a filter; the sanitizers run each executable once, over all its cases).
 gpu_executables=()
-if ((built_ok)) && { wanted memcheck || wanted racecheck; }; then
+if ((built_ok)) && [ -n "$bundle" ] && { wanted memcheck || wanted racecheck; }; then
+  gpu_executables=("$build"/tests/test_*_cuda)
+elif ((built_ok)) && { wanted memcheck || wanted racecheck; }; then
   mapfile -t gpu_executables < <(ctest --test-dir "$build" -L gpu --show-only=json-v1 2>/dev/null |
     python3 -c '
 import json, sys
@@ -204,7 +260,7 @@ for tool in memcheck racecheck; do
   for exe in "${gpu_executables[@]}"; do
     run "$tool: $(basename "$exe")" "$out/logs/$tool-$(basename "$exe").log" \
       timeout "$sanitizer_timeout" compute-sanitizer --tool "$tool" --error-exitcode 1 \
-      --print-limit 50 "$exe"
+      --print-limit 50 "$exe" ${GPU_CHECK_SANITIZER_FILTER:+--gtest_filter="$GPU_CHECK_SANITIZER_FILTER"}
   done
 done
 
@@ -273,6 +329,8 @@ report = {
         "nvcc": capture("nvcc", "--version").splitlines()[-1:],
         "git_commit": capture("git", "rev-parse", "HEAD"),
         "build_dir": build,
+        "bundle": open(os.path.join(build, "MANIFEST")).read().splitlines()[:5]
+                  if os.path.exists(os.path.join(build, "MANIFEST")) else None,
     },
     "steps": steps,
     "bench": {os.path.basename(p)[len("bench-"):-len(".json")]: load(p)

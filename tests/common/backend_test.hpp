@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
+
 #include "sciproxy/core/device.hpp"
 
 #ifndef SCIPROXY_TEST_BACKEND
@@ -29,5 +32,15 @@ class BackendTest : public ::testing::Test {
 
 template <class T>
 class TypedBackendTest : public BackendTest {};
+
+#ifdef SCIPROXY_TEST_DATA_DIR
+// The tests' data folder: SCIPROXY_TEST_DATA_DIR from the environment where set (a build carried
+// to a GPU machine by scripts/gpu-bundle.sh, whose checkout lies elsewhere), else the source
+// tree's, fixed at build time.
+inline std::string test_data_dir() {
+  const char* dir = std::getenv("SCIPROXY_TEST_DATA_DIR");
+  return dir && *dir ? dir : SCIPROXY_TEST_DATA_DIR;
+}
+#endif
 
 }  // namespace sciproxy::test

@@ -23,7 +23,7 @@ using test::kReference;
 
 namespace {
 
-const std::string kData = SCIPROXY_TEST_DATA_DIR "/specex/";
+const std::string kData = test::test_data_dir() + "/specex/";
 
 class SpecexBackend : public test::BackendTest {};
 
