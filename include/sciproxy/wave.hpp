@@ -37,8 +37,10 @@ using seismic::kMaxDims;
 
 // What the backward pass keeps of the forward one: 2 v dt^2 L u^t at every stored step.
 enum class StorageMode {
-  device,  // in the memory of the device that propagates (host memory for the host backends)
-  host,    // in host memory (pinned for cuda)
+  device,  // meant: in the memory of the device that propagates (host memory for the host
+           // backends). The cuda backend does not do so yet: between its two passes it keeps
+           // the store in host memory as `host` does (docs/kernels/scalar-wave.md)
+  host,    // in host memory (pageable)
   disk,    // one nameless temporary file per shot in storage_directory (nothing left behind)
   none,    // nothing: no velocity gradient
 };

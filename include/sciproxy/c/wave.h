@@ -59,8 +59,10 @@ typedef struct sciproxy_scalar_born_input_f64 {
 } sciproxy_scalar_born_input_f64;
 
 typedef enum sciproxy_storage_mode {
-  SCIPROXY_STORAGE_DEVICE = 0, /* in the memory of the propagating device (default) */
-  SCIPROXY_STORAGE_HOST = 1,   /* in host memory (pinned for cuda) */
+  SCIPROXY_STORAGE_DEVICE = 0, /* meant: in the memory of the propagating device (default);
+                                  the cuda backend keeps it in host memory between its passes
+                                  for now, as SCIPROXY_STORAGE_HOST (sciproxy/wave.hpp) */
+  SCIPROXY_STORAGE_HOST = 1,   /* in host memory (pageable) */
   SCIPROXY_STORAGE_DISK = 2,   /* one file per shot in storage_directory, removed afterwards */
   SCIPROXY_STORAGE_NONE = 3    /* nothing: no velocity gradient */
 } sciproxy_storage_mode;
