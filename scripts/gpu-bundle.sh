@@ -41,7 +41,7 @@ configure=(cmake --preset cuda -B "$build")
 [ -n "$arch" ] && configure+=("-DCMAKE_CUDA_ARCHITECTURES=$arch")
 [ -x .venv/bin/python ] && configure+=("-DPython3_EXECUTABLE=$PWD/.venv/bin/python")
 "${configure[@]}" >/dev/null
-cmake --build "$build"
+cmake --build "$build" --target sciproxy_cli gpu_tests
 
 stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
