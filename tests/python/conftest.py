@@ -1,9 +1,17 @@
 """pytest configuration of the Python tests: the helper module and a header with the build."""
 
 import os
+import signal
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+# The interruption tests need Python's SIGINT handler, in this process and in the children they
+# start. Python keeps SIGINT ignored when it starts with it ignored, as a non-interactive shell
+# starts its background jobs; the children would inherit that, though not a handler (exec resets
+# handlers to the default, and Python then installs its own).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_report_header(config):
