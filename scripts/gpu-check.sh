@@ -295,9 +295,9 @@ if wanted demo; then
 fi
 
 # The combined JSON and the summary.
-python3 - "$out" "$steps_tsv" "$build" <<'PY'
+python3 - "$out" "$steps_tsv" "$build" "$bundle" <<'PY'
 import datetime, glob, json, os, platform, subprocess, sys
-out, steps_tsv, build = sys.argv[1:4]
+out, steps_tsv, build, bundle = sys.argv[1:5]
 
 def capture(*cmd):
     try:
@@ -329,8 +329,8 @@ report = {
         "nvcc": capture("nvcc", "--version").splitlines()[-1:],
         "git_commit": capture("git", "rev-parse", "HEAD"),
         "build_dir": build,
-        "bundle": open(os.path.join(build, "MANIFEST")).read().splitlines()[:5]
-                  if os.path.exists(os.path.join(build, "MANIFEST")) else None,
+        # The bundle's own record (a build folder may hold one from an earlier --bundle run).
+        "bundle": open(os.path.join(build, "MANIFEST")).read().splitlines()[:5] if bundle else None,
     },
     "steps": steps,
     "bench": {os.path.basename(p)[len("bench-"):-len(".json")]: load(p)
