@@ -11,7 +11,7 @@
 // - the traces are copied once per call with kGrain vectors of zeros on either side, so the
 //   vector that holds a trace's first or last sample is read in full and its outside lanes add
 //   zero; the copy's buffer is kept per calling thread, so calls do not page-fault a fresh one;
-// - more than 16 traces are summed 16 at a time over blocks of 4 KiB, the partial sums in L1;
+// - more than 32 traces are summed 16 at a time over blocks of 4 KiB, the partial sums in L1;
 //   jobs go by blocks of 32 shift sets, chunk-major, so the stretch of the traces stays in L2;
 // - a method-0 stack larger than the last-level cache is written with non-temporal stores,
 //   shifted to vector boundaries (Stream), so its lines are not first read from DRAM.
@@ -58,8 +58,11 @@ struct Simd {
 
 // Segments start and end on multiples of kGrain vectors of the chunk: a trace's range is rounded
 // out to them (reading its zero pads), which costs at most 2 * kGrain vectors of a trace and keeps
-// every segment long enough to amortise choosing its traces.
-constexpr std::int64_t kGrain = 4;
+// every segment long enough to amortise choosing its traces. With moveouts of hundreds of samples
+// most of a chunk lies where traces start and stop; 16 vectors (128 float32 samples) rather than
+// 4 made size a at +-500 10% faster (1 thread, docs/kernels/parstack.md), for at most 2 x 128
+// extra multiply-adds by zero per trace and chunk (under 2% of a 6000-sample trace per chunk).
+constexpr std::int64_t kGrain = 16;
 
 // The padded copy's memory, kept per calling thread from one call to the next and only grown: a
 // fresh buffer of 12-24 MB (size c) costs thousands of page faults per call, as much as the
@@ -276,16 +279,19 @@ void sum_vectors_by_8(const Term<T>* const* terms, std::size_t nterms, std::int6
   run(std::integral_constant<int, 1>{});
 }
 
-// Traces per pass and vectors per block when a segment has more traces than the prefetchers
-// follow streams (a hundred stations): the block's partial sums stay in L1 between the passes.
-// The traces are still summed in their order, so the result is the same bit for bit.
+// A segment with more traces than the prefetchers follow streams (a hundred stations) is summed
+// kTracesPerPass traces at a time over blocks of kVectorsPerBlock vectors, the block's partial
+// sums in L1 between the passes; up to kTracesInOnePass traces go in one pass, as passes of short
+// streams cost more than they save there (30 traces: 17% faster in one pass than in two). The
+// traces are still summed in their order, so the result is the same bit for bit.
+constexpr std::size_t kTracesInOnePass = 32;
 constexpr std::size_t kTracesPerPass = 16;
 constexpr std::int64_t kVectorsPerBlock = 4096 / kVectorBytes;
 
 template <class T>
 void sum_segment(const Term<T>* const* terms, std::size_t nterms, std::int64_t v0, std::int64_t v1,
                  Sink<T>& sink) {
-  if (nterms <= kTracesPerPass) {
+  if (nterms <= kTracesInOnePass) {
     sum_vectors_by_8(terms, nterms, v0, v1, sink, Partials<T>{});
     return;
   }
@@ -300,17 +306,42 @@ void sum_segment(const Term<T>* const* terms, std::size_t nterms, std::int64_t v
   }
 }
 
+// Where a chunk's segments start: bit g of `bits` marks vector g * kGrain. Traces start and end on
+// whole grains (or at the chunk's end), so the boundaries come out sorted and unique without a
+// sort per job.
+struct Cuts {
+  std::vector<std::uint64_t> bits;
+
+  void clear(std::int64_t nvec) {
+    bits.assign(static_cast<std::size_t>(nvec / kGrain / 64 + 1), 0);
+  }
+  void add(std::int64_t v) { bits[v / kGrain / 64] |= std::uint64_t(1) << (v / kGrain % 64); }
+  // f(v0, v1) for each segment of [0, nvec), in order.
+  template <class F>
+  void for_each_segment(std::int64_t nvec, F&& f) const {
+    std::int64_t v0 = 0;
+    for (std::size_t word = 0; word < bits.size(); ++word)
+      for (std::uint64_t b = bits[word]; b != 0; b &= b - 1) {
+        const std::int64_t v = (static_cast<std::int64_t>(word) * 64 + __builtin_ctzll(b)) * kGrain;
+        if (v <= v0 || v >= nvec) continue;
+        f(v0, v);
+        v0 = v;
+      }
+    f(v0, nvec);
+  }
+};
+
 // Output samples [k0, k0 + n) of shift set s: written to out (method 0) or returned as their
 // maximum (method 1, out null).
 template <class T>
 T stack_chunk(const Problem<T>& p, const PaddedTraces<T>& padded, std::int64_t s, std::int64_t k0,
               std::int64_t n, T* out, bool stream, std::vector<Term<T>>& terms,
-              std::vector<const Term<T>*>& active, std::vector<std::int64_t>& cuts) {
+              std::vector<const Term<T>*>& active, Cuts& cuts) {
   using S = Simd<T>;
   constexpr std::int64_t W = S::W;
   const std::int64_t nvec = (n + W - 1) / W;
   terms.clear();
-  cuts.assign({0, nvec});
+  cuts.clear(nvec);
   for (std::int64_t i = 0; i < p.ntraces; ++i) {
     const T w = p.weights[s * p.ntraces + i];
     if (w == T(0)) continue;
@@ -323,11 +354,9 @@ T stack_chunk(const Problem<T>& p, const PaddedTraces<T>& padded, std::int64_t s
     const std::int64_t vb = b / W / kGrain * kGrain;
     const std::int64_t ve = std::min(nvec, ((e + W - 1) / W + kGrain - 1) / kGrain * kGrain);
     terms.push_back({padded.data + padded.first[i] + (k0 - start), w, vb, ve});
-    cuts.push_back(terms.back().begin);
-    cuts.push_back(terms.back().end);
+    cuts.add(vb);
+    if (ve < nvec) cuts.add(ve);
   }
-  std::sort(cuts.begin(), cuts.end());
-  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
 
   Sink<T> sink;
   sink.out = out;
@@ -340,8 +369,7 @@ T stack_chunk(const Problem<T>& p, const PaddedTraces<T>& padded, std::int64_t s
   }
   sink.max = S::broadcast(max_initial_value<T>(p.clamp_max_at_zero));
   bool uncovered = false;  // some sample of the chunk has no trace: R is 0 there
-  for (std::size_t c = 0; c + 1 < cuts.size(); ++c) {
-    const std::int64_t v0 = cuts[c], v1 = cuts[c + 1];
+  cuts.for_each_segment(nvec, [&](std::int64_t v0, std::int64_t v1) {
     // The traces that cover the segment, in trace order; branch-free, as which ones do is random.
     std::size_t nactive = 0;
     for (const Term<T>& t : terms) {
@@ -363,10 +391,10 @@ T stack_chunk(const Problem<T>& p, const PaddedTraces<T>& padded, std::int64_t s
       } else {
         uncovered = true;
       }
-      continue;
+      return;
     }
     sum_segment(active.data(), nactive, v0, v1, sink);
-  }
+  });
   if (sink.stream && n % W == 0) Stream<T>::flush(sink, n);
   T m = uncovered ? std::max(T(0), sink.max[0]) : sink.max[0];
   for (std::int64_t l = 1; l < W; ++l) m = std::max(m, sink.max[l]);
@@ -405,10 +433,9 @@ SCIPROXY_STACK_PARSTACK(T) {
   {
     std::vector<Term<T>> terms;
     std::vector<const Term<T>*> active;
-    std::vector<std::int64_t> cuts;
+    Cuts cuts;
     terms.reserve(p.ntraces);
     active.resize(p.ntraces);
-    cuts.reserve(2 * p.ntraces + 2);
 #pragma omp for schedule(dynamic, 4)
     for (std::int64_t job = 0; job < njobs; ++job) {
       if (stop.poll(job)) continue;
