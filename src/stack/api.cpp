@@ -55,16 +55,19 @@ void check_input(const ParstackInput<T>& in, const ParstackOptions& opt) {
     require(in.traces[i].empty() || in.traces[i].data() != nullptr,
             fmt::format("{}[{}]", traces, i), "a pointer to its samples", "a null pointer");
   // NaN would poison every stack it enters; the scan is vectorised and parallel because it
-  // reads all the input, and the slow search for the culprit runs only when there is one.
+  // reads all the input, and the slow search for the culprit runs only when there is one. x - x is
+  // 0 for a finite sample and NaN for inf or NaN, so the sum is NaN exactly when one is not finite:
+  // a reduction GCC vectorises, where a test per sample with || stays scalar (12 MB of size c's
+  // traces: 0.7 ms on 2 threads, a twentieth of the stacking).
   bool any_nonfinite = false;
-#pragma omp parallel for schedule(dynamic, 1) reduction(|| : any_nonfinite)
+  const int threads = resolve_threads(opt.nparallel, "nparallel");
+#pragma omp parallel for schedule(dynamic, 1) reduction(|| : any_nonfinite) num_threads(threads)
   for (std::int64_t i = 0; i < ntraces; ++i) {
     const T* samples = in.traces[i].data();
-    bool bad = false;
-#pragma omp simd reduction(|| : bad)
-    for (std::size_t j = 0; j < in.traces[i].size(); ++j)
-      bad = bad || !(std::abs(samples[j]) <= std::numeric_limits<T>::max());
-    any_nonfinite = any_nonfinite || bad;
+    T probe = 0;
+#pragma omp simd reduction(+ : probe)
+    for (std::size_t j = 0; j < in.traces[i].size(); ++j) probe += samples[j] - samples[j];
+    any_nonfinite = any_nonfinite || probe != T(0);
   }
   if (any_nonfinite)
     for (std::int64_t i = 0; i < ntraces; ++i)
@@ -75,7 +78,6 @@ void check_input(const ParstackInput<T>& in, const ParstackOptions& opt) {
   require(opt.method == Method::stack || opt.method == Method::max, "method",
           "0 (stack) or 1 (maximum of the stack)", std::to_string(static_cast<int>(opt.method)));
   require(opt.lengthout != 0, "lengthout", "a positive length, or -1 for the default window", "0");
-  resolve_threads(opt.nparallel, "nparallel");
   require(opt.chunk_samples == 0 ||
               (opt.chunk_samples > 0 && opt.chunk_samples * std::int64_t(sizeof(T)) % 64 == 0),
           "chunk_samples",

@@ -236,3 +236,36 @@ TEST(ParstackReference, BadInputIsAClearError) {
   const std::string m = error_of([&] { parstack<double>(kReference, d.input(), wrong); });
   EXPECT_EQ(m, "result: expected nshifts x lengthout = 2 x 4 = 8 elements, got 7 elements");
 }
+
+// The scan for non-finite samples is a vectorised sum: every position of a long trace (the
+// vector body and the scalar tail), every kind of non-finite value, both dtypes; the largest
+// finite values pass.
+template <class T>
+void expect_nonfinite_refused() {
+  const std::size_t length = 1003;  // not a multiple of any vector width: a scalar tail
+  std::vector<std::vector<T>> data(3, std::vector<T>(length, T(0.5)));
+  data[1][length / 2] = std::numeric_limits<T>::max();
+  data[2][0] = -std::numeric_limits<T>::max();
+  const std::vector<std::int32_t> offsets{0, 0, 0}, shifts{0, 1, 2};
+  const std::vector<T> weights{1, 1, 1};
+  auto window = [&] {
+    std::vector<std::span<const T>> spans(data.begin(), data.end());
+    return parstack_extent(ParstackInput<T>{spans, offsets, shifts, weights, 1}, {});
+  };
+  EXPECT_EQ(window().lengthout, static_cast<std::int64_t>(length) + 2);
+  for (const T bad : {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity(),
+                      -std::numeric_limits<T>::infinity()})
+    for (const std::size_t at : {std::size_t(0), std::size_t(517), length - 1}) {
+      const T kept = data[2][at];
+      data[2][at] = bad;
+      const std::string message = error_of([&] { window(); });
+      EXPECT_EQ(message.rfind("traces[2]: expected finite samples", 0), 0u) << message;
+      EXPECT_NE(message.find("at index " + std::to_string(at)), std::string::npos) << message;
+      data[2][at] = kept;
+    }
+}
+
+TEST(ParstackReference, NonFiniteSamplesAnywhereAreRefused) {
+  expect_nonfinite_refused<float>();
+  expect_nonfinite_refused<double>();
+}
