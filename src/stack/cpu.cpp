@@ -1,4 +1,5 @@
-// parstack, CPU backend: OpenMP over (shift set, chunk of output samples), SIMD over samples.
+// parstack, CPU backend: OpenMP over (pair of shift sets, chunk of output samples), SIMD over
+// samples.
 //   R[s, k] = sum_i w[s,i] * a_i[k - start(s,i)],  M[s] = max_k R[s, k]     (pyrocko parstack)
 // Why it is faster than pyrocko's loop, which makes one pass over the output row per trace:
 // - each output vector is summed over every trace in registers and written once (method 0) or
@@ -13,10 +14,13 @@
 //   zero; the copy's buffer is kept per calling thread, so calls do not page-fault a fresh one;
 // - more than 32 traces are summed 16 at a time over blocks of 4 KiB, the partial sums in L1;
 //   jobs go by blocks of 32 shift sets, chunk-major, so the stretch of the traces stays in L2;
+// - neighbouring shift sets whose shifts nearly agree (the moveouts of neighbouring candidate
+//   sources) are stacked together, trace by trace, so that the second set's loads hit in L1;
 // - a method-0 stack larger than the last-level cache is written with non-temporal stores,
 //   shifted to vector boundaries (Stream), so its lines are not first read from DRAM.
 // Accumulation is in T, as in pyrocko; each output sample sums its traces in trace order, on one
-// thread, so the result does not depend on the thread count or the chunking.
+// thread, so the result depends neither on the thread count, nor on the chunking, nor on which
+// shift sets are stacked together.
 #include <omp.h>
 
 #if defined(__AVX__)
@@ -127,6 +131,22 @@ struct Term {
   const T* src;
   T weight;
   std::int64_t begin, end;  // in vectors of the chunk
+  std::int64_t trace;
+};
+
+// A job stacks one chunk for one shift set or for two whose shifts nearly agree (kSets): the
+// second set's loads of a trace then hit the lines the first one's have just brought to L1, so the
+// pair costs less than the two sets one after the other. Each set's sums keep their own order
+// (trace order), so the result is the same whether a set is paired or not.
+constexpr int kSets = 2;
+
+// One trace of a segment for the job's shift sets: set j reads src[j] with weight[j], and only
+// where `sets` has bit j (the other set may have a zero weight or not reach the segment).
+template <class T>
+struct Entry {
+  const T* src[kSets];
+  T weight[kSets];
+  int sets;
 };
 
 // What a chunk's vectors become: written to out (method 0, added to out's values when
@@ -236,57 +256,104 @@ struct Partials {
   std::int64_t base = 0;
 };
 
-// Vectors [v0, v1) of the chunk: the sum of the terms, U vectors at a time in registers.
+// Vectors [v, v + U) of one shift set before its traces are added: zero, out's values, or the
+// partial sums of an earlier pass.
 template <int U, class T>
-inline void sum_vectors(const Term<T>* const* terms, std::size_t nterms, std::int64_t v0,
-                        std::int64_t v1, Sink<T>& sink, const Partials<T>& partials) {
+inline void start_vectors(typename Simd<T>::Vec* acc, const Sink<T>& sink,
+                          const Partials<T>& partials, std::int64_t v) {
+  using S = Simd<T>;
+  for (int u = 0; u < U; ++u)
+    acc[u] = partials.from     ? S::load(partials.from + (v + u - partials.base) * S::W)
+             : sink.accumulate ? sink.load(v + u)
+                               : typename S::Vec{};
+}
+
+// Vectors [v, v + U) of one shift set once its traces are added: to the next pass, or to the sink.
+template <int U, class T>
+inline void finish_vectors(const typename Simd<T>::Vec* acc, Sink<T>& sink,
+                           const Partials<T>& partials, std::int64_t v,
+                           typename Simd<T>::Vec& max) {
+  using S = Simd<T>;
+  constexpr std::int64_t W = S::W;
+  if (partials.to) {
+    for (int u = 0; u < U; ++u) S::store(partials.to + (v + u - partials.base) * W, acc[u]);
+    return;
+  }
+#pragma GCC unroll 8
+  for (int u = 0; u < U; ++u) {
+    const std::int64_t k = (v + u) * W;
+    if (k + W > sink.n) {
+      if (sink.stream) Stream<T>::flush(sink, k);
+      finish_partial(sink, acc[u], k, max);
+    } else if (sink.stream)
+      Stream<T>::put(sink, acc[u], k);
+    else if (sink.out)
+      S::store(sink.out + k, acc[u]);
+    else
+      max = max > acc[u] ? max : acc[u];
+  }
+}
+
+// Vectors [v0, v1) of the chunk for the job's NSETS shift sets: the sum of the entries, U vectors
+// of each set at a time in registers. One set alone is its own instance: a loop with no test per
+// trace and only its accumulators live.
+template <int U, int NSETS, class T>
+inline void sum_vectors(const Entry<T>* entries, std::size_t nentries, std::int64_t v0,
+                        std::int64_t v1, Sink<T>* const* sinks, const Partials<T>* partials) {
   using S = Simd<T>;
   using Vec = typename S::Vec;
   constexpr std::int64_t W = S::W;
-  Vec max = sink.max;
+  Vec max0 = sinks[0]->max, max1 = sinks[NSETS - 1]->max;
   for (std::int64_t v = v0; v + U <= v1; v += U) {
-    Vec acc[U];
-    for (int u = 0; u < U; ++u)
-      acc[u] = partials.from     ? S::load(partials.from + (v + u - partials.base) * W)
-               : sink.accumulate ? sink.load(v + u)
-                                 : Vec{};
-    for (std::size_t t = 0; t < nterms; ++t) {
-      const T* src = terms[t]->src + v * W;
-      const Vec w = S::broadcast(terms[t]->weight);
+    Vec acc0[U], acc1[U];
+    start_vectors<U>(acc0, *sinks[0], partials[0], v);
+    if constexpr (NSETS == 2) start_vectors<U>(acc1, *sinks[1], partials[1], v);
+    for (std::size_t t = 0; t < nentries; ++t) {
+      const Entry<T>& e = entries[t];
+      const T* src0 = e.src[0] + v * W;
+      const Vec w0 = S::broadcast(e.weight[0]);
+      if constexpr (NSETS == 1) {
 #pragma GCC unroll 8
-      for (int u = 0; u < U; ++u) acc[u] += w * S::load(src + u * W);
-    }
-    if (partials.to) {
-      for (int u = 0; u < U; ++u) S::store(partials.to + (v + u - partials.base) * W, acc[u]);
-      continue;
-    }
+        for (int u = 0; u < U; ++u) acc0[u] += w0 * S::load(src0 + u * W);
+      } else {
+        const T* src1 = e.src[1] + v * W;
+        const Vec w1 = S::broadcast(e.weight[1]);
+        if (e.sets == 3) {
 #pragma GCC unroll 8
-    for (int u = 0; u < U; ++u) {
-      const std::int64_t k = (v + u) * W;
-      if (k + W > sink.n) {
-        if (sink.stream) Stream<T>::flush(sink, k);
-        finish_partial(sink, acc[u], k, max);
-      } else if (sink.stream)
-        Stream<T>::put(sink, acc[u], k);
-      else if (sink.out)
-        S::store(sink.out + k, acc[u]);
-      else
-        max = max > acc[u] ? max : acc[u];
+          for (int u = 0; u < U; ++u) {
+            acc0[u] += w0 * S::load(src0 + u * W);
+            acc1[u] += w1 * S::load(src1 + u * W);
+          }
+        } else if (e.sets == 1) {
+#pragma GCC unroll 8
+          for (int u = 0; u < U; ++u) acc0[u] += w0 * S::load(src0 + u * W);
+        } else {
+#pragma GCC unroll 8
+          for (int u = 0; u < U; ++u) acc1[u] += w1 * S::load(src1 + u * W);
+        }
+      }
     }
+    finish_vectors<U>(acc0, *sinks[0], partials[0], v, max0);
+    if constexpr (NSETS == 2) finish_vectors<U>(acc1, *sinks[1], partials[1], v, max1);
   }
-  sink.max = max;
+  sinks[0]->max = max0;
+  if constexpr (NSETS == 2) sinks[1]->max = max1;
 }
 
-// Vectors [v0, v1) by 8, then 4, 2, 1: 8 independent accumulators keep both FMA pipes busy, and
-// segments between the starts and ends of traces are often only a few vectors long.
+// Vectors [v0, v1) by 8, then 4, 2, 1: 8 independent accumulators per set keep both FMA pipes
+// busy, and segments between the starts and ends of traces are often only a few vectors long.
 template <class T>
-void sum_vectors_by_8(const Term<T>* const* terms, std::size_t nterms, std::int64_t v0,
-                      std::int64_t v1, Sink<T>& sink, const Partials<T>& partials) {
+void sum_vectors_by_8(const Entry<T>* entries, std::size_t nentries, std::int64_t v0,
+                      std::int64_t v1, int nsets, Sink<T>* const* sinks,
+                      const Partials<T>* partials) {
   std::int64_t v = v0;
   const auto run = [&](auto unroll) {
     constexpr int U = decltype(unroll)::value;
     const std::int64_t vu = v + (v1 - v) / U * U;
-    sum_vectors<U>(terms, nterms, v, vu, sink, partials);
+    if (nsets == 2)
+      sum_vectors<U, 2>(entries, nentries, v, vu, sinks, partials);
+    else
+      sum_vectors<U, 1>(entries, nentries, v, vu, sinks, partials);
     v = vu;
   };
   run(std::integral_constant<int, 8>{});
@@ -305,19 +372,22 @@ constexpr std::size_t kTracesPerPass = 16;
 constexpr std::int64_t kVectorsPerBlock = 4096 / kVectorBytes;
 
 template <class T>
-void sum_segment(const Term<T>* const* terms, std::size_t nterms, std::int64_t v0, std::int64_t v1,
-                 Sink<T>& sink) {
-  if (nterms <= kTracesInOnePass) {
-    sum_vectors_by_8(terms, nterms, v0, v1, sink, Partials<T>{});
+void sum_segment(const Entry<T>* entries, std::size_t nentries, std::int64_t v0, std::int64_t v1,
+                 int nsets, Sink<T>* const* sinks) {
+  const Partials<T> none[kSets];
+  if (nentries <= kTracesInOnePass) {
+    sum_vectors_by_8(entries, nentries, v0, v1, nsets, sinks, none);
     return;
   }
-  alignas(64) T partial[kVectorsPerBlock * Simd<T>::W];
+  alignas(64) T partial[kSets][kVectorsPerBlock * Simd<T>::W];
   for (std::int64_t b0 = v0; b0 < v1; b0 += kVectorsPerBlock) {
     const std::int64_t b1 = std::min(v1, b0 + kVectorsPerBlock);
-    for (std::size_t g = 0; g < nterms; g += kTracesPerPass) {
-      const std::size_t n = std::min(kTracesPerPass, nterms - g);
-      const Partials<T> partials{g > 0 ? partial : nullptr, g + n < nterms ? partial : nullptr, b0};
-      sum_vectors_by_8(terms + g, n, b0, b1, sink, partials);
+    for (std::size_t g = 0; g < nentries; g += kTracesPerPass) {
+      const std::size_t n = std::min(kTracesPerPass, nentries - g);
+      Partials<T> partials[kSets];
+      for (int j = 0; j < kSets; ++j)
+        partials[j] = {g > 0 ? partial[j] : nullptr, g + n < nentries ? partial[j] : nullptr, b0};
+      sum_vectors_by_8(entries + g, n, b0, b1, nsets, sinks, partials);
     }
   }
 }
@@ -347,77 +417,163 @@ struct Cuts {
   }
 };
 
-// Output samples [k0, k0 + n) of shift set s: written to out (method 0) or returned as their
-// maximum (method 1, out null).
+// What a thread keeps from one job to the next.
 template <class T>
-T stack_chunk(const Problem<T>& p, const PaddedTraces<T>& padded, std::int64_t s, std::int64_t k0,
-              std::int64_t n, T* out, bool stream, std::vector<Term<T>>& terms,
-              std::vector<const Term<T>*>& active, Cuts& cuts) {
+struct Scratch {
+  std::vector<Term<T>> terms[kSets];
+  std::vector<const Term<T>*> active[kSets];
+  std::vector<Entry<T>> entries;
+  Cuts cuts;
+
+  explicit Scratch(std::int64_t ntraces) {
+    for (int j = 0; j < kSets; ++j) {
+      terms[j].reserve(static_cast<std::size_t>(ntraces));
+      active[j].resize(static_cast<std::size_t>(ntraces));
+    }
+    entries.resize(static_cast<std::size_t>(ntraces));
+  }
+};
+
+// Output samples [k0, k0 + n) of the shift sets s[0 .. nsets): set j's are written to out[j]
+// (method 0) or their maximum is returned in max[j] (method 1, out[j] null).
+template <class T>
+void stack_job(const Problem<T>& p, const PaddedTraces<T>& padded, const std::int64_t* s, int nsets,
+               std::int64_t k0, std::int64_t n, T* const* out, bool stream, T* max,
+               Scratch<T>& scratch) {
   using S = Simd<T>;
   constexpr std::int64_t W = S::W;
   const std::int64_t nvec = (n + W - 1) / W;
-  terms.clear();
+  Cuts& cuts = scratch.cuts;
   cuts.clear(nvec);
-  for (std::int64_t i = 0; i < p.ntraces; ++i) {
-    const T w = p.weights[s * p.ntraces + i];
-    if (w == T(0)) continue;
-    const std::int64_t start = trace_start(p.offsets[i], p.shifts[s * p.ntraces + i], p.offsetout);
-    const Overlap o = trace_overlap(start, p.lengths[i], p.lengthout);
-    const std::int64_t b = std::max(o.begin, k0) - k0, e = std::min(o.end, k0 + n) - k0;
-    if (b >= e) continue;
-    // The vectors that hold samples [b, e), rounded out to the grain: their samples outside the
-    // trace read its zero pads, those past the window's end fall in lanes that are dropped.
-    const std::int64_t vb = b / W / kGrain * kGrain;
-    const std::int64_t ve = std::min(nvec, ((e + W - 1) / W + kGrain - 1) / kGrain * kGrain);
-    terms.push_back({padded.data + padded.first[i] + (k0 - start), w, vb, ve});
-    cuts.add(vb);
-    if (ve < nvec) cuts.add(ve);
+  Sink<T> sinks[kSets];
+  bool uncovered[kSets] = {};  // some sample of the chunk has no trace of set j: R is 0 there
+  for (int j = 0; j < nsets; ++j) {
+    std::vector<Term<T>>& terms = scratch.terms[j];
+    terms.clear();
+    for (std::int64_t i = 0; i < p.ntraces; ++i) {
+      const T w = p.weights[s[j] * p.ntraces + i];
+      if (w == T(0)) continue;
+      const std::int64_t start =
+          trace_start(p.offsets[i], p.shifts[s[j] * p.ntraces + i], p.offsetout);
+      const Overlap o = trace_overlap(start, p.lengths[i], p.lengthout);
+      const std::int64_t b = std::max(o.begin, k0) - k0, e = std::min(o.end, k0 + n) - k0;
+      if (b >= e) continue;
+      // The vectors that hold samples [b, e), rounded out to the grain: their samples outside the
+      // trace read its zero pads, those past the window's end fall in lanes that are dropped.
+      const std::int64_t vb = b / W / kGrain * kGrain;
+      const std::int64_t ve = std::min(nvec, ((e + W - 1) / W + kGrain - 1) / kGrain * kGrain);
+      terms.push_back({padded.data + padded.first[i] + (k0 - start), w, vb, ve, i});
+      cuts.add(vb);
+      if (ve < nvec) cuts.add(ve);
+    }
+    Sink<T>& sink = sinks[j];
+    sink.out = out[j];
+    sink.accumulate = out[j] && p.accumulate;
+    sink.n = n;
+    if (out[j] && stream && !sink.accumulate) {
+      sink.stream = true;
+      sink.skew =
+          static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(out[j]) % kVectorBytes) /
+          sizeof(T);
+    }
+    sink.max = S::broadcast(max_initial_value<T>(p.clamp_max_at_zero));
   }
 
-  Sink<T> sink;
-  sink.out = out;
-  sink.accumulate = out && p.accumulate;
-  sink.n = n;
-  if (out && stream && !sink.accumulate) {
-    sink.stream = true;
-    sink.skew =
-        static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(out) % kVectorBytes) / sizeof(T);
-  }
-  sink.max = S::broadcast(max_initial_value<T>(p.clamp_max_at_zero));
-  bool uncovered = false;  // some sample of the chunk has no trace: R is 0 there
   cuts.for_each_segment(nvec, [&](std::int64_t v0, std::int64_t v1) {
-    // The traces that cover the segment, in trace order; branch-free, as which ones do is random.
-    std::size_t nactive = 0;
-    for (const Term<T>& t : terms) {
-      active[nactive] = &t;
-      nactive += (t.begin <= v0) & (t.end >= v1);
-    }
-    if (nactive == 0 && !sink.accumulate) {
-      if (sink.stream) {
+    Sink<T>* live[kSets];  // the sets with traces in the segment
+    const std::vector<const Term<T>*>* lists[kSets];
+    std::size_t nactive[kSets];
+    int nlive = 0;
+    for (int j = 0; j < nsets; ++j) {
+      // The traces that cover the segment, in trace order; branch-free, as which ones do is random.
+      std::vector<const Term<T>*>& active = scratch.active[j];
+      std::size_t count = 0;
+      for (const Term<T>& t : scratch.terms[j]) {
+        active[count] = &t;
+        count += (t.begin <= v0) & (t.end >= v1);
+      }
+      Sink<T>& sink = sinks[j];
+      if (count > 0) {
+        live[nlive] = &sink;
+        lists[nlive] = &active;
+        nactive[nlive++] = count;
+      } else if (sink.accumulate) {
+        // nothing to add: the output keeps its values
+      } else if (sink.stream) {
         for (std::int64_t v = v0; v < v1; ++v) {
           if ((v + 1) * W <= n) {
             Stream<T>::put(sink, typename S::Vec{}, v * W);
           } else {
             Stream<T>::flush(sink, v * W);
-            std::fill(out + v * W, out + n, T(0));
+            std::fill(sink.out + v * W, sink.out + n, T(0));
           }
         }
-      } else if (out) {
-        std::fill(out + v0 * W, out + std::min(n, v1 * W), T(0));
+      } else if (sink.out) {
+        std::fill(sink.out + v0 * W, sink.out + std::min(n, v1 * W), T(0));
       } else {
-        uncovered = true;
+        uncovered[j] = true;
       }
+    }
+    if (nlive == 0) return;
+    std::size_t nentries = 0;
+    if (nlive == 1) {
+      for (std::size_t a = 0; a < nactive[0]; ++a) {
+        const Term<T>* t = (*lists[0])[a];
+        scratch.entries[nentries++] = {{t->src, t->src}, {t->weight, T(0)}, 1};
+      }
+      sum_segment(scratch.entries.data(), nentries, v0, v1, 1, live);
       return;
     }
-    sum_segment(active.data(), nactive, v0, v1, sink);
+    // One entry per trace of either set, in trace order; a set that lacks the trace reads the
+    // other's samples in name only (its bit is clear, so they are never loaded for it).
+    std::size_t a = 0, b = 0;
+    const std::size_t na = nactive[0], nb = nactive[1];
+    while (a < na || b < nb) {
+      const Term<T>* ta = a < na ? (*lists[0])[a] : nullptr;
+      const Term<T>* tb = b < nb ? (*lists[1])[b] : nullptr;
+      Entry<T>& e = scratch.entries[nentries++];
+      if (ta && tb && ta->trace == tb->trace) {
+        e = {{ta->src, tb->src}, {ta->weight, tb->weight}, 3};
+        ++a, ++b;
+      } else if (ta && (!tb || ta->trace < tb->trace)) {
+        e = {{ta->src, ta->src}, {ta->weight, T(0)}, 1};
+        ++a;
+      } else {
+        e = {{tb->src, tb->src}, {T(0), tb->weight}, 2};
+        ++b;
+      }
+    }
+    sum_segment(scratch.entries.data(), nentries, v0, v1, nlive, live);
   });
-  if (sink.stream && n % W == 0) Stream<T>::flush(sink, n);
-  T m = uncovered ? std::max(T(0), sink.max[0]) : sink.max[0];
-  for (std::int64_t l = 1; l < W; ++l) m = std::max(m, sink.max[l]);
-  return m;
+  for (int j = 0; j < nsets; ++j) {
+    Sink<T>& sink = sinks[j];
+    if (sink.stream && n % W == 0) Stream<T>::flush(sink, n);
+    T m = uncovered[j] ? std::max(T(0), sink.max[0]) : sink.max[0];
+    for (std::int64_t l = 1; l < W; ++l) m = std::max(m, sink.max[l]);
+    max[j] = m;
+  }
 }
 
-constexpr std::int64_t kBlock = 32;  // shift sets per block of jobs
+// Whether shift sets s0 and s1 are stacked together (kSets): when for three quarters of the
+// traces both weight their shifts differ by at most one block of U = 8 vectors, so that most of
+// the lines one set loads are those the other has just loaded. Moveouts of neighbouring
+// candidate sources differ by a few samples; a random pair, or the last and the first source of
+// two rows of a grid, gains nothing from the second set's extra streams.
+template <class T>
+bool stack_together(const Problem<T>& p, std::int64_t s0, std::int64_t s1) {
+  constexpr std::int64_t kReach = 8 * Simd<T>::W;
+  std::int64_t both = 0, near = 0;
+  for (std::int64_t i = 0; i < p.ntraces; ++i) {
+    if (p.weights[s0 * p.ntraces + i] == T(0) || p.weights[s1 * p.ntraces + i] == T(0)) continue;
+    const std::int64_t d =
+        std::int64_t(p.shifts[s0 * p.ntraces + i]) - p.shifts[s1 * p.ntraces + i];
+    ++both;
+    near += d >= -kReach && d <= kReach;
+  }
+  return both > 0 && 4 * near >= 3 * both;
+}
+
+constexpr std::int64_t kBlock = 32;  // shift sets per block of jobs, an even number (pairs)
 
 }  // namespace
 
@@ -433,8 +589,11 @@ SCIPROXY_STACK_PARSTACK(T) {
   // block's rows of output are written while their freshly mapped pages are still in cache.
   const std::int64_t chunk_samples = p.chunk_samples;
   const std::int64_t nchunks = (p.lengthout + chunk_samples - 1) / chunk_samples;
-  const std::int64_t njobs = nchunks * p.nshifts;
-  std::vector<T> chunk_max(p.method == Method::max ? njobs : 0);
+  // A job is a chunk of a pair of neighbouring shift sets (or of the last one of an odd block).
+  constexpr std::int64_t kPairsPerBlock = kBlock / 2;
+  const std::int64_t full_blocks = p.nshifts / kBlock, rest = p.nshifts % kBlock;
+  const std::int64_t njobs = nchunks * (full_blocks * kPairsPerBlock + (rest + 1) / 2);
+  std::vector<T> chunk_max(p.method == Method::max ? nchunks * p.nshifts : 0);
   // Streaming stores for a stack larger than the last-level cache (it leaves the caches anyway);
   // a smaller one stays cached for the caller, who reads it next.
   static const double cache_bytes = last_level_cache_bytes();
@@ -442,29 +601,41 @@ SCIPROXY_STACK_PARSTACK(T) {
   const bool stream = kCanStream && p.method == Method::stack && !p.accumulate &&
                       reinterpret_cast<std::uintptr_t>(result) % sizeof(T) == 0 &&
                       out_bytes > (cache_bytes > 0 ? cache_bytes : 32.0 * 1024 * 1024);
+  // Which pairs are stacked together, decided once per pair.
+  std::vector<char> together((p.nshifts + 1) / 2);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t pair = 0; pair < p.nshifts / 2; ++pair)
+    together[pair] = stack_together(p, 2 * pair, 2 * pair + 1);
   // Cancellation (core/cancel_region.hpp): thread 0 polls as it takes a job; once stopped, every
   // thread skips its remaining jobs, and the calling thread throws after the region.
   RegionStop stop;
 #pragma omp parallel
   {
-    std::vector<Term<T>> terms;
-    std::vector<const Term<T>*> active;
-    Cuts cuts;
-    terms.reserve(p.ntraces);
-    active.resize(p.ntraces);
-#pragma omp for schedule(dynamic, 4)
+    Scratch<T> scratch(p.ntraces);
+#pragma omp for schedule(dynamic, 2)
     for (std::int64_t job = 0; job < njobs; ++job) {
       if (stop.poll(job)) continue;
-      const std::int64_t block = job / (kBlock * nchunks), first = block * kBlock;
-      const std::int64_t size = std::min(kBlock, p.nshifts - first),
-                         in_block = job - first * nchunks;
-      const std::int64_t s = first + in_block % size, chunk = in_block / size;
+      const std::int64_t block = job / (kPairsPerBlock * nchunks), first = block * kBlock;
+      const std::int64_t pairs = (std::min(kBlock, p.nshifts - first) + 1) / 2;
+      const std::int64_t in_block = job - block * kPairsPerBlock * nchunks;
+      const std::int64_t s0 = first + 2 * (in_block % pairs), chunk = in_block / pairs;
       const std::int64_t k0 = chunk * chunk_samples;
       const std::int64_t n = std::min(p.lengthout - k0, chunk_samples);
-      T* out = p.method == Method::stack ? result + s * p.lengthout + k0 : nullptr;
-      const T m = stack_chunk(p, padded, s, k0, n, out, stream, terms, active, cuts);
+      const std::int64_t sets[kSets] = {s0, s0 + 1};
+      const int nsets = s0 + 1 < p.nshifts ? 2 : 1;
+      T* out[kSets] = {nullptr, nullptr};
+      if (p.method == Method::stack)
+        for (int j = 0; j < nsets; ++j) out[j] = result + sets[j] * p.lengthout + k0;
+      T max[kSets];
+      if (nsets == 2 && together[s0 / 2]) {
+        stack_job(p, padded, sets, 2, k0, n, out, stream, max, scratch);
+      } else {
+        for (int j = 0; j < nsets; ++j)
+          stack_job(p, padded, sets + j, 1, k0, n, out + j, stream, max + j, scratch);
+      }
       if (stream) stream_fence();  // the streaming stores are weakly ordered: done before the job
-      if (p.method == Method::max) chunk_max[s * nchunks + chunk] = m;
+      if (p.method == Method::max)
+        for (int j = 0; j < nsets; ++j) chunk_max[sets[j] * nchunks + chunk] = max[j];
     }
     if (p.method == Method::max && !stop.stopped()) {  // the same value on every thread here
 #pragma omp for schedule(static)

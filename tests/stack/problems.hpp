@@ -15,6 +15,10 @@ struct ProblemShape {
   int max_traces = 5, min_length = 5, max_length = 10;
   int shift_range = 5;  // offsets and shifts in [-shift_range, shift_range]
   int max_shifts = 10;
+  // > 0: moveouts of neighbouring sources. Each shift set's shifts are the previous set's plus a
+  // step in [-moveout_step, moveout_step] (one set in five starts afresh), so that the cpu
+  // backend stacks most pairs of sets together and some apart.
+  int moveout_step = 0;
 };
 
 template <class T>
@@ -40,8 +44,10 @@ struct RandomProblem {
     }
     traces.assign(data.begin(), data.end());
     for (int i = 0; i < ntraces; ++i) offsets.push_back(shift_d(rng));
+    std::uniform_int_distribution<int> step_d(-shape.moveout_step, shape.moveout_step);
     for (std::int64_t j = 0; j < nshifts * ntraces; ++j) {
-      shifts.push_back(shift_d(rng));
+      const bool afresh = shape.moveout_step == 0 || j < ntraces || zero_d(rng) < 2;
+      shifts.push_back(afresh ? shift_d(rng) : shifts[j - ntraces] + step_d(rng));
       weights.push_back(zero_d(rng) == 0 ? T(0) : static_cast<T>(value_d(rng)));  // some weights 0
     }
   }

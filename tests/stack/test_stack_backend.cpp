@@ -6,6 +6,7 @@
 // Tolerances: stack/case.hpp (relative L2 1e-5 float32, 1e-12 float64).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -133,6 +134,41 @@ TEST_F(StackBackend, WideMoveoutsMatchReference) {
   const test::ProblemShape many{70, 1, 700, 900, 5};
   compare_with_reference<float>(33, many, 20, 10, 1);
   compare_with_reference<double>(34, many, 20, 10);
+}
+
+TEST_F(StackBackend, NeighbouringShiftSetsMatchReference) {
+  // Shift sets whose shifts differ by a few samples from one to the next, as the moveouts of
+  // neighbouring candidate sources do: the cpu backend stacks such pairs together. 40 traces (its
+  // passes of 16), traces that start and stop inside the rows, weights 0 in one set of a pair.
+  const test::ProblemShape moveouts{40, 300, 2000, 1500, 9, 6};
+  compare_with_reference<float>(35, moveouts, 24, 10);
+  compare_with_reference<double>(36, moveouts, 24, 10, 1);
+  const test::ProblemShape few{6, 50, 400, 40, 7, 3};
+  compare_with_reference<float>(37, few, 30, 5, 2);
+}
+
+TEST_F(StackBackend, PairedShiftSetsGiveTheBitsOfSingleOnes) {
+  // Every shift set sums its traces in trace order whether it is stacked with its neighbour or
+  // alone, so a call on all sets gives, row by row, the bits of calls on one set each.
+  std::mt19937_64 rng(38);
+  const test::RandomProblem<float> p(rng, {40, 500, 3000, 800, 12, 4});
+  ParstackOptions opt;
+  const Extent e = parstack_extent(p.input(), opt);
+  std::vector<float> all(static_cast<std::size_t>(p.nshifts * e.lengthout));
+  parstack<float>(kBackend, p.input(), all, opt);
+  opt.offsetout = e.offsetout;
+  opt.lengthout = e.lengthout;
+  const auto ntraces = static_cast<std::size_t>(p.traces.size());
+  for (std::int64_t s = 0; s < p.nshifts; ++s) {
+    const auto row = static_cast<std::size_t>(s) * ntraces;
+    const ParstackInput<float> one{p.traces, std::span(p.offsets),
+                                   std::span(p.shifts).subspan(row, ntraces),
+                                   std::span(p.weights).subspan(row, ntraces), 1};
+    std::vector<float> alone(static_cast<std::size_t>(e.lengthout));
+    parstack<float>(kBackend, one, alone, opt);
+    const auto begin = all.begin() + static_cast<std::ptrdiff_t>(s * e.lengthout);
+    EXPECT_TRUE(std::equal(alone.begin(), alone.end(), begin)) << "shift set " << s;
+  }
 }
 
 TEST_F(StackBackend, LargeProblemMatches) {
