@@ -554,9 +554,9 @@ void stack_job(const Problem<T>& p, const PaddedTraces<T>& padded, const std::in
   }
 }
 
-// Whether shift sets s0 and s1 are stacked together (kSets): when for three quarters of the
-// traces both weight their shifts differ by at most one block of U = 8 vectors, so that most of
-// the lines one set loads are those the other has just loaded. Moveouts of neighbouring
+// Whether shift sets s0 and s1 are stacked together (kSets): when, for three quarters of the
+// traces that both weight, their shifts differ by at most one block of U = 8 vectors, so that most
+// of the lines one set loads are those the other has just loaded. Moveouts of neighbouring
 // candidate sources differ by a few samples; a random pair, or the last and the first source of
 // two rows of a grid, gains nothing from the second set's extra streams.
 template <class T>
