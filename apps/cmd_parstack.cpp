@@ -20,6 +20,7 @@ struct ParstackCliOptions {
   std::string device = "auto";
   int threads = 0;
   std::int64_t shift_min = 0, shift_max = 0;
+  std::string shifts = "uniform";
   CLI::Option* shift_min_option = nullptr;
   CLI::Option* shift_max_option = nullptr;
   std::int64_t seed = 1;
@@ -40,6 +41,7 @@ const OptionNames kNames{{{"ntraces", "--ntraces"},
                           {"dtype", "--dtype"},
                           {"shift_min", "--shift-min"},
                           {"shift_max", "--shift-max"},
+                          {"shifts", "--shifts"},
                           {"seed", "--seed"},
                           {"clamp", "--clamp"},
                           {"autotune", "--autotune"},
@@ -70,6 +72,7 @@ int run_parstack_command(const ParstackCliOptions& opt) {
                          {"nsamples", std::to_string(opt.nsamples)},
                          {"method", std::to_string(opt.method)},
                          {"dtype", parse_dtype(opt.dtype)},
+                         {"shifts", opt.shifts},
                          {"seed", std::to_string(opt.seed)},
                          {"clamp", opt.clamp ? "1" : "0"},
                          {"autotune", opt.autotune ? "1" : "0"},
@@ -89,11 +92,11 @@ int run_parstack_command(const ParstackCliOptions& opt) {
   const bool verify = !opt.no_verify && device.backend != Backend::reference;
   const int threads = device.backend == Backend::reference ? 1 : effective_threads(opt.threads);
   fmt::print(
-      "sciproxy parstack: {} traces x {} shift sets x {} samples, method {}, {}, shifts in "
+      "sciproxy parstack: {} traces x {} shift sets x {} samples, method {}, {}, {} shifts in "
       "[{}, {}], device {}{}{}\n",
       opt.ntraces, opt.nshifts, opt.nsamples, opt.method, p["dtype"].get<std::string>(),
-      p["shift_min"].get<long long>(), p["shift_max"].get<long long>(), device.name(),
-      device.automatic ? " (chosen by auto)" : "",
+      p["shifts"].get<std::string>(), p["shift_min"].get<long long>(),
+      p["shift_max"].get<long long>(), device.name(), device.automatic ? " (chosen by auto)" : "",
       device.backend == Backend::cuda
           ? ""
           : fmt::format(", {} thread{}", threads, threads == 1 ? "" : "s"));
@@ -164,11 +167,16 @@ Command add_parstack_command(CLI::App& root) {
   sub->add_option("--threads", opt->threads, "OpenMP threads of the cpu backend; 0: all")
       ->type_name("N");
   opt->shift_min_option =
-      sub->add_option("--shift-min", opt->shift_min, "Smallest random shift (default -T/10)")
+      sub->add_option("--shift-min", opt->shift_min, "Smallest shift (default -T/10)")
           ->type_name("A");
   opt->shift_max_option =
-      sub->add_option("--shift-max", opt->shift_max, "Largest random shift (default T/10)")
+      sub->add_option("--shift-max", opt->shift_max, "Largest shift (default T/10)")
           ->type_name("B");
+  sub->add_option("--shifts", opt->shifts,
+                  "uniform: delays at random; moveout: the moveouts of a station network "
+                  "(stations at random, one candidate source per shift set on a grid)")
+      ->type_name("MODEL")
+      ->capture_default_str();
   sub->add_option("--seed", opt->seed, "Seed of the synthetic problem")
       ->type_name("K")
       ->capture_default_str();

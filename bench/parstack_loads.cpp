@@ -14,8 +14,8 @@
 //   passes      16 traces per pass over blocks of 128 vectors, partial sums in L1 (100 traces).
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <vector>
@@ -103,7 +103,8 @@ struct Problem {
 
 // GMAC/s of `kernel` on `traces` traces of `samples` samples and 16 shift sets.
 double rate(float (*kernel)(const Problem&), int traces, long samples, int spread, bool aligned) {
-  const long pad = spread + 2 * W * U, stride = samples + 2 * pad + 16 * 17;  // not a 4 KiB multiple
+  const long pad = spread + 2 * W * U,
+             stride = samples + 2 * pad + 16 * 17;  // not a 4 KiB multiple
   std::vector<float> data(static_cast<std::size_t>(traces * stride + 64));
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> value(-1, 1);

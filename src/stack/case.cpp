@@ -1,8 +1,11 @@
 // The stack family's cases for the harness (core/harness.hpp): a synthetic problem the way a
-// detector sees one, N traces of nsamples samples starting at 0, each shift set a row of random
-// integer delays in [shift_min, shift_max] (default +-nsamples/10) with positive weights.
-// Settings: ntraces, nshifts, nsamples, shift_min, shift_max, seed, method (0 or 1), clamp (1:
-// method 1 with pyrocko's max(0, ...) quirk), dtype, and verify_macs: above this many
+// detector sees one, N traces of nsamples samples starting at 0, each shift set a row of integer
+// delays in [shift_min, shift_max] (default +-nsamples/10) with positive weights. The delays are
+// drawn at random (shifts=uniform, the default) or are the moveouts of a station network
+// (shifts=moveout: stations at random in a square, one candidate source per shift set on a grid
+// over it, delays proportional to the distance, so neighbouring shift sets differ a little).
+// Settings: ntraces, nshifts, nsamples, shift_min, shift_max, shifts, seed, method (0 or 1), clamp
+// (1: method 1 with pyrocko's max(0, ...) quirk), dtype, and verify_macs: above this many
 // multiply-adds the reference (a serial loop) would take long, so it runs an even spread of the
 // shift sets only and the outputs compared are those rows; autotune (1: the cpu backend's chunk
 // chosen by timing, sciproxy/core/autotune.hpp) and chunk_samples (the chunk given; 0: default).
@@ -11,6 +14,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -46,13 +50,13 @@ struct Random {
 struct Sizes {
   std::int64_t ntraces, nshifts, nsamples, lo, hi, seed, rows;
   int method;
-  bool clamp, autotune;
+  bool clamp, autotune, moveout;
   std::int64_t chunk_samples;
   double elem, inputs, result;  // bytes
 
   Sizes(const CaseSettings& s, std::size_t elem_size) {
-    s.check_known({"ntraces", "nshifts", "nsamples", "shift_min", "shift_max", "seed", "method",
-                   "clamp", "dtype", "verify_macs", "autotune", "chunk_samples"});
+    s.check_known({"ntraces", "nshifts", "nsamples", "shift_min", "shift_max", "shifts", "seed",
+                   "method", "clamp", "dtype", "verify_macs", "autotune", "chunk_samples"});
     ntraces = s.get_int("ntraces", 30);
     nshifts = s.get_int("nshifts", 1000);
     nsamples = s.get_int("nsamples", 6000);
@@ -66,6 +70,10 @@ struct Sizes {
     require(lo <= hi, "shift_min", fmt::format("at most shift_max ({})", hi), std::to_string(lo));
     require(lo >= -kIndexLimit && hi <= kIndexLimit, "shift_min, shift_max",
             fmt::format("shifts within +-{}", kIndexLimit), fmt::format("[{}, {}]", lo, hi));
+    const std::string model = s.get("shifts", "uniform");
+    require(model == "uniform" || model == "moveout", "shifts", "uniform or moveout",
+            fmt::format("\"{}\"", model));
+    moveout = model == "moveout";
     seed = s.get_int("seed", 1);
     require(seed >= 0, "seed", "0 or a positive integer", std::to_string(seed));
     const auto m = s.get_int("method", 0);
@@ -125,7 +133,10 @@ class ParstackCase final : public Case {
     offsets_.assign(n_.ntraces, 0);
     shifts_.resize(n_.ntraces * n_.nshifts);
     weights_.resize(n_.ntraces * n_.nshifts);
-    for (auto& v : shifts_) v = static_cast<std::int32_t>(rng.integer(n_.lo, n_.hi));
+    if (n_.moveout)
+      moveout_shifts(rng);
+    else
+      for (auto& v : shifts_) v = static_cast<std::int32_t>(rng.integer(n_.lo, n_.hi));
     for (auto& w : weights_) w = static_cast<T>(0.1 + 0.9 * rng.uniform());  // positive, never 0
     extent_ = parstack_extent(input(), options_);
     for (std::int64_t j = 0; j < n_.rows; ++j) rows_.push_back(j * n_.nshifts / n_.rows);
@@ -151,6 +162,7 @@ class ParstackCase final : public Case {
     p.set("dtype", sizeof(T) == 4 ? "float32" : "float64");
     p.set("shift_min", static_cast<long long>(n_.lo));
     p.set("shift_max", static_cast<long long>(n_.hi));
+    p.set("shifts", n_.moveout ? "moveout" : "uniform");
     p.set("seed", static_cast<long long>(n_.seed));
     p.set("clamp_max_at_zero", n_.clamp);
     p.set("autotune", n_.autotune);
@@ -246,6 +258,33 @@ class ParstackCase final : public Case {
   ParstackInput<T> input() const {
     return {std::span<const std::span<const T>>(traces_), offsets_, shifts_, weights_, n_.nshifts};
   }
+
+  // The moveouts of a station network: stations at random in [-1, 1]^2, the candidate sources on
+  // a grid over it (shift set s is grid node s, row by row) at a depth of 0.2, and each delay the
+  // distance mapped linearly onto [shift_min, shift_max], the nearest station the latest: the
+  // shift that stacks a source's arrivals undoes their delay.
+  void moveout_shifts(Random& rng) {
+    std::vector<double> x(n_.ntraces), y(n_.ntraces), distance(shifts_.size());
+    for (std::int64_t i = 0; i < n_.ntraces; ++i) {
+      x[i] = 2 * rng.uniform() - 1;
+      y[i] = 2 * rng.uniform() - 1;
+    }
+    std::int64_t side = 1;
+    while (side * side < n_.nshifts) ++side;
+    const auto node = [&](std::int64_t k) { return side > 1 ? -1 + 2.0 * k / (side - 1) : 0.0; };
+    for (std::int64_t s = 0; s < n_.nshifts; ++s)
+      for (std::int64_t i = 0; i < n_.ntraces; ++i) {
+        const double dx = node(s % side) - x[i], dy = node(s / side) - y[i];
+        distance[s * n_.ntraces + i] = std::sqrt(dx * dx + dy * dy + 0.04);
+      }
+    const auto [near, far] = std::minmax_element(distance.begin(), distance.end());
+    const double lo = *near, span = *far - *near;
+    for (std::size_t j = 0; j < shifts_.size(); ++j) {
+      const double u = span > 0 ? (distance[j] - lo) / span : 0.0;
+      shifts_[j] = static_cast<std::int32_t>(
+          std::llround(static_cast<double>(n_.hi) - u * static_cast<double>(n_.hi - n_.lo)));
+    }
+  }
   std::int64_t per_set_length() const {
     return options_.method == Method::stack ? extent_.lengthout : 1;
   }
@@ -287,15 +326,21 @@ CaseSettings variant(const char* method, const char* dtype) {
 
 // What detectors stack: 30 traces x 1000 shift sets (pyrocko's benchmark geometry) of 6000
 // samples (a minute at 100 Hz), with moveouts from a few samples (a dense local array) through
-// hundreds (the default +-nsamples/10) to thousands (a regional aperture), both methods.
+// hundreds (the default +-nsamples/10) to thousands (a regional aperture), both methods: the
+// moveouts of a station network, and at the widest spread delays at random too (the least
+// cache-friendly case).
 std::vector<CaseSettings> parstack_sweep() {
   std::vector<CaseSettings> sweep;
-  for (const char* method : {"0", "1"})
+  for (const char* method : {"0", "1"}) {
     for (const int spread : {10, 600, 3000})
       sweep.push_back(CaseSettings{{{"method", method},
                                     {"dtype", "float32"},
+                                    {"shifts", "moveout"},
                                     {"shift_min", std::to_string(-spread)},
                                     {"shift_max", std::to_string(spread)}}});
+    sweep.push_back(CaseSettings{
+        {{"method", method}, {"dtype", "float32"}, {"shift_min", "-3000"}, {"shift_max", "3000"}}});
+  }
   sweep.push_back(CaseSettings{{{"method", "0"}, {"dtype", "float64"}}});
   return sweep;
 }
@@ -306,7 +351,7 @@ void register_cases(std::vector<CaseEntry>& registry) {
   registry.push_back(
       {"parstack",
        "stack",
-       "delay-and-sum stack of random traces with random shifts (pyrocko's parstack)",
+       "delay-and-sum stack of random traces with random or moveout shifts (pyrocko's parstack)",
        make_parstack,
        {variant("0", "float32"), variant("0", "float64"), variant("1", "float32"),
         variant("1", "float64")},
