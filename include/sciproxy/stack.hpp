@@ -91,12 +91,18 @@ struct Extent {
   std::int64_t lengthout = 0;
 };
 
+// What parstack_extent checks of the trace samples: `scan` reads them all for values that are not
+// finite; `skip` leaves that to parstack, which always scans them, for callers that size the
+// result just before calling it (the scan is a pass over every trace: 12 MB at qseek's size).
+enum class SampleCheck { scan, skip };
+
 // Output window: the given one, or pyrocko's default (offsetout = min(offsets + shifts),
-// lengthout = max(offsets + shifts + lengths) - offsetout). Checks the input first. With
-// opt.comm of several ranks it is collective: with ShiftSets::own the window of every rank's
-// shift sets, and a bad input on any rank fails every rank.
+// lengthout = max(offsets + shifts + lengths) - offsetout). Checks the input first (the samples
+// as `samples` says). With opt.comm of several ranks it is collective: with ShiftSets::own the
+// window of every rank's shift sets, and a bad input on any rank fails every rank.
 template <class T>
-Extent parstack_extent(const ParstackInput<T>& in, const ParstackOptions& opt);
+Extent parstack_extent(const ParstackInput<T>& in, const ParstackOptions& opt,
+                       SampleCheck samples = SampleCheck::scan);
 
 // Elements `result` must hold: nshifts * lengthout (method 0) or nshifts (method 1).
 std::int64_t parstack_result_size(std::int64_t nshifts, const Extent& extent, Method method);

@@ -149,8 +149,9 @@ nb::tuple parstack(nb::sequence arrays, Indices offsets, IndexMatrix shifts, Mat
 
   st::Extent extent;
   {
-    const Interruptible interruptible;      // GIL released; Ctrl-C stops the call
-    extent = st::parstack_extent(in, opt);  // checks the input (a pass over the traces)
+    const Interruptible interruptible;  // GIL released; Ctrl-C stops the call
+    // The shapes and the window; parstack below scans the samples (one pass, not two).
+    extent = st::parstack_extent(in, opt, st::SampleCheck::skip);
   }
   // The rows this rank receives: every shift set, or none (rank 0 receives them), or its own.
   const st::ShiftBlock block = st::parstack_shift_block(in.nshifts, opt);

@@ -24,8 +24,35 @@ namespace sciproxy::stack {
 
 namespace {
 
+// NaN would poison every stack it enters; the scan is vectorised and parallel because it reads
+// all the input, and the slow search for the culprit runs only when there is one. x - x is 0 for a
+// finite sample and NaN for inf or NaN, so the sum is NaN exactly when one is not finite: a
+// reduction GCC vectorises, where a test per sample with || stays scalar (12 MB of size c's
+// traces: 0.7 ms on 2 threads, a twentieth of the stacking).
 template <class T>
-void check_input(const ParstackInput<T>& in, const ParstackOptions& opt) {
+void require_finite_samples(const ParstackInput<T>& in, const ParstackOptions& opt) {
+  const auto ntraces = static_cast<std::int64_t>(in.traces.size());
+  const std::string_view traces = in.traces_name ? in.traces_name : "traces";
+  bool any_nonfinite = false;
+  const int threads = resolve_threads(opt.nparallel, "nparallel");
+#pragma omp parallel for schedule(dynamic, 1) reduction(|| : any_nonfinite) num_threads(threads)
+  for (std::int64_t i = 0; i < ntraces; ++i) {
+    const T* samples = in.traces[i].data();
+    T probe = 0;
+#pragma omp simd reduction(+ : probe)
+    for (std::size_t j = 0; j < in.traces[i].size(); ++j) probe += samples[j] - samples[j];
+    any_nonfinite = any_nonfinite || probe != T(0);
+  }
+  if (any_nonfinite)
+    for (std::int64_t i = 0; i < ntraces; ++i)
+      for (std::size_t j = 0; j < in.traces[i].size(); ++j)
+        if (!std::isfinite(in.traces[i][j]))
+          throw_invalid_argument(fmt::format("{}[{}]", traces, i), "finite samples",
+                                 fmt::format("{} at index {}", in.traces[i][j], j));
+}
+
+template <class T>
+void check_input(const ParstackInput<T>& in, const ParstackOptions& opt, SampleCheck samples) {
   const auto ntraces = static_cast<std::int64_t>(in.traces.size());
   const std::string_view traces = in.traces_name ? in.traces_name : "traces";
   require(ntraces >= 1, traces, "at least one trace", "none");
@@ -54,27 +81,6 @@ void check_input(const ParstackInput<T>& in, const ParstackOptions& opt) {
   for (std::int64_t i = 0; i < ntraces; ++i)
     require(in.traces[i].empty() || in.traces[i].data() != nullptr,
             fmt::format("{}[{}]", traces, i), "a pointer to its samples", "a null pointer");
-  // NaN would poison every stack it enters; the scan is vectorised and parallel because it
-  // reads all the input, and the slow search for the culprit runs only when there is one. x - x is
-  // 0 for a finite sample and NaN for inf or NaN, so the sum is NaN exactly when one is not finite:
-  // a reduction GCC vectorises, where a test per sample with || stays scalar (12 MB of size c's
-  // traces: 0.7 ms on 2 threads, a twentieth of the stacking).
-  bool any_nonfinite = false;
-  const int threads = resolve_threads(opt.nparallel, "nparallel");
-#pragma omp parallel for schedule(dynamic, 1) reduction(|| : any_nonfinite) num_threads(threads)
-  for (std::int64_t i = 0; i < ntraces; ++i) {
-    const T* samples = in.traces[i].data();
-    T probe = 0;
-#pragma omp simd reduction(+ : probe)
-    for (std::size_t j = 0; j < in.traces[i].size(); ++j) probe += samples[j] - samples[j];
-    any_nonfinite = any_nonfinite || probe != T(0);
-  }
-  if (any_nonfinite)
-    for (std::int64_t i = 0; i < ntraces; ++i)
-      for (std::size_t j = 0; j < in.traces[i].size(); ++j)
-        if (!std::isfinite(in.traces[i][j]))
-          throw_invalid_argument(fmt::format("{}[{}]", traces, i), "finite samples",
-                                 fmt::format("{} at index {}", in.traces[i][j], j));
   require(opt.method == Method::stack || opt.method == Method::max, "method",
           "0 (stack) or 1 (maximum of the stack)", std::to_string(static_cast<int>(opt.method)));
   require(opt.lengthout != 0, "lengthout", "a positive length, or -1 for the default window", "0");
@@ -83,6 +89,7 @@ void check_input(const ParstackInput<T>& in, const ParstackOptions& opt) {
           "chunk_samples",
           fmt::format("0 (the default) or a positive multiple of {}", 64 / sizeof(T)),
           std::to_string(opt.chunk_samples));
+  if (samples == SampleCheck::scan) require_finite_samples(in, opt);
 }
 
 template <class T>
@@ -273,14 +280,15 @@ Extent given_window(const ParstackInput<T>& in, const ParstackOptions& opt) {
 }
 
 template <class T>
-Extent parstack_extent(const ParstackInput<T>& in, const ParstackOptions& opt) {
+Extent parstack_extent(const ParstackInput<T>& in, const ParstackOptions& opt,
+                       SampleCheck samples) {
   const Communicator& comm = opt.comm;
   if (comm.distributed() && opt.shift_sets == ShiftSets::all) {
     // Each rank's window is the whole's; collective only so a failure is every rank's.
     ParstackOptions here = opt;
     here.comm = Communicator();
     Extent e;
-    collective::on_every_rank(comm, [&] { e = parstack_extent(in, here); });
+    collective::on_every_rank(comm, [&] { e = parstack_extent(in, here, samples); });
     return e;
   }
   if (comm.distributed() && opt.shift_sets == ShiftSets::own) {
@@ -289,7 +297,7 @@ Extent parstack_extent(const ParstackInput<T>& in, const ParstackOptions& opt) {
     std::int64_t last = std::numeric_limits<std::int64_t>::min();
     Extent e;
     collective::on_every_rank(comm, [&] {
-      check_input(in, opt);
+      check_input(in, opt, samples);
       if (opt.lengthout > 0)
         e = given_window(in, opt);
       else if (in.nshifts > 0)
@@ -301,7 +309,7 @@ Extent parstack_extent(const ParstackInput<T>& in, const ParstackOptions& opt) {
     collective::on_every_rank(comm, [&] { e = default_window<T>(in, opt, first, last); });
     return e;
   }
-  check_input(in, opt);
+  check_input(in, opt, samples);
   if (opt.lengthout > 0) return given_window(in, opt);
   const auto [first, last] = default_window_bounds(in);
   return default_window<T>(in, opt, first, last);
@@ -476,7 +484,7 @@ Extent parstack_on_ranks(const Device& device, const ParstackInput<T>& in, std::
   const Communicator& comm = opt.comm;
   auto region = Timers::region(timers, "parstack");
   collective::on_every_rank(comm, [&] {
-    check_input(in, opt);
+    check_input(in, opt, SampleCheck::scan);
     require(opt.shift_sets == ShiftSets::all || opt.shift_sets == ShiftSets::own, "shift_sets",
             "0 (all: every rank passes all) or 1 (own: each rank its own block)",
             std::to_string(static_cast<int>(opt.shift_sets)));
@@ -494,10 +502,12 @@ Extent parstack_on_ranks(const Device& device, const ParstackInput<T>& in, std::
   ParstackOptions local = opt;
   local.comm = Communicator();
   Extent extent;
+  // The samples were scanned above, with the rest of the input.
   if (opt.shift_sets == ShiftSets::own) {
-    extent = parstack_extent(in, opt);  // collective
+    extent = parstack_extent(in, opt, SampleCheck::skip);  // collective
   } else {
-    collective::on_every_rank(comm, [&] { extent = parstack_extent(in, local); });
+    collective::on_every_rank(comm,
+                              [&] { extent = parstack_extent(in, local, SampleCheck::skip); });
   }
   local.lengthout = extent.lengthout;
   local.offsetout = extent.offsetout;
@@ -620,7 +630,8 @@ void argmax(std::span<const T> a, std::int64_t rows, std::int64_t cols,
 }
 
 #define SCIPROXY_INSTANTIATE(T)                                                        \
-  template Extent parstack_extent<T>(const ParstackInput<T>&, const ParstackOptions&); \
+  template Extent parstack_extent<T>(const ParstackInput<T>&, const ParstackOptions&,  \
+                                     SampleCheck);                                     \
   template WorkModel parstack_work<T>(const ParstackInput<T>&, const Extent&, Method); \
   template Extent parstack<T>(const Device&, const ParstackInput<T>&, std::span<T>,    \
                               const ParstackOptions&, Timers*, ParstackPlan*);         \

@@ -261,6 +261,17 @@ void expect_nonfinite_refused() {
       const std::string message = error_of([&] { window(); });
       EXPECT_EQ(message.rfind("traces[2]: expected finite samples", 0), 0u) << message;
       EXPECT_NE(message.find("at index " + std::to_string(at)), std::string::npos) << message;
+      // SampleCheck::skip sizes the result without the scan; parstack itself still refuses.
+      std::vector<std::span<const T>> spans(data.begin(), data.end());
+      const ParstackInput<T> in{spans, offsets, shifts, weights, 1};
+      const Extent sized = parstack_extent(in, {}, SampleCheck::skip);
+      EXPECT_EQ(sized.lengthout, static_cast<std::int64_t>(length) + 2);
+      std::vector<T> result(static_cast<std::size_t>(sized.lengthout), T(7));
+      const std::string refused = error_of([&] {
+        parstack<T>(Device{Backend::cpu, 0, false}, in, std::span<T>(result), {});
+      });
+      EXPECT_EQ(refused.rfind("traces[2]: expected finite samples", 0), 0u) << refused;
+      EXPECT_EQ(result, std::vector<T>(result.size(), T(7))) << "nothing written";
       data[2][at] = kept;
     }
 }
