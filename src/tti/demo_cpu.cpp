@@ -118,6 +118,15 @@ struct Layout {
   static constexpr int64_t kCoefficients = 8;
   int64_t c_index(int64_t i, int64_t j, int64_t k) const { return (i * n[1] + j) * nzv + k; }
   int64_t c_size() const { return n[0] * n[1] * nzv; }  // of one coefficient
+  // Coefficient k starts at k c_stride: c_size rounded up to whole pages, plus kStaggerLines
+  // cache lines. At the sizes users run (128^3, 200^3, 256^3) c_size is a whole number of pages:
+  // back to back, the coefficients of one point would lie 4 KiB apart in the same L1 set (8
+  // ways) and the flux loop's seven streams and their prefetches would evict each other.
+  static constexpr int64_t kStaggerLines = 7;  // coprime with the 64 lines of a page
+  int64_t c_stride(int64_t element_bytes) const {
+    const int64_t page = 4096 / element_bytes, line = 64 / element_bytes;
+    return (c_size() + page - 1) / page * page + kStaggerLines * line;
+  }
 };
 
 template <class T>
@@ -736,7 +745,7 @@ void to_layout(const DemoGrid& g, const Layout& L, const T* src, T* dst) {
       std::memcpy(dst + L.u_index(i, j, 0), src + g.index(i, j, 0),
                   sizeof(T) * static_cast<std::size_t>(L.nzv));
 }
-// The coefficient arrays into one array (Layout::c_index, c_size), in the order nx, ny, a, bma,
+// The coefficient arrays into one array (Layout::c_index, c_stride), in the order nx, ny, a, bma,
 // s, m, d, nz; without nz where `derived_nz`, with n and s negated at the points where nz < 0
 // (F = a g + (bma (n.g) + s) n is the same, exactly: only signs change), so that the kernel's
 // nz = sqrt(1 - nx^2 - ny^2) is the stored one to rounding.
@@ -746,18 +755,19 @@ void coefficients_to_layout(const DemoGrid& g, const Layout& L, const DemoCoeffi
   const T* in[Layout::kCoefficients] = {cin.nx, cin.ny, cin.a, cin.bma,
                                         cin.s,  cin.m,  cin.d, cin.nz};
   const int64_t arrays = derived_nz ? Layout::kCoefficients - 1 : Layout::kCoefficients;
+  const int64_t stride = L.c_stride(sizeof(T));
 #pragma omp parallel for collapse(2) schedule(static)
   for (int64_t i = 0; i < L.n[0]; ++i)
     for (int64_t j = 0; j < L.n[1]; ++j) {
       for (int64_t a = 0; a < arrays; ++a)
-        std::memcpy(dst + a * L.c_size() + L.c_index(i, j, 0), in[a] + g.index(i, j, 0),
+        std::memcpy(dst + a * stride + L.c_index(i, j, 0), in[a] + g.index(i, j, 0),
                     sizeof(T) * static_cast<std::size_t>(L.nzv));
       if (!derived_nz) continue;
       const T* nz = cin.nz + g.index(i, j, 0);
       T* row = dst + L.c_index(i, j, 0);
       for (int64_t k = 0; k < L.nzv; ++k)
         if (nz[k] < 0)
-          for (int64_t a : {0, 1, 4}) row[a * L.c_size() + k] = -row[a * L.c_size() + k];
+          for (int64_t a : {0, 1, 4}) row[a * stride + k] = -row[a * stride + k];
     }
 }
 template <class T>
@@ -803,7 +813,7 @@ void run_order(const DemoProblem<T>& p, DemoFields<T> fields, Timers* timers) {
     ub = AlignedArray<T>(L.points);
     to_layout(g, L, fields.u, ua.data());
     to_layout(g, L, fields.u_prev, ub.data());
-    const int64_t first = g.index(0, 0, 0), stride = constant ? 1 : L.c_size();
+    const int64_t first = g.index(0, 0, 0), stride = constant ? 1 : L.c_stride(sizeof(T));
     const DemoCoefficients<T>& cin = p.coef;
     if (constant) {
       carr = AlignedArray<T>(Layout::kCoefficients);
@@ -812,7 +822,7 @@ void run_order(const DemoProblem<T>& p, DemoFields<T> fields, Timers* timers) {
       for (int a = 0; a < Layout::kCoefficients; ++a) carr.data()[a] = in[a][first];
     } else {
       carr = AlignedArray<T>((derived_nz ? Layout::kCoefficients - 1 : Layout::kCoefficients) *
-                             L.c_size());
+                             stride);
       coefficients_to_layout(g, L, cin, derived_nz, carr.data());
     }
     T* c0 = carr.data();
