@@ -360,17 +360,17 @@ WorkModel parstack_work(const ParstackInput<T>& in, const Extent& e, Method meth
 namespace {
 
 // One process's parstack; `region` names its timer region ("parstack", or "stack" inside the
-// ranks' call).
+// ranks' call, which has scanned the samples already: `samples`).
 template <class T>
 Extent parstack_here(const Device& device, const ParstackInput<T>& in, std::span<T> result,
                      const ParstackOptions& opt, Timers* timers, ParstackPlan* plan,
-                     const char* region_name) {
+                     const char* region_name, SampleCheck samples) {
   RecordedCall call("parstack", device, timers);
   Extent extent;
   std::vector<T> reference_result;  // when verifying
   {
     auto region = Timers::region(call.timers(), region_name);  // closed before the reference rerun
-    extent = parstack_extent(in, opt);
+    extent = parstack_extent(in, opt, samples);
     const std::int64_t expected = parstack_result_size(in.nshifts, extent, opt.method);
     require(static_cast<std::int64_t>(result.size()) == expected, "result",
             opt.method == Method::stack ? fmt::format("nshifts x lengthout = {} x {} = {} elements",
@@ -561,7 +561,8 @@ Extent parstack_on_ranks(const Device& device, const ParstackInput<T>& in, std::
       block.count,
       in.traces_name};
   collective::on_every_rank(comm, [&] {
-    if (block.count > 0) parstack_here<T>(device, part, mine, local, timers, plan, "stack");
+    if (block.count > 0)
+      parstack_here<T>(device, part, mine, local, timers, plan, "stack", SampleCheck::skip);
   });
   auto exchange = Timers::region(timers, "exchange");
   if (layout == ResultLayout::all_ranks)
@@ -581,7 +582,7 @@ template <class T>
 Extent parstack(const Device& device, const ParstackInput<T>& in, std::span<T> result,
                 const ParstackOptions& opt, Timers* timers, ParstackPlan* plan) {
   if (opt.comm.distributed()) return parstack_on_ranks(device, in, result, opt, timers, plan);
-  return parstack_here(device, in, result, opt, timers, plan, "parstack");
+  return parstack_here(device, in, result, opt, timers, plan, "parstack", SampleCheck::scan);
 }
 
 template <class T>
