@@ -63,14 +63,12 @@ struct Simd {
 };
 
 // Segments start and end on multiples of kGrain vectors of the chunk: a trace's range is rounded
-// out to them (reading its zero pads), which costs at most 2 * kGrain vectors per trace (one grain
-// where it starts, one where it stops) and keeps every segment long enough to amortise choosing its
-// traces. With moveouts of hundreds of samples the chunks at either end of the window are cut
-// wherever a trace starts or stops. 16 vectors rather than 4 made size a at +-500 10% faster; 32
-// rather than 16 another 4-8% at +-500 and +-2000 (float64, method 1, 2 threads, alternating
-// builds; size c unchanged), for at most 2 x 256 float32 or 2 x 128 float64 multiply-adds by zero
-// per trace, about 2% of a 6000-sample trace on average (docs/kernels/parstack.md).
-constexpr std::int64_t kGrain = 32;
+// out to them (reading its zero pads), which costs at most 2 * kGrain vectors of a trace and keeps
+// every segment long enough to amortise choosing its traces. With moveouts of hundreds of samples
+// most of a chunk lies where traces start and stop; 16 vectors (128 float32 samples) rather than
+// 4 made size a at +-500 10% faster (1 thread, docs/kernels/parstack.md), for at most 2 x 128
+// extra multiply-adds by zero per trace and chunk (under 2% of a 6000-sample trace per chunk).
+constexpr std::int64_t kGrain = 16;
 
 // The padded copy's memory, kept per calling thread from one call to the next and only grown: a
 // fresh buffer of 12-24 MB (size c) costs thousands of page faults per call, as much as the
