@@ -3,14 +3,15 @@
 # environment in .venv with the PyPI packages (numpy, pytest, hypothesis for the fuzz tests,
 # matplotlib, the build tools, pyrocko for the side-by-side tests, astropy and fitsio to read the
 # frames specex writes, netCDF4, xarray and icon-grid-generator for diffusion's grid files, mpi4py
-# for the calls on several MPI ranks; Open MPI and METIS come from Debian). Safe to run again: it only installs what is absent.
+# for the calls on several MPI ranks; Open MPI and METIS come from Debian; ccache, which lets the pip
+# build and the cuda preset reuse the cpu build's objects). Safe to run again: it only installs what is absent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 debian_packages=(cmake ninja-build g++ gfortran pkg-config libgtest-dev libcli11-dev
                  nlohmann-json3-dev libfmt-dev libfftw3-dev libcfitsio-dev liblapacke-dev
                  libopenblas-dev libnetcdf-dev libopenmpi-dev openmpi-bin libmetis-dev
-                 python3-dev python3-venv python3-pip)
+                 python3-dev python3-venv python3-pip ccache)
 missing=()
 for p in "${debian_packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

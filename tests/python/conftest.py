@@ -6,6 +6,11 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
+# Idle OpenMP threads sleep instead of spinning (before any OpenMP runtime starts; the children
+# the MPI and CLI tests start inherit it): several ranks of two threads each share the machine's
+# cores, and spinning ones take them from the ranks that work. It changes no result.
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+
 # The interruption tests need Python's SIGINT handler, in this process and in the children they
 # start. Python keeps SIGINT ignored when it starts with it ignored, as a non-interactive shell
 # starts its background jobs; the children would inherit that, though not a handler (exec resets
