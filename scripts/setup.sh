@@ -4,7 +4,7 @@
 # matplotlib, the build tools, pyrocko for the side-by-side tests, astropy and fitsio to read the
 # frames specex writes, netCDF4, xarray and icon-grid-generator for diffusion's grid files, mpi4py
 # for the calls on several MPI ranks; Open MPI and METIS come from Debian; ccache, which lets the pip
-# build and the cuda preset reuse the cpu build's objects). Safe to run again: it only installs what is absent.
+# build reuse the cpu build's objects). Safe to run again: it only installs what is absent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
