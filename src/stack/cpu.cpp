@@ -1,5 +1,5 @@
-// parstack, CPU backend: OpenMP over (pair of shift sets, chunk of output samples), SIMD over
-// samples.
+// parstack, CPU backend: OpenMP over (pair of neighbouring shift sets, chunk of output samples),
+// SIMD over samples.
 //   R[s, k] = sum_i w[s,i] * a_i[k - start(s,i)],  M[s] = max_k R[s, k]     (pyrocko parstack)
 // Why it is faster than pyrocko's loop, which makes one pass over the output row per trace:
 // - each output vector is summed over every trace in registers and written once (method 0) or
@@ -13,7 +13,8 @@
 //   vector that holds a trace's first or last sample is read in full and its outside lanes add
 //   zero; the copy's buffer is kept per calling thread, so calls do not page-fault a fresh one;
 // - more than 32 traces are summed 16 at a time over blocks of 4 KiB, the partial sums in L1;
-//   jobs go by blocks of 32 shift sets, chunk-major, so the stretch of the traces stays in L2;
+//   jobs go by blocks of 16 pairs of shift sets, chunk-major, so the stretch of the traces stays
+//   in L2;
 // - neighbouring shift sets whose shifts nearly agree (the moveouts of neighbouring candidate
 //   sources) are stacked together, trace by trace, so that the second set's loads hit in L1;
 // - a method-0 stack larger than the last-level cache is written with non-temporal stores,
@@ -134,10 +135,14 @@ struct Term {
   std::int64_t trace;
 };
 
-// A job stacks one chunk for one shift set or for two whose shifts nearly agree (kSets): the
-// second set's loads of a trace then hit the lines the first one's have just brought to L1, so the
-// pair costs less than the two sets one after the other. Each set's sums keep their own order
-// (trace order), so the result is the same whether a set is paired or not.
+// A job stacks one chunk for one shift set or for kSets neighbouring ones whose shifts nearly
+// agree: the second set's loads of a trace then hit the lines the first one's have just brought to
+// L1, so the pair costs less than the two sets one after the other. Each set's sums keep their own
+// order (trace order), so the result is the same whether a set is paired or not. Three sets (3 x 8
+// accumulators in AVX-512VL's 32 registers) were tried: the loop alone gains (bench/
+// parstack_loads.cpp, 30 traces in L2: 29.4 -> 31.9 GMAC/s in float32, 14.6 -> 16.5 in float64),
+// but the kernel did not (size a in float64: +2% at +-10, -10% at +-2000, more segments where the
+// three sets' traces start and stop; docs/kernels/parstack.md).
 constexpr int kSets = 2;
 
 // One trace of a segment for the job's shift sets: set j reads src[j] with weight[j], and only
@@ -295,49 +300,45 @@ inline void finish_vectors(const typename Simd<T>::Vec* acc, Sink<T>& sink,
 }
 
 // Vectors [v0, v1) of the chunk for the job's NSETS shift sets: the sum of the entries, U vectors
-// of each set at a time in registers. One set alone is its own instance: a loop with no test per
-// trace and only its accumulators live.
+// of each set at a time in registers. Each set count is its own instance: one set alone is a loop
+// with no test per trace and only its accumulators live. In a pair, an entry that both sets have
+// (nearly all of them) takes one branch, the others a test per set, and a trace's U vectors are
+// added for one set, then for the other: size a in float64 at +-10 and +-500 ran 1.15-1.2x faster
+// than with the two sets' multiply-adds interleaved (2 threads, alternating builds).
 template <int U, int NSETS, class T>
 inline void sum_vectors(const Entry<T>* entries, std::size_t nentries, std::int64_t v0,
                         std::int64_t v1, Sink<T>* const* sinks, const Partials<T>* partials) {
   using S = Simd<T>;
   using Vec = typename S::Vec;
   constexpr std::int64_t W = S::W;
-  Vec max0 = sinks[0]->max, max1 = sinks[NSETS - 1]->max;
+  constexpr int kAll = (1 << NSETS) - 1;
+  Vec max[NSETS];
+  for (int j = 0; j < NSETS; ++j) max[j] = sinks[j]->max;
   for (std::int64_t v = v0; v + U <= v1; v += U) {
-    Vec acc0[U], acc1[U];
-    start_vectors<U>(acc0, *sinks[0], partials[0], v);
-    if constexpr (NSETS == 2) start_vectors<U>(acc1, *sinks[1], partials[1], v);
+    Vec acc[NSETS][U];
+#pragma GCC unroll 2
+    for (int j = 0; j < NSETS; ++j) start_vectors<U>(acc[j], *sinks[j], partials[j], v);
     for (std::size_t t = 0; t < nentries; ++t) {
       const Entry<T>& e = entries[t];
-      const T* src0 = e.src[0] + v * W;
-      const Vec w0 = S::broadcast(e.weight[0]);
-      if constexpr (NSETS == 1) {
+      const auto add = [&](int j) {
+        const T* src = e.src[j] + v * W;
+        const Vec w = S::broadcast(e.weight[j]);
 #pragma GCC unroll 8
-        for (int u = 0; u < U; ++u) acc0[u] += w0 * S::load(src0 + u * W);
+        for (int u = 0; u < U; ++u) acc[j][u] += w * S::load(src + u * W);
+      };
+      if (NSETS == 1 || e.sets == kAll) {
+#pragma GCC unroll 2
+        for (int j = 0; j < NSETS; ++j) add(j);
       } else {
-        const T* src1 = e.src[1] + v * W;
-        const Vec w1 = S::broadcast(e.weight[1]);
-        if (e.sets == 3) {
-#pragma GCC unroll 8
-          for (int u = 0; u < U; ++u) {
-            acc0[u] += w0 * S::load(src0 + u * W);
-            acc1[u] += w1 * S::load(src1 + u * W);
-          }
-        } else if (e.sets == 1) {
-#pragma GCC unroll 8
-          for (int u = 0; u < U; ++u) acc0[u] += w0 * S::load(src0 + u * W);
-        } else {
-#pragma GCC unroll 8
-          for (int u = 0; u < U; ++u) acc1[u] += w1 * S::load(src1 + u * W);
-        }
+#pragma GCC unroll 2
+        for (int j = 0; j < NSETS; ++j)
+          if ((e.sets >> j) & 1) add(j);
       }
     }
-    finish_vectors<U>(acc0, *sinks[0], partials[0], v, max0);
-    if constexpr (NSETS == 2) finish_vectors<U>(acc1, *sinks[1], partials[1], v, max1);
+#pragma GCC unroll 2
+    for (int j = 0; j < NSETS; ++j) finish_vectors<U>(acc[j], *sinks[j], partials[j], v, max[j]);
   }
-  sinks[0]->max = max0;
-  if constexpr (NSETS == 2) sinks[1]->max = max1;
+  for (int j = 0; j < NSETS; ++j) sinks[j]->max = max[j];
 }
 
 // Vectors [v0, v1) by 8, then 4, 2, 1: 8 independent accumulators per set keep both FMA pipes
@@ -519,28 +520,32 @@ void stack_job(const Problem<T>& p, const PaddedTraces<T>& padded, const std::in
     if (nlive == 1) {
       for (std::size_t a = 0; a < nactive[0]; ++a) {
         const Term<T>* t = (*lists[0])[a];
-        scratch.entries[nentries++] = {{t->src, t->src}, {t->weight, T(0)}, 1};
+        Entry<T>& e = scratch.entries[nentries++];
+        e.src[0] = t->src;
+        e.weight[0] = t->weight;
+        e.sets = 1;
       }
       sum_segment(scratch.entries.data(), nentries, v0, v1, 1, live);
       return;
     }
-    // One entry per trace of either set, in trace order; a set that lacks the trace reads the
-    // other's samples in name only (its bit is clear, so they are never loaded for it).
-    std::size_t a = 0, b = 0;
-    const std::size_t na = nactive[0], nb = nactive[1];
-    while (a < na || b < nb) {
-      const Term<T>* ta = a < na ? (*lists[0])[a] : nullptr;
-      const Term<T>* tb = b < nb ? (*lists[1])[b] : nullptr;
+    // One entry per trace of any live set, in trace order, with the bits of the sets that have it;
+    // a set that lacks the trace is never loaded for it (its pointer is left as it was).
+    std::size_t head[kSets] = {};
+    for (;;) {
+      std::int64_t trace = p.ntraces;
+      for (int l = 0; l < nlive; ++l)
+        if (head[l] < nactive[l]) trace = std::min(trace, (*lists[l])[head[l]]->trace);
+      if (trace == p.ntraces) break;
       Entry<T>& e = scratch.entries[nentries++];
-      if (ta && tb && ta->trace == tb->trace) {
-        e = {{ta->src, tb->src}, {ta->weight, tb->weight}, 3};
-        ++a, ++b;
-      } else if (ta && (!tb || ta->trace < tb->trace)) {
-        e = {{ta->src, ta->src}, {ta->weight, T(0)}, 1};
-        ++a;
-      } else {
-        e = {{tb->src, tb->src}, {T(0), tb->weight}, 2};
-        ++b;
+      e.sets = 0;
+      for (int l = 0; l < nlive; ++l) {
+        if (head[l] == nactive[l]) continue;
+        const Term<T>* t = (*lists[l])[head[l]];
+        if (t->trace != trace) continue;
+        e.src[l] = t->src;
+        e.weight[l] = t->weight;
+        e.sets |= 1 << l;
+        ++head[l];
       }
     }
     sum_segment(scratch.entries.data(), nentries, v0, v1, nlive, live);
@@ -554,7 +559,7 @@ void stack_job(const Problem<T>& p, const PaddedTraces<T>& padded, const std::in
   }
 }
 
-// Whether shift sets s0 and s1 are stacked together (kSets): when, for three quarters of the
+// Whether shift set s1 joins the group of its neighbour s0 (kSets): when, for three quarters of the
 // traces that both weight, their shifts differ by at most one block of U = 8 vectors, so that most
 // of the lines one set loads are those the other has just loaded. Moveouts of neighbouring
 // candidate sources differ by a few samples; a random pair, or the last and the first source of
@@ -573,7 +578,8 @@ bool stack_together(const Problem<T>& p, std::int64_t s0, std::int64_t s1) {
   return both > 0 && 4 * near >= 3 * both;
 }
 
-constexpr std::int64_t kBlock = 32;  // shift sets per block of jobs, an even number (pairs)
+constexpr std::int64_t kGroupsPerBlock = 16;  // groups of kSets shift sets per block of jobs
+constexpr std::int64_t kBlock = kGroupsPerBlock * kSets;
 
 }  // namespace
 
@@ -589,10 +595,10 @@ SCIPROXY_STACK_PARSTACK(T) {
   // block's rows of output are written while their freshly mapped pages are still in cache.
   const std::int64_t chunk_samples = p.chunk_samples;
   const std::int64_t nchunks = (p.lengthout + chunk_samples - 1) / chunk_samples;
-  // A job is a chunk of a pair of neighbouring shift sets (or of the last one of an odd block).
-  constexpr std::int64_t kPairsPerBlock = kBlock / 2;
+  // A job is a chunk of a group of kSets neighbouring shift sets (fewer at the end of the last
+  // block).
   const std::int64_t full_blocks = p.nshifts / kBlock, rest = p.nshifts % kBlock;
-  const std::int64_t njobs = nchunks * (full_blocks * kPairsPerBlock + (rest + 1) / 2);
+  const std::int64_t njobs = nchunks * (full_blocks * kGroupsPerBlock + (rest + kSets - 1) / kSets);
   std::vector<T> chunk_max(p.method == Method::max ? nchunks * p.nshifts : 0);
   // Streaming stores for a stack larger than the last-level cache (it leaves the caches anyway);
   // a smaller one stays cached for the caller, who reads it next.
@@ -601,11 +607,12 @@ SCIPROXY_STACK_PARSTACK(T) {
   const bool stream = kCanStream && p.method == Method::stack && !p.accumulate &&
                       reinterpret_cast<std::uintptr_t>(result) % sizeof(T) == 0 &&
                       out_bytes > (cache_bytes > 0 ? cache_bytes : 32.0 * 1024 * 1024);
-  // Which pairs are stacked together, decided once per pair.
-  std::vector<char> together((p.nshifts + 1) / 2);
+  // Which sets join their predecessor's stack within a group, decided once per set: a group runs
+  // as one stack per stretch of sets that join.
+  std::vector<char> joins(p.nshifts, 0);
 #pragma omp parallel for schedule(static)
-  for (std::int64_t pair = 0; pair < p.nshifts / 2; ++pair)
-    together[pair] = stack_together(p, 2 * pair, 2 * pair + 1);
+  for (std::int64_t s = 0; s < p.nshifts; ++s)
+    joins[s] = s % kSets != 0 && stack_together(p, s - 1, s);
   // Cancellation (core/cancel_region.hpp): thread 0 polls as it takes a job; once stopped, every
   // thread skips its remaining jobs, and the calling thread throws after the region.
   RegionStop stop;
@@ -615,23 +622,25 @@ SCIPROXY_STACK_PARSTACK(T) {
 #pragma omp for schedule(dynamic, 2)
     for (std::int64_t job = 0; job < njobs; ++job) {
       if (stop.poll(job)) continue;
-      const std::int64_t block = job / (kPairsPerBlock * nchunks), first = block * kBlock;
-      const std::int64_t pairs = (std::min(kBlock, p.nshifts - first) + 1) / 2;
-      const std::int64_t in_block = job - block * kPairsPerBlock * nchunks;
-      const std::int64_t s0 = first + 2 * (in_block % pairs), chunk = in_block / pairs;
+      const std::int64_t block = job / (kGroupsPerBlock * nchunks), first = block * kBlock;
+      const std::int64_t groups = (std::min(kBlock, p.nshifts - first) + kSets - 1) / kSets;
+      const std::int64_t in_block = job - block * kGroupsPerBlock * nchunks;
+      const std::int64_t s0 = first + kSets * (in_block % groups), chunk = in_block / groups;
       const std::int64_t k0 = chunk * chunk_samples;
       const std::int64_t n = std::min(p.lengthout - k0, chunk_samples);
-      const std::int64_t sets[kSets] = {s0, s0 + 1};
-      const int nsets = s0 + 1 < p.nshifts ? 2 : 1;
-      T* out[kSets] = {nullptr, nullptr};
-      if (p.method == Method::stack)
-        for (int j = 0; j < nsets; ++j) out[j] = result + sets[j] * p.lengthout + k0;
+      const int nsets = static_cast<int>(std::min<std::int64_t>(kSets, p.nshifts - s0));
+      std::int64_t sets[kSets];
+      T* out[kSets] = {};
+      for (int j = 0; j < nsets; ++j) {
+        sets[j] = s0 + j;
+        if (p.method == Method::stack) out[j] = result + sets[j] * p.lengthout + k0;
+      }
       T max[kSets];
-      if (nsets == 2 && together[s0 / 2]) {
-        stack_job(p, padded, sets, 2, k0, n, out, stream, max, scratch);
-      } else {
-        for (int j = 0; j < nsets; ++j)
-          stack_job(p, padded, sets + j, 1, k0, n, out + j, stream, max + j, scratch);
+      for (int j = 0; j < nsets;) {
+        int end = j + 1;
+        while (end < nsets && joins[s0 + end]) ++end;
+        stack_job(p, padded, sets + j, end - j, k0, n, out + j, stream, max + j, scratch);
+        j = end;
       }
       if (stream) stream_fence();  // the streaming stores are weakly ordered: done before the job
       if (p.method == Method::max)
