@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import resource
 import subprocess
 import time
 
@@ -51,6 +52,20 @@ def timed(call):
     t0 = time.perf_counter()
     out = call()
     return time.perf_counter() - t0, out
+
+
+def timed_with_usage(call):
+    """(seconds, result, usage) of one call; usage is what the process (all its threads) spent in
+    the kernel and the page faults it took meanwhile: a call that runs twice as long as its
+    neighbours with system time and no faults shared its cores with something, one with faults
+    touched fresh pages."""
+    before = resource.getrusage(resource.RUSAGE_SELF)
+    seconds, out = timed(call)
+    after = resource.getrusage(resource.RUSAGE_SELF)
+    usage = {"system_seconds": after.ru_stime - before.ru_stime,
+             "user_seconds": after.ru_utime - before.ru_utime,
+             "minor_faults": after.ru_minflt - before.ru_minflt}
+    return seconds, out, usage
 
 
 def write_json_atomically(path, data):

@@ -31,6 +31,13 @@ workers spin for a while after each parallel region; with the calls alternating,
 workers of one library take the cores from the other's next call (measured here: 11.6 ms vs
 16 ms for sciproxy's method 1, less for pyrocko's longer calls). The script therefore sets
 OMP_WAIT_POLICY=passive for both unless the environment sets it.
+
+numpy's OpenBLAS has a third pool of threads, which busy-wait (calling sched_yield) for a while
+after each BLAS call; the verification's norm is one. Calls that ran inside that window took
+twice their time, with system time and no page faults (`usage` in the JSON): size c, float32,
+method 0, 10-11 ms or 20-24 ms, and pyrocko's method 1 up to 45 ms instead of 21 after a large
+np.dot. Neither system calls BLAS, so the script sets OPENBLAS_NUM_THREADS=1 unless the
+environment sets it.
 """
 
 from __future__ import annotations
@@ -44,11 +51,12 @@ import socket
 import statistics
 import sys
 
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")  # before either OpenMP runtime starts
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy starts OpenBLAS's threads
+
 import numpy as np
 
-os.environ.setdefault("OMP_WAIT_POLICY", "passive")  # before either OpenMP runtime starts
-
-from benchlib import cpu_model, git_commit, rel_l2, timed, write_json_atomically
+from benchlib import cpu_model, git_commit, rel_l2, timed, timed_with_usage, write_json_atomically
 
 SIZES = {
     "a": dict(ntraces=30, nshifts=3000, nsamples=6000, note="30 stations, 3000 candidate sources"),
@@ -140,7 +148,8 @@ def environment(args, sciproxy, pyrocko) -> dict:
         "cpu_count": os.cpu_count(),
         "threads": args.threads,
         "load_average_at_start": list(os.getloadavg()),
-        "omp_env": {k: v for k, v in os.environ.items() if k.startswith(("OMP_", "GOMP_"))},
+        "omp_env": {k: v for k, v in os.environ.items()
+                    if k.startswith(("OMP_", "GOMP_", "OPENBLAS_"))},
         "python": platform.python_version(),
         "numpy": np.__version__,
         "pyrocko": getattr(pyrocko, "__version__", "unknown"),
@@ -184,12 +193,14 @@ def run_case(size, spread, dtype, method, args, sciproxy, pyrocko_parstack, roof
         ours(), theirs()
 
     seconds = {"sciproxy": [], "pyrocko": []}
+    usage = {"sciproxy": [], "pyrocko": []}
     for rep in range(args.reps):
         order = [("sciproxy", ours), ("pyrocko", theirs)]
         for name, call in (order if rep % 2 == 0 else order[::-1]):
-            t, out = timed(call)
+            t, out, u = timed_with_usage(call)
             del out
             seconds[name].append(t)
+            usage[name].append(u)
 
     spec = SIZES[size]
     record = {
@@ -199,8 +210,8 @@ def run_case(size, spread, dtype, method, args, sciproxy, pyrocko_parstack, roof
         "note": spec["note"], "dtype": dtype, "method": method, "multiply_adds": macs,
         "verification": {"rel_l2": error, "tolerance": TOLERANCE[dtype], "pass": bool(passed),
                          "warmup_seconds": {"sciproxy": t_ours, "pyrocko": t_theirs}},
-        "sciproxy": stats(seconds["sciproxy"], macs),
-        "pyrocko": stats(seconds["pyrocko"], macs),
+        "sciproxy": {**stats(seconds["sciproxy"], macs), "usage": usage["sciproxy"]},
+        "pyrocko": {**stats(seconds["pyrocko"], macs), "usage": usage["pyrocko"]},
     }
     record["speedup"] = record["pyrocko"]["median"] / record["sciproxy"]["median"]
     record["sciproxy"]["roofline_fraction"] = roofline_fraction(

@@ -51,6 +51,11 @@ import statistics
 import sys
 import warnings
 
+# numpy's OpenBLAS threads busy-wait after each BLAS call (the verification's norm), taking the
+# cores from whichever system's call comes next (bench/parstack_vs_pyrocko.py); neither system
+# here calls numpy's BLAS.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import numpy as np
 
 from benchlib import cpu_model, git_commit, rel_l2, timed, write_json_atomically
@@ -309,7 +314,7 @@ def main(argv=None):
         "threads": args.threads,
         "torch_threads": torch.get_num_threads(),
         "load_average_at_start": list(os.getloadavg()),
-        "omp_env": {k: v for k, v in os.environ.items() if k.startswith(("OMP_", "GOMP_"))},
+        "omp_env": {k: v for k, v in os.environ.items() if k.startswith(("OMP_", "GOMP_", "OPENBLAS_"))},
         "python": platform.python_version(),
         "numpy": np.__version__,
         "torch": torch.__version__,

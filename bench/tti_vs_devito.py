@@ -136,6 +136,9 @@ def main(argv=None):
     os.environ["DEVITO_LANGUAGE"] = "openmp"
     os.environ.setdefault("DEVITO_ARCH", "gcc")
     os.environ["DEVITO_LOGGING"] = "PERF"  # Devito measures its sections only at this level
+    # numpy's OpenBLAS threads busy-wait after each BLAS call (the verification's norm), taking the
+    # cores from the next call (bench/parstack_vs_pyrocko.py); neither system calls numpy's BLAS.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, here)
     sys.path.insert(0, os.path.join(here, "..", "tests", "data"))
@@ -248,7 +251,7 @@ def main(argv=None):
                "devito": devito.__version__, "git_commit": git_commit(),
                "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                "roofline": roof,
-               "env": {k: v for k, v in os.environ.items() if k.startswith(("OMP_", "DEVITO_"))}}
+               "env": {k: v for k, v in os.environ.items() if k.startswith(("OMP_", "DEVITO_", "OPENBLAS_"))}}
         write_json_atomically(args.json, {"benchmark": "tti_vs_devito", "environment": env, "results": results})
         print(f"wrote {args.json}")
 
