@@ -11,6 +11,7 @@
 //   shifted     shifts at random: 7 loads in 8 straddle a 32-byte boundary;
 //   pairs       two shift sets at a time, both sets' vectors of a trace loaded one after the
 //               other (the cpu backend's pairs of neighbouring shift sets);
+//   three sets  the same with three shift sets (tried in the backend, not kept);
 //   passes      16 traces per pass over blocks of 128 vectors, partial sums in L1 (100 traces).
 #include <algorithm>
 #include <chrono>
@@ -71,6 +72,25 @@ struct Problem {
       }
       for (int u = 0; u < U; ++u) m = m > a[u] ? m : a[u];
       for (int u = 0; u < U; ++u) m = m > b[u] ? m : b[u];
+    }
+  return m[0];
+}
+
+// G shift sets at a time, trace by trace, set by set: G x UU accumulators.
+template <int G, int UU>
+[[gnu::noinline]] float sets_together(const Problem& p) {
+  Vec m{};
+  for (int s = 0; s + G <= p.sets; s += G)
+    for (long v = 0; v + UU <= p.nvec; v += UU) {
+      Vec acc[G][UU] = {};
+      for (int t = 0; t < p.traces; ++t)
+        for (int g = 0; g < G; ++g) {
+          const float* x = p.src[(s + g) * p.traces + t] + v * W;
+          const Vec w = Vec{} + p.weight[(s + g) * p.traces + t];
+          for (int u = 0; u < UU; ++u) acc[g][u] += w * load(x + u * W);
+        }
+      for (int g = 0; g < G; ++g)
+        for (int u = 0; u < UU; ++u) m = m > acc[g][u] ? m : acc[g][u];
     }
   return m[0];
 }
@@ -147,11 +167,13 @@ int main() {
       {"shifted, 16 traces in L1", one_set, 16, 256, 64, false},
       {"shifted, 30 traces in L2 (size a)", one_set, 30, 4096, 10, false},
       {"pairs,   30 traces in L2, shifts +-10", pairs, 30, 4096, 10, false},
+      {"3 sets,  30 traces in L2, shifts +-10", sets_together<3, 8>, 30, 4096, 10, false},
       {"shifted, 100 traces in L2 (size c)", one_set, 100, 1024, 10, false},
       {"pairs,   100 traces in L2, shifts +-10", pairs, 100, 1024, 10, false},
       {"shifted, 100 traces beyond L2", one_set, 100, 4096, 10, false},
       {"passes,  100 traces beyond L2", passes, 100, 4096, 10, false},
       {"passes,  100 traces beyond L2, shifts +-2000", passes, 100, 2048, 2000, false},
+      {"passes,  100 traces of 30000 (size c)", passes, 100, 30000, 10, false},
   };
   std::printf("%-46s %8s\n", "float32, one thread", "GMAC/s");
   for (const Row& r : rows)
