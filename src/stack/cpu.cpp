@@ -480,76 +480,103 @@ void stack_job(const Problem<T>& p, const PaddedTraces<T>& padded, const std::in
     sink.max = S::broadcast(max_initial_value<T>(p.clamp_max_at_zero));
   }
 
-  cuts.for_each_segment(nvec, [&](std::int64_t v0, std::int64_t v1) {
-    Sink<T>* live[kSets];  // the sets with traces in the segment
-    const std::vector<const Term<T>*>* lists[kSets];
-    std::size_t nactive[kSets];
-    int nlive = 0;
-    for (int j = 0; j < nsets; ++j) {
-      // The traces that cover the segment, in trace order; branch-free, as which ones do is random.
-      std::vector<const Term<T>*>& active = scratch.active[j];
+  // A segment that no trace of set j covers: R is 0 there.
+  const auto empty_segment = [&](int j, std::int64_t v0, std::int64_t v1) {
+    Sink<T>& sink = sinks[j];
+    if (sink.accumulate) {
+      // nothing to add: the output keeps its values
+    } else if (sink.stream) {
+      for (std::int64_t v = v0; v < v1; ++v) {
+        if ((v + 1) * W <= n) {
+          Stream<T>::put(sink, typename S::Vec{}, v * W);
+        } else {
+          Stream<T>::flush(sink, v * W);
+          std::fill(sink.out + v * W, sink.out + n, T(0));
+        }
+      }
+    } else if (sink.out) {
+      std::fill(sink.out + v0 * W, sink.out + std::min(n, v1 * W), T(0));
+    } else {
+      uncovered[j] = true;
+    }
+  };
+  if (nsets == 1) {
+    // One set: the entries of the traces that cover each segment straight from one branch-free
+    // pass over its terms, in trace order.
+    Entry<T>* entries = scratch.entries.data();
+    for (std::size_t a = 0; a < scratch.terms[0].size(); ++a) entries[a].sets = 1;
+    Sink<T>* live[1] = {&sinks[0]};
+    cuts.for_each_segment(nvec, [&](std::int64_t v0, std::int64_t v1) {
       std::size_t count = 0;
-      for (const Term<T>& t : scratch.terms[j]) {
-        active[count] = &t;
+      for (const Term<T>& t : scratch.terms[0]) {
+        entries[count].src[0] = t.src;
+        entries[count].weight[0] = t.weight;
         count += (t.begin <= v0) & (t.end >= v1);
       }
-      Sink<T>& sink = sinks[j];
-      if (count > 0) {
-        live[nlive] = &sink;
-        lists[nlive] = &active;
-        nactive[nlive++] = count;
-      } else if (sink.accumulate) {
-        // nothing to add: the output keeps its values
-      } else if (sink.stream) {
-        for (std::int64_t v = v0; v < v1; ++v) {
-          if ((v + 1) * W <= n) {
-            Stream<T>::put(sink, typename S::Vec{}, v * W);
-          } else {
-            Stream<T>::flush(sink, v * W);
-            std::fill(sink.out + v * W, sink.out + n, T(0));
-          }
+      if (count > 0)
+        sum_segment(entries, count, v0, v1, 1, live);
+      else
+        empty_segment(0, v0, v1);
+    });
+  } else {
+    cuts.for_each_segment(nvec, [&](std::int64_t v0, std::int64_t v1) {
+      Sink<T>* live[kSets];  // the sets with traces in the segment
+      const std::vector<const Term<T>*>* lists[kSets];
+      std::size_t nactive[kSets];
+      int nlive = 0;
+      for (int j = 0; j < nsets; ++j) {
+        // The traces that cover the segment, in trace order; branch-free, as which ones do is
+        // random.
+        std::vector<const Term<T>*>& active = scratch.active[j];
+        std::size_t count = 0;
+        for (const Term<T>& t : scratch.terms[j]) {
+          active[count] = &t;
+          count += (t.begin <= v0) & (t.end >= v1);
         }
-      } else if (sink.out) {
-        std::fill(sink.out + v0 * W, sink.out + std::min(n, v1 * W), T(0));
-      } else {
-        uncovered[j] = true;
+        if (count > 0) {
+          live[nlive] = &sinks[j];
+          lists[nlive] = &active;
+          nactive[nlive++] = count;
+        } else {
+          empty_segment(j, v0, v1);
+        }
       }
-    }
-    if (nlive == 0) return;
-    std::size_t nentries = 0;
-    if (nlive == 1) {
-      for (std::size_t a = 0; a < nactive[0]; ++a) {
-        const Term<T>* t = (*lists[0])[a];
+      if (nlive == 0) return;
+      std::size_t nentries = 0;
+      if (nlive == 1) {
+        for (std::size_t a = 0; a < nactive[0]; ++a) {
+          const Term<T>* t = (*lists[0])[a];
+          Entry<T>& e = scratch.entries[nentries++];
+          e.src[0] = t->src;
+          e.weight[0] = t->weight;
+          e.sets = 1;
+        }
+        sum_segment(scratch.entries.data(), nentries, v0, v1, 1, live);
+        return;
+      }
+      // One entry per trace of any live set, in trace order, with the bits of the sets that have
+      // it; a set that lacks the trace is never loaded for it (its pointer is left as it was).
+      std::size_t head[kSets] = {};
+      for (;;) {
+        std::int64_t trace = p.ntraces;
+        for (int l = 0; l < nlive; ++l)
+          if (head[l] < nactive[l]) trace = std::min(trace, (*lists[l])[head[l]]->trace);
+        if (trace == p.ntraces) break;
         Entry<T>& e = scratch.entries[nentries++];
-        e.src[0] = t->src;
-        e.weight[0] = t->weight;
-        e.sets = 1;
+        e.sets = 0;
+        for (int l = 0; l < nlive; ++l) {
+          if (head[l] == nactive[l]) continue;
+          const Term<T>* t = (*lists[l])[head[l]];
+          if (t->trace != trace) continue;
+          e.src[l] = t->src;
+          e.weight[l] = t->weight;
+          e.sets |= 1 << l;
+          ++head[l];
+        }
       }
-      sum_segment(scratch.entries.data(), nentries, v0, v1, 1, live);
-      return;
-    }
-    // One entry per trace of any live set, in trace order, with the bits of the sets that have it;
-    // a set that lacks the trace is never loaded for it (its pointer is left as it was).
-    std::size_t head[kSets] = {};
-    for (;;) {
-      std::int64_t trace = p.ntraces;
-      for (int l = 0; l < nlive; ++l)
-        if (head[l] < nactive[l]) trace = std::min(trace, (*lists[l])[head[l]]->trace);
-      if (trace == p.ntraces) break;
-      Entry<T>& e = scratch.entries[nentries++];
-      e.sets = 0;
-      for (int l = 0; l < nlive; ++l) {
-        if (head[l] == nactive[l]) continue;
-        const Term<T>* t = (*lists[l])[head[l]];
-        if (t->trace != trace) continue;
-        e.src[l] = t->src;
-        e.weight[l] = t->weight;
-        e.sets |= 1 << l;
-        ++head[l];
-      }
-    }
-    sum_segment(scratch.entries.data(), nentries, v0, v1, nlive, live);
-  });
+      sum_segment(scratch.entries.data(), nentries, v0, v1, nlive, live);
+    });
+  }
   for (int j = 0; j < nsets; ++j) {
     Sink<T>& sink = sinks[j];
     if (sink.stream && n % W == 0) Stream<T>::flush(sink, n);
