@@ -543,17 +543,6 @@ void stack_job(const Problem<T>& p, const PaddedTraces<T>& padded, const std::in
       }
       if (nlive == 0) return;
       std::size_t nentries = 0;
-      if (nlive == 1) {
-        for (std::size_t a = 0; a < nactive[0]; ++a) {
-          const Term<T>* t = (*lists[0])[a];
-          Entry<T>& e = scratch.entries[nentries++];
-          e.src[0] = t->src;
-          e.weight[0] = t->weight;
-          e.sets = 1;
-        }
-        sum_segment(scratch.entries.data(), nentries, v0, v1, 1, live);
-        return;
-      }
       // One entry per trace of any live set, in trace order, with the bits of the sets that have
       // it; a set that lacks the trace is never loaded for it (its pointer is left as it was).
       std::size_t head[kSets] = {};
