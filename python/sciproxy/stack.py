@@ -20,7 +20,7 @@ import numpy as np
 
 from . import _args, _sciproxy
 
-__all__ = ["parstack", "argmax", "resolve_impl"]
+__all__ = ["parstack", "argmax", "resolve_impl", "release_cached_results"]
 
 _IMPL_ALIASES = {"openmp": "cpu", "numpy": "reference"}  # pyrocko's names
 _IMPL_ACCEPTED = (
@@ -133,7 +133,9 @@ def parstack(
         [offsetout, offsetout + lengthout) of the stack.
     result : optional output array of `dtype`, C-contiguous. Method 0 adds the stack into it
         (shape (nshifts, lengthout) or flat (nshifts * lengthout,)), method 1 overwrites it
-        (shape (nshifts,)); it is returned (method 0: reshaped to 2-D).
+        (shape (nshifts,)); it is returned (method 0: reshaped to 2-D). None: a new array; a
+        stack of 4 MB and more reuses the memory of earlier results that are gone (see
+        release_cached_results).
     nparallel : threads of the cpu backend; None: all.
     dtype : numpy.float32 or numpy.float64 (default, like pyrocko).
     impl : 'auto' (cuda when built and a GPU is present, else cpu), 'reference', 'cpu',
@@ -289,6 +291,20 @@ def _check_result(result, dt: np.dtype, method: int, nshifts: int, lengthout: in
     else:
         raise ValueError(f"result: expected {expected}, got {_args.describe(result)}")
     # With the default window the C++ layer checks the size against the window it computes.
+
+
+def release_cached_results() -> int:
+    """Frees the memory that large results (method 0's stacks of 4 MB and more) leave behind
+    when they are gone, and returns its bytes.
+
+    parstack keeps the memory of the two most recent such results that were dropped, so that a
+    loop of calls (a detector over time windows) writes its stacks into memory that is already
+    mapped instead of having the kernel map and clear fresh pages on every call (30-60% of a
+    method-0 call on the machines of docs/kernels/parstack.md). A result array is a view of its
+    block (its ``base`` holds it); the block comes back when the array and its views are gone.
+    ``SCIPROXY_RESULT_CACHE_BYTES`` (read once, at the first large result) caps the memory kept:
+    by default a quarter of physical memory; 0 keeps none."""
+    return int(_sciproxy.release_cached_results())
 
 
 def argmax(a, nparallel=None, pyrocko_compat=False):

@@ -20,6 +20,7 @@
 
 #include "arrays.hpp"
 #include "interrupt.hpp"
+#include "result_pool.hpp"
 #include "sciproxy/core/communicator.hpp"
 #include "sciproxy/core/device.hpp"
 #include "sciproxy/core/error.hpp"
@@ -166,8 +167,9 @@ nb::tuple parstack(nb::sequence arrays, Indices offsets, IndexMatrix shifts, Mat
   if (result.is_none()) {
     if (opt.accumulate)
       sciproxy::throw_invalid_argument("result", "an array to accumulate into", "None");
+    // Every element is written (zeros where no trace reaches), so reused memory is fine.
     out_object = opt.method == st::Method::stack
-                     ? numpy_empty({rows, extent.lengthout}, dtype_name<T>())
+                     ? sciproxy::python::pooled_empty<T>({rows, extent.lengthout}, dtype_name<T>())
                      : numpy_empty({rows}, dtype_name<T>());
   } else {
     out_object = result;
@@ -306,6 +308,13 @@ NB_MODULE(_sciproxy, m) {
   m.def("plan_counters", &plan_counters, "device_index"_a,
         "Allocation and transfer counters of the persistent parstack plan of one CUDA device.");
   m.def("release_plans", &release_plans, "Frees the device buffers kept between parstack calls.");
+  m.def(
+      "release_cached_results", [] { return sciproxy::python::ResultPool::instance().release(); },
+      "Frees the memory of large results that are gone, kept for the next calls; returns its "
+      "bytes.");
+  m.def(
+      "cached_result_bytes", [] { return sciproxy::python::ResultPool::instance().idle_bytes(); },
+      "Bytes of the memory of large results that are gone, kept for the next calls.");
   register_wave(m);
   register_tti_demo(m);
   register_tti(m);
