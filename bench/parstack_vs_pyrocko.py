@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
 """sciproxy.parstack against pyrocko.parstack.parstack, side by side in one process.
 
-Both are called the way users call them (result=None, a fresh output per call), at the same
-thread count (nparallel), on the same inputs. For each size, shift spread, dtype and method:
+Both are called the way users call them (result=None, a new output per call, dropped before the
+next call), at the same thread count (nparallel), on the same inputs. sciproxy writes a method-0
+stack of 4 MB and more into the memory of the last dropped one (sciproxy.stack.
+release_cached_results), as it does in a user's loop over time windows; pyrocko maps and clears
+fresh pages for every call. The warm-up call (`warmup_seconds` in the JSON) is sciproxy's call on
+fresh memory. For each size, shift spread, dtype and method:
 sciproxy's output is verified against pyrocko's (relative L2 norm) -- these calls are also the
 warm-up -- then --reps repetitions alternate the two implementations (ABAB..., so that drifts in
 machine load hit both). One table: medians, GMAC/s (multiply-adds: the overlap of every weighted
@@ -159,8 +163,6 @@ def environment(args, sciproxy, pyrocko) -> dict:
         "sciproxy_device": sciproxy.resolve_impl(args.impl),
         "git_commit": git_commit(),
     }
-
-
 
 
 def stats(seconds, macs):
