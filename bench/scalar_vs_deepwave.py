@@ -96,10 +96,6 @@ def make_case(name: str, args, size: int = 0, accuracy: int = 8) -> dict:
                 nreceivers=nreceivers)
 
 
-
-
-
-
 def stats(seconds, points):
     median = statistics.median(seconds)
     return {"seconds": seconds, "median": median, "min": min(seconds), "max": max(seconds),
