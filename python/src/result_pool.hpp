@@ -22,7 +22,6 @@
 #include <cstdlib>
 #include <mutex>
 #include <new>
-#include <string>
 #include <vector>
 
 namespace sciproxy::python {
