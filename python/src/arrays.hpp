@@ -59,6 +59,13 @@ std::span<const T> span_of(const std::optional<nb::ndarray<const T, Extra...>>& 
   return a ? span_of(*a) : std::span<const T>();
 }
 
+// numpy.empty(shape, dtype): numpy's own array (owndata, resizable, tracked).
+inline nb::object numpy_empty(const std::vector<std::int64_t>& shape, const char* dtype) {
+  nb::list dims;
+  for (std::int64_t n : shape) dims.append(n);
+  return nb::module_::import_("numpy").attr("empty")(nb::tuple(dims), dtype);
+}
+
 // A numpy array of `shape` that owns `values` (moved to the heap, freed with the array).
 template <class T>
 nb::object to_numpy(std::vector<T>&& values, const std::vector<std::int64_t>& shape) {

@@ -37,6 +37,7 @@ namespace {
 
 using sciproxy::python::describe;
 using sciproxy::python::dtype_name;
+using sciproxy::python::numpy_empty;
 
 template <class T>
 using Trace = nb::ndarray<const T, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
@@ -46,13 +47,6 @@ template <class T>
 using Output = nb::ndarray<T, nb::c_contig, nb::device::cpu>;
 using Indices = nb::ndarray<const std::int32_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 using IndexMatrix = nb::ndarray<const std::int32_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
-
-// numpy.empty(shape, dtype): results are numpy's own arrays (owndata, resizable, tracked).
-nb::object numpy_empty(const std::vector<std::int64_t>& shape, const char* dtype) {
-  nb::list dims;
-  for (std::int64_t n : shape) dims.append(n);
-  return nb::module_::import_("numpy").attr("empty")(nb::tuple(dims), dtype);
-}
 
 // One persistent plan per CUDA device, so repeated GPU calls reuse their device buffers. A plan
 // is not thread-safe, and the GIL is released during a call, so each has its own mutex. The map is
@@ -169,7 +163,7 @@ nb::tuple parstack(nb::sequence arrays, Indices offsets, IndexMatrix shifts, Mat
       sciproxy::throw_invalid_argument("result", "an array to accumulate into", "None");
     // Every element is written (zeros where no trace reaches), so reused memory is fine.
     out_object = opt.method == st::Method::stack
-                     ? sciproxy::python::pooled_empty<T>({rows, extent.lengthout}, dtype_name<T>())
+                     ? sciproxy::python::pooled_empty<T>({rows, extent.lengthout})
                      : numpy_empty({rows}, dtype_name<T>());
   } else {
     out_object = result;

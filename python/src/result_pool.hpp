@@ -24,6 +24,8 @@
 #include <new>
 #include <vector>
 
+#include "arrays.hpp"
+
 namespace sciproxy::python {
 
 namespace nb = nanobind;
@@ -33,6 +35,11 @@ class ResultPool {
   // Below this a result is not pooled (numpy's own threshold for huge-page advice).
   static constexpr std::size_t kMinBytes = std::size_t(4) << 20;
   static constexpr std::size_t kMaxIdleBlocks = 2;
+
+  struct Block {
+    void* data;
+    std::size_t bytes;
+  };
 
   // Never destroyed: arrays may outlive static destructors at interpreter exit.
   static ResultPool& instance() {
@@ -109,10 +116,6 @@ class ResultPool {
 
  private:
   static constexpr std::size_t kHugePage = std::size_t(2) << 20;
-  struct Block {
-    void* data;
-    std::size_t bytes;
-  };
 
   ResultPool() : cap_(default_cap()) {}
 
@@ -135,37 +138,29 @@ class ResultPool {
 // An uninitialised C-contiguous numpy array of `shape` and dtype T: a pooled block when it is
 // large, else numpy.empty's own array.
 template <class T>
-nb::object pooled_empty(const std::vector<std::int64_t>& shape, const char* dtype) {
+nb::object pooled_empty(const std::vector<std::int64_t>& shape) {
   std::vector<std::size_t> dims(shape.begin(), shape.end());
   std::size_t count = 1;
   for (std::size_t d : dims) count *= d;
-  const std::size_t bytes = count * sizeof(T);
-  if (bytes < ResultPool::kMinBytes) {
-    nb::list py_shape;
-    for (std::int64_t n : shape) py_shape.append(n);
-    return nb::module_::import_("numpy").attr("empty")(nb::tuple(py_shape), dtype);
-  }
-  struct Owned {
-    void* data;
-    std::size_t bytes;
-  };
-  std::size_t block_bytes = 0;
-  void* data = ResultPool::instance().take(bytes, block_bytes);
-  Owned* owned = nullptr;
+  if (count * sizeof(T) < ResultPool::kMinBytes) return numpy_empty(shape, dtype_name<T>());
+  using Block = ResultPool::Block;
+  Block block{};
+  block.data = ResultPool::instance().take(count * sizeof(T), block.bytes);
+  Block* owned = nullptr;
   try {
-    owned = new Owned{data, block_bytes};
+    owned = new Block(block);
   } catch (...) {
-    ResultPool::instance().give_back(data, block_bytes);
+    ResultPool::instance().give_back(block.data, block.bytes);
     throw;
   }
   // From here the capsule owns the block (it frees `owned` if what follows throws).
   nb::capsule owner(owned, [](void* p) noexcept {
-    auto* o = static_cast<Owned*>(p);
-    ResultPool::instance().give_back(o->data, o->bytes);
-    delete o;
+    auto* b = static_cast<Block*>(p);
+    ResultPool::instance().give_back(b->data, b->bytes);
+    delete b;
   });
   return nb::cast(
-      nb::ndarray<nb::numpy, T>(static_cast<T*>(data), dims.size(), dims.data(), owner));
+      nb::ndarray<nb::numpy, T>(static_cast<T*>(block.data), dims.size(), dims.data(), owner));
 }
 
 }  // namespace sciproxy::python
