@@ -405,6 +405,32 @@ struct PaddedRows {
       }
     }
   }
+  // The C-PML auxiliaries of dimension d back to the caller's layout, in the cells outside
+  // [keep_lo, keep_hi) along d only. Inside, the caller's fields hold zeros (the interior box of
+  // pml_interior, kernels.hpp) and the steps never write the copies there, so copying would only
+  // read back zeros: at 256^3 + PML most of six grids, much of them pages that were never touched.
+  void aux_out(const Geometry<NDIM, T>& g, int d, int64_t count, const T* q, const T* ze, T* psi,
+               T* zeta, int64_t keep_lo, int64_t keep_hi) const {
+    constexpr int L = NDIM - 1;
+    int64_t row_stride = 1;  // rows per step of coordinate d (d < L)
+    for (int e = d + 1; e < L; ++e) row_stride *= g.n[e];
+    keep_lo = std::clamp<int64_t>(keep_lo, 0, g.n[d]);
+    keep_hi = std::clamp<int64_t>(keep_hi, keep_lo, g.n[d]);
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < count * rows; ++r) {
+      auto span = [&](int64_t j0, int64_t j1) {
+        std::copy(q + r * pitch + j0, q + r * pitch + j1, psi + r * nl + j0);
+        std::copy(ze + r * pitch + j0, ze + r * pitch + j1, zeta + r * nl + j0);
+      };
+      if (d == L) {
+        span(0, keep_lo);
+        span(keep_hi, nl);
+      } else {
+        const int64_t x = (r % rows) / row_stride % g.n[d];
+        if (x < keep_lo || x >= keep_hi) span(0, nl);
+      }
+    }
+  }
 };
 
 template <bool BORN>
@@ -668,9 +694,13 @@ void forward(const ScalarProblem<T>& p, ScalarFields<T> fields, const T* sources
   for (int k = 0; k < nfields; ++k) {
     padded.copy_out(u_copy[k][nt % 2].data, set[k].u, nshots);
     padded.copy_out(u_copy[k][1 - nt % 2].data, set[k].u_prev, nshots);
+    // The steps write the auxiliaries of d only outside [flo, fhi) along d, and along the
+    // contiguous dimension in PML strips rounded out by less than a vector; [lo, hi) lies within
+    // [flo, fhi).
     for (int d = 0; d < NDIM; ++d) {
-      padded.copy_out(psi_copy[k][d][nt % 2].data, set[k].psi[d], nshots);
-      padded.copy_out(zeta_copy[k][d].data, set[k].zeta[d], nshots);
+      const int64_t margin = d == NDIM - 1 ? kVector<T> : 0;
+      padded.aux_out(g, d, nshots, psi_copy[k][d][nt % 2].data, zeta_copy[k][d].data, set[k].psi[d],
+                     set[k].zeta[d], g.lo[d] + margin, g.hi[d] - margin);
     }
   }
 }
