@@ -385,25 +385,13 @@ struct PaddedRows {
   // q = a psi (see ForwardShot).
   void aux_in(const Geometry<NDIM, T>& g, int d, int64_t count, const T* psi, const T* zeta, T* q,
               T* ze, int64_t plain_lo, int64_t plain_hi) const {
-    constexpr int L = NDIM - 1;
-    int64_t row_stride = 1;  // rows per step of coordinate d (d < L)
-    for (int e = d + 1; e < L; ++e) row_stride *= g.n[e];
     const T* a = g.prof[d].a;
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < count * rows; ++r) {
-      auto one = [&](int64_t j, T scale) {
-        q[r * pitch + j] = scale * psi[r * nl + j];
+    outside(g, d, count, plain_lo, plain_hi, [&](int64_t r, int64_t j0, int64_t j1, int64_t x) {
+      for (int64_t j = j0; j < j1; ++j) {
+        q[r * pitch + j] = a[x < 0 ? j : x] * psi[r * nl + j];
         ze[r * pitch + j] = zeta[r * nl + j];
-      };
-      if (d == L) {
-        for (int64_t j = 0; j < nl; ++j)
-          if (j < plain_lo || j >= plain_hi) one(j, a[j]);
-      } else {
-        const int64_t x = (r % rows) / row_stride % g.n[d];
-        if (x < plain_lo || x >= plain_hi)
-          for (int64_t j = 0; j < nl; ++j) one(j, a[x]);
       }
-    }
+    });
   }
   // The C-PML auxiliaries of dimension d back to the caller's layout, in the cells outside
   // [keep_lo, keep_hi) along d only. Inside, the caller's fields hold zeros (the interior box of
@@ -411,23 +399,30 @@ struct PaddedRows {
   // read back zeros: at 256^3 + PML most of six grids, much of them pages that were never touched.
   void aux_out(const Geometry<NDIM, T>& g, int d, int64_t count, const T* q, const T* ze, T* psi,
                T* zeta, int64_t keep_lo, int64_t keep_hi) const {
+    outside(g, d, count, keep_lo, keep_hi, [&](int64_t r, int64_t j0, int64_t j1, int64_t) {
+      std::copy(q + r * pitch + j0, q + r * pitch + j1, psi + r * nl + j0);
+      std::copy(ze + r * pitch + j0, ze + r * pitch + j1, zeta + r * nl + j0);
+    });
+  }
+  // f(r, j0, j1, x) for the runs [j0, j1) of cells of row r (of `count` grids) that lie outside
+  // [lo, hi) along dimension d, in parallel over the rows: x is the row's coordinate along d, or
+  // -1 when d is the rows' own dimension (the runs are then the row's two ends).
+  template <class F>
+  void outside(const Geometry<NDIM, T>& g, int d, int64_t count, int64_t lo, int64_t hi,
+               F&& f) const {
     constexpr int L = NDIM - 1;
     int64_t row_stride = 1;  // rows per step of coordinate d (d < L)
     for (int e = d + 1; e < L; ++e) row_stride *= g.n[e];
-    keep_lo = std::clamp<int64_t>(keep_lo, 0, g.n[d]);
-    keep_hi = std::clamp<int64_t>(keep_hi, keep_lo, g.n[d]);
+    lo = std::clamp<int64_t>(lo, 0, g.n[d]);
+    hi = std::clamp<int64_t>(hi, lo, g.n[d]);
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < count * rows; ++r) {
-      auto span = [&](int64_t j0, int64_t j1) {
-        std::copy(q + r * pitch + j0, q + r * pitch + j1, psi + r * nl + j0);
-        std::copy(ze + r * pitch + j0, ze + r * pitch + j1, zeta + r * nl + j0);
-      };
       if (d == L) {
-        span(0, keep_lo);
-        span(keep_hi, nl);
+        f(r, int64_t(0), lo, int64_t(-1));
+        f(r, hi, nl, int64_t(-1));
       } else {
         const int64_t x = (r % rows) / row_stride % g.n[d];
-        if (x < keep_lo || x >= keep_hi) span(0, nl);
+        if (x < lo || x >= hi) f(r, int64_t(0), nl, x);
       }
     }
   }
