@@ -12,7 +12,10 @@
 //   pairs       two shift sets at a time, both sets' vectors of a trace loaded one after the
 //               other (the cpu backend's pairs of neighbouring shift sets);
 //   three sets  the same with three shift sets (tried in the backend, not kept);
-//   passes      16 traces per pass over blocks of 128 vectors, partial sums in L1 (100 traces).
+//   runs of G   G shift sets one after the other over each tile of 8 vectors, each set's
+//               accumulators in registers in turn (the cpu backend's runs of neighbouring sets);
+//   passes      16 traces per pass over blocks of 128 vectors, partial sums in L1 (100 traces),
+//               one shift set at a time or runs of G sets.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -95,28 +98,50 @@ template <int G, int UU>
   return m[0];
 }
 
-// 16 traces per pass over blocks of 128 vectors, the block's partial sums in L1.
+// G shift sets one after the other over each tile of U vectors: one set's accumulators at a time,
+// the later sets' loads hitting the lines the earlier ones brought to L1.
+template <int G>
+[[gnu::noinline]] float runs(const Problem& p) {
+  Vec m{};
+  for (int s = 0; s + G <= p.sets; s += G)
+    for (long v = 0; v + U <= p.nvec; v += U)
+      for (int g = 0; g < G; ++g) {
+        Vec acc[U] = {};
+        for (int t = 0; t < p.traces; ++t) {
+          const float* x = p.src[(s + g) * p.traces + t] + v * W;
+          const Vec w = Vec{} + p.weight[(s + g) * p.traces + t];
+          for (int u = 0; u < U; ++u) acc[u] += w * load(x + u * W);
+        }
+        for (int u = 0; u < U; ++u) m = m > acc[u] ? m : acc[u];
+      }
+  return m[0];
+}
+
+// 16 traces per pass over blocks of 128 vectors, the block's partial sums in L1; G shift sets one
+// after the other over each tile of a pass.
+template <int G>
 [[gnu::noinline]] float passes(const Problem& p) {
   constexpr int kGroup = 16, kBlock = 128;
-  alignas(64) static Vec partial[kBlock];
+  alignas(64) static Vec partial[G][kBlock];
   Vec m{};
-  for (int s = 0; s < p.sets; ++s)
+  for (int s = 0; s + G <= p.sets; s += G)
     for (long b0 = 0; b0 + kBlock <= p.nvec; b0 += kBlock)
-      for (int g = 0; g < p.traces; g += kGroup) {
-        const int end = std::min(p.traces, g + kGroup);
-        for (long v = 0; v < kBlock; v += U) {
-          Vec acc[U];
-          for (int u = 0; u < U; ++u) acc[u] = g ? partial[v + u] : Vec{};
-          for (int t = g; t < end; ++t) {
-            const float* x = p.src[s * p.traces + t] + (b0 + v) * W;
-            const Vec w = Vec{} + p.weight[s * p.traces + t];
-            for (int u = 0; u < U; ++u) acc[u] += w * load(x + u * W);
+      for (int g0 = 0; g0 < p.traces; g0 += kGroup) {
+        const int end = std::min(p.traces, g0 + kGroup);
+        for (long v = 0; v < kBlock; v += U)
+          for (int g = 0; g < G; ++g) {
+            Vec acc[U];
+            for (int u = 0; u < U; ++u) acc[u] = g0 ? partial[g][v + u] : Vec{};
+            for (int t = g0; t < end; ++t) {
+              const float* x = p.src[(s + g) * p.traces + t] + (b0 + v) * W;
+              const Vec w = Vec{} + p.weight[(s + g) * p.traces + t];
+              for (int u = 0; u < U; ++u) acc[u] += w * load(x + u * W);
+            }
+            if (end < p.traces)
+              for (int u = 0; u < U; ++u) partial[g][v + u] = acc[u];
+            else
+              for (int u = 0; u < U; ++u) m = m > acc[u] ? m : acc[u];
           }
-          if (end < p.traces)
-            for (int u = 0; u < U; ++u) partial[v + u] = acc[u];
-          else
-            for (int u = 0; u < U; ++u) m = m > acc[u] ? m : acc[u];
-        }
       }
   return m[0];
 }
@@ -171,9 +196,16 @@ int main() {
       {"shifted, 100 traces in L2 (size c)", one_set, 100, 1024, 10, false},
       {"pairs,   100 traces in L2, shifts +-10", pairs, 100, 1024, 10, false},
       {"shifted, 100 traces beyond L2", one_set, 100, 4096, 10, false},
-      {"passes,  100 traces beyond L2", passes, 100, 4096, 10, false},
-      {"passes,  100 traces beyond L2, shifts +-2000", passes, 100, 2048, 2000, false},
-      {"passes,  100 traces of 30000 (size c)", passes, 100, 30000, 10, false},
+      {"passes,  100 traces beyond L2", passes<1>, 100, 4096, 10, false},
+      {"passes,  100 traces beyond L2, shifts +-2000", passes<1>, 100, 2048, 2000, false},
+      {"passes,  100 traces of 30000 (size c)", passes<1>, 100, 30000, 10, false},
+      {"runs of 4, 30 traces in L2, shifts +-10", runs<4>, 30, 4096, 10, false},
+      {"runs of 8, 30 traces in L2, shifts +-10", runs<8>, 30, 4096, 10, false},
+      {"pairs,   100 traces of 30000", pairs, 100, 30000, 10, false},
+      {"passes, runs of 4, 100 traces of 30000", passes<4>, 100, 30000, 10, false},
+      {"passes, runs of 8, 100 traces of 30000", passes<8>, 100, 30000, 10, false},
+      {"passes, runs of 8, 100 traces of 30000, +-100", passes<8>, 100, 30000, 100, false},
+      {"passes,  100 traces of 30000, +-100", passes<1>, 100, 30000, 100, false},
   };
   std::printf("%-46s %8s\n", "float32, one thread", "GMAC/s");
   for (const Row& r : rows)

@@ -1,4 +1,4 @@
-// parstack, CPU backend: OpenMP over (pair of neighbouring shift sets, chunk of output samples),
+// parstack, CPU backend: OpenMP over (run of neighbouring shift sets, chunk of output samples),
 // SIMD over samples.
 //   R[s, k] = sum_i w[s,i] * a_i[k - start(s,i)],  M[s] = max_k R[s, k]     (pyrocko parstack)
 // Why it is faster than pyrocko's loop, which makes one pass over the output row per trace:
@@ -13,10 +13,11 @@
 //   vector that holds a trace's first or last sample is read in full and its outside lanes add
 //   zero; the copy's buffer is kept per calling thread, so calls do not page-fault a fresh one;
 // - more than 32 traces are summed 16 at a time over blocks of 4 KiB, the partial sums in L1;
-//   jobs go by blocks of 16 pairs of shift sets, chunk-major, so the stretch of the traces stays
-//   in L2;
-// - neighbouring shift sets whose shifts nearly agree (the moveouts of neighbouring candidate
-//   sources) are stacked together, trace by trace, so that the second set's loads hit in L1;
+//   jobs go by blocks of runs of up to 32 shift sets, chunk-major, so the stretch of the traces
+//   stays in L2;
+// - runs of up to 8 neighbouring shift sets whose shifts nearly agree (the moveouts of
+//   neighbouring candidate sources) are stacked one set after the other over each tile of output
+//   vectors, so that the later sets' loads hit the lines the first has brought to L1;
 // - a method-0 stack larger than the last-level cache is written with non-temporal stores,
 //   shifted to vector boundaries (Stream), so its lines are not first read from DRAM.
 // Accumulation is in T, as in pyrocko; each output sample sums its traces in trace order, on one
@@ -135,23 +136,24 @@ struct Term {
   std::int64_t trace;
 };
 
-// A job stacks one chunk for one shift set or for kSets neighbouring ones whose shifts nearly
-// agree: the second set's loads of a trace then hit the lines the first one's have just brought to
-// L1, so the pair costs less than the two sets one after the other. Each set's sums keep their own
-// order (trace order), so the result is the same whether a set is paired or not. Three sets (3 x 8
-// accumulators in AVX-512VL's 32 registers) were tried: the loop alone gains (bench/
-// parstack_loads.cpp, 30 traces in L2: 29.4 -> 31.9 GMAC/s in float32, 14.6 -> 16.5 in float64),
-// but the kernel did not (size a in float64: +2% at +-10, -10% at +-2000, more segments where the
-// three sets' traces start and stop; docs/kernels/parstack.md).
-constexpr int kSets = 2;
+// A job stacks one chunk for a run of up to kGroup neighbouring shift sets whose shifts nearly
+// agree (the moveouts of neighbouring candidate sources), one set after the other over each tile
+// of U output vectors: the later sets' loads of a trace hit the lines the earlier ones have just
+// brought to L1, so the trace comes from L2 once per run instead of once per set. Each set's sums
+// keep their own order (trace order), so the result is the same whether a set runs alone or in a
+// run. The loop alone (bench/parstack_loads.cpp, one thread, float32, shifts within +-10): 30
+// traces 29.0 GMAC/s in pairs of sets (both sets' accumulators in registers, the earlier
+// design), 31.3 in runs of 4 or 8; 100 traces of 30000 samples (passes of 16) 14.3 one set at a
+// time, 15.9-17.7 in pairs, 23.7-24.4 in runs of 8. In the
+// kernel, runs of at most 4, 8 and 16 sets timed the same within the noise (sizes a, b, c at +-10
+// to +-2000, 2 threads, alternating builds).
+constexpr int kGroup = 8;
 
-// One trace of a segment for the job's shift sets: set j reads src[j] with weight[j], and only
-// where `sets` has bit j (the other set may have a zero weight or not reach the segment).
+// One weighted trace of a segment.
 template <class T>
 struct Entry {
-  const T* src[kSets];
-  T weight[kSets];
-  int sets;
+  const T* src;
+  T weight;
 };
 
 // What a chunk's vectors become: written to out (method 0, added to out's values when
@@ -178,11 +180,12 @@ struct Sink {
   }
 };
 
-// The chunk's partial last vector x at sample k: only its first n - k lanes exist. Out of line
-// and by value, so the accumulators of the loops stay in registers.
+// The chunk's partial last vector x at sample k: only its first n - k lanes exist. Returns the
+// running maximum `max` with them folded in. Out of line and by value, so the accumulators and the
+// maximum of the loops stay in registers.
 template <class T>
-[[gnu::noinline]] void finish_partial(const Sink<T>& sink, typename Simd<T>::Vec x, std::int64_t k,
-                                      typename Simd<T>::Vec& max) {
+[[gnu::noinline]] typename Simd<T>::Vec finish_partial(const Sink<T>& sink, typename Simd<T>::Vec x,
+                                                       std::int64_t k, typename Simd<T>::Vec max) {
   T lanes[Simd<T>::W], m = max[0];
   Simd<T>::store(lanes, x);
   for (std::int64_t l = 0; l < sink.n - k; ++l) {
@@ -192,6 +195,7 @@ template <class T>
       m = std::max(m, lanes[l]);
   }
   max[0] = m;
+  return max;
 }
 
 // Method 0's large outputs are written with non-temporal stores: a plain store first reads the
@@ -284,77 +288,98 @@ inline void finish_vectors(const typename Simd<T>::Vec* acc, Sink<T>& sink,
     for (int u = 0; u < U; ++u) S::store(partials.to + (v + u - partials.base) * W, acc[u]);
     return;
   }
+  // The running maximum in a register: `max` is a T vector in memory that the stores below could
+  // alias, so each fold into it would be a load and a store.
+  typename Simd<T>::Vec m = max;
 #pragma GCC unroll 8
   for (int u = 0; u < U; ++u) {
     const std::int64_t k = (v + u) * W;
     if (k + W > sink.n) {
       if (sink.stream) Stream<T>::flush(sink, k);
-      finish_partial(sink, acc[u], k, max);
+      m = finish_partial(sink, acc[u], k, m);
     } else if (sink.stream)
       Stream<T>::put(sink, acc[u], k);
     else if (sink.out)
       S::store(sink.out + k, acc[u]);
     else
-      max = max > acc[u] ? max : acc[u];
+      m = m > acc[u] ? m : acc[u];
   }
+  max = m;
 }
 
-// Vectors [v0, v1) of the chunk for the job's NSETS shift sets: the sum of the entries, U vectors
-// of each set at a time in registers. Each set count is its own instance: one set alone is a loop
-// with no test per trace and only its accumulators live. In a pair, an entry that both sets have
-// (nearly all of them) takes one branch, the others a test per set, and a trace's U vectors are
-// added for one set, then for the other: size a in float64 at +-10 and +-500 ran 1.15-1.2x faster
-// than with the two sets' multiply-adds interleaved (2 threads, alternating builds).
-template <int U, int NSETS, class T>
-inline void sum_vectors(const Entry<T>* entries, std::size_t nentries, std::int64_t v0,
-                        std::int64_t v1, Sink<T>* const* sinks, const Partials<T>* partials) {
+// The traces of one shift set over a segment (or one pass's share of them), and where its sums go.
+template <class T>
+struct SetRun {
+  const Entry<T>* entries;
+  std::size_t count;
+  Sink<T>* sink;
+  Partials<T> partials;
+};
+
+// The U vectors at v of one set: its entries summed into U accumulators (registers).
+template <int U, class T>
+[[gnu::always_inline]] inline void sum_tile(const SetRun<T>& run, std::int64_t v,
+                                            typename Simd<T>::Vec& max) {
   using S = Simd<T>;
   using Vec = typename S::Vec;
   constexpr std::int64_t W = S::W;
-  constexpr int kAll = (1 << NSETS) - 1;
-  Vec max[NSETS];
-  for (int j = 0; j < NSETS; ++j) max[j] = sinks[j]->max;
-  for (std::int64_t v = v0; v + U <= v1; v += U) {
-    Vec acc[NSETS][U];
-#pragma GCC unroll 2
-    for (int j = 0; j < NSETS; ++j) start_vectors<U>(acc[j], *sinks[j], partials[j], v);
-    for (std::size_t t = 0; t < nentries; ++t) {
-      const Entry<T>& e = entries[t];
-      const auto add = [&](int j) {
-        const T* src = e.src[j] + v * W;
-        const Vec w = S::broadcast(e.weight[j]);
+  Vec acc[U];
+  start_vectors<U>(acc, *run.sink, run.partials, v);
+  for (std::size_t t = 0; t < run.count; ++t) {
+    const T* src = run.entries[t].src + v * W;
+    // One register for the trace's tile, read at constant displacements: without this GCC keeps
+    // the U offsets (v + u) W in registers of their own, spills them and reloads one per
+    // multiply-add (size c ran 25% slower).
+    asm("" : "+r"(src));
+    const Vec w = S::broadcast(run.entries[t].weight);
 #pragma GCC unroll 8
-        for (int u = 0; u < U; ++u) acc[j][u] += w * S::load(src + u * W);
-      };
-      if (NSETS == 1 || e.sets == kAll) {
-#pragma GCC unroll 2
-        for (int j = 0; j < NSETS; ++j) add(j);
-      } else {
-#pragma GCC unroll 2
-        for (int j = 0; j < NSETS; ++j)
-          if ((e.sets >> j) & 1) add(j);
-      }
-    }
-#pragma GCC unroll 2
-    for (int j = 0; j < NSETS; ++j) finish_vectors<U>(acc[j], *sinks[j], partials[j], v, max[j]);
+    for (int u = 0; u < U; ++u) acc[u] += w * S::load(src + u * W);
   }
-  for (int j = 0; j < NSETS; ++j) sinks[j]->max = max[j];
+  finish_vectors<U>(acc, *run.sink, run.partials, v, max);
 }
 
-// Vectors [v0, v1) by 8, then 4, 2, 1: 8 independent accumulators per set keep both FMA pipes
-// busy, and segments between the starts and ends of traces are often only a few vectors long.
+// Vectors [v0, v1) of the chunk for the runs' shift sets, U vectors at a time: for each tile, one
+// set after the other. Out of line, one function per case, each small enough that GCC keeps the
+// U accumulators in registers (inlined into one larger function, it kept some on the stack, a
+// store and a load per multiply-add: size a at +-5000 ran 30% slower). A single set (most
+// segments at wide spreads, where sets rarely join) keeps its run and running maximum in
+// registers through the segment.
+template <int U, class T>
+[[gnu::noinline]] void sum_vectors_one(SetRun<T> run, std::int64_t v0, std::int64_t v1) {
+  typename Simd<T>::Vec max = run.sink->max;
+  for (std::int64_t v = v0; v + U <= v1; v += U) sum_tile<U>(run, v, max);
+  run.sink->max = max;
+}
+
+template <int U, class T>
+[[gnu::noinline]] void sum_vectors_many(const SetRun<T>* runs, int nruns, std::int64_t v0,
+                                        std::int64_t v1) {
+  for (std::int64_t v = v0; v + U <= v1; v += U)
+    for (int r = 0; r < nruns; ++r) {
+      typename Simd<T>::Vec max = runs[r].sink->max;
+      sum_tile<U>(runs[r], v, max);
+      runs[r].sink->max = max;
+    }
+}
+
+template <int U, class T>
+inline void sum_vectors(const SetRun<T>* runs, int nruns, std::int64_t v0, std::int64_t v1) {
+  if (v0 + U > v1) return;
+  if (nruns == 1)
+    sum_vectors_one<U>(runs[0], v0, v1);
+  else
+    sum_vectors_many<U>(runs, nruns, v0, v1);
+}
+
+// Vectors [v0, v1) by 8, then 4, 2, 1: 8 independent accumulators keep both FMA pipes busy, and
+// segments between the starts and ends of traces are often only a few vectors long.
 template <class T>
-void sum_vectors_by_8(const Entry<T>* entries, std::size_t nentries, std::int64_t v0,
-                      std::int64_t v1, int nsets, Sink<T>* const* sinks,
-                      const Partials<T>* partials) {
+void sum_vectors_by_8(const SetRun<T>* runs, int nruns, std::int64_t v0, std::int64_t v1) {
   std::int64_t v = v0;
   const auto run = [&](auto unroll) {
     constexpr int U = decltype(unroll)::value;
     const std::int64_t vu = v + (v1 - v) / U * U;
-    if (nsets == 2)
-      sum_vectors<U, 2>(entries, nentries, v, vu, sinks, partials);
-    else
-      sum_vectors<U, 1>(entries, nentries, v, vu, sinks, partials);
+    sum_vectors<U>(runs, nruns, v, vu);
     v = vu;
   };
   run(std::integral_constant<int, 8>{});
@@ -373,22 +398,29 @@ constexpr std::size_t kTracesPerPass = 16;
 constexpr std::int64_t kVectorsPerBlock = 4096 / kVectorBytes;
 
 template <class T>
-void sum_segment(const Entry<T>* entries, std::size_t nentries, std::int64_t v0, std::int64_t v1,
-                 int nsets, Sink<T>* const* sinks) {
-  const Partials<T> none[kSets];
-  if (nentries <= kTracesInOnePass) {
-    sum_vectors_by_8(entries, nentries, v0, v1, nsets, sinks, none);
+void sum_segment(const SetRun<T>* runs, int nruns, std::int64_t v0, std::int64_t v1) {
+  std::size_t most = 0;
+  for (int r = 0; r < nruns; ++r) most = std::max(most, runs[r].count);
+  if (most <= kTracesInOnePass) {
+    sum_vectors_by_8(runs, nruns, v0, v1);
     return;
   }
-  alignas(64) T partial[kSets][kVectorsPerBlock * Simd<T>::W];
+  alignas(64) T partial[kGroup][kVectorsPerBlock * Simd<T>::W];
   for (std::int64_t b0 = v0; b0 < v1; b0 += kVectorsPerBlock) {
     const std::int64_t b1 = std::min(v1, b0 + kVectorsPerBlock);
-    for (std::size_t g = 0; g < nentries; g += kTracesPerPass) {
-      const std::size_t n = std::min(kTracesPerPass, nentries - g);
-      Partials<T> partials[kSets];
-      for (int j = 0; j < kSets; ++j)
-        partials[j] = {g > 0 ? partial[j] : nullptr, g + n < nentries ? partial[j] : nullptr, b0};
-      sum_vectors_by_8(entries + g, n, b0, b1, nsets, sinks, partials);
+    for (std::size_t g = 0; g < most; g += kTracesPerPass) {
+      SetRun<T> pass[kGroup];
+      int npass = 0;
+      for (int r = 0; r < nruns; ++r) {
+        const std::size_t count = runs[r].count;
+        if (count <= g) continue;
+        const std::size_t n = std::min(kTracesPerPass, count - g);
+        pass[npass++] = {runs[r].entries + g,
+                         n,
+                         runs[r].sink,
+                         {g > 0 ? partial[r] : nullptr, g + n < count ? partial[r] : nullptr, b0}};
+      }
+      sum_vectors_by_8(pass, npass, b0, b1);
     }
   }
 }
@@ -421,24 +453,22 @@ struct Cuts {
 // What a thread keeps from one job to the next.
 template <class T>
 struct Scratch {
-  std::vector<Term<T>> terms[kSets];
-  std::vector<const Term<T>*> active[kSets];
-  std::vector<Entry<T>> entries;
+  std::vector<Term<T>> terms[kGroup];
+  std::vector<Entry<T>> entries[kGroup];
   Cuts cuts;
 
   explicit Scratch(std::int64_t ntraces) {
-    for (int j = 0; j < kSets; ++j) {
+    for (int j = 0; j < kGroup; ++j) {
       terms[j].reserve(static_cast<std::size_t>(ntraces));
-      active[j].resize(static_cast<std::size_t>(ntraces));
+      entries[j].resize(static_cast<std::size_t>(ntraces));
     }
-    entries.resize(static_cast<std::size_t>(ntraces));
   }
 };
 
-// Output samples [k0, k0 + n) of the shift sets s[0 .. nsets): set j's are written to out[j]
-// (method 0) or their maximum is returned in max[j] (method 1, out[j] null).
+// Output samples [k0, k0 + n) of the shift sets s[0 .. nsets), nsets <= kGroup: set j's are
+// written to out[j] (method 0) or their maximum is returned in max[j] (method 1, out[j] null).
 template <class T>
-void stack_job(const Problem<T>& p, const PaddedTraces<T>& padded, const std::int64_t* s, int nsets,
+void stack_job(const Problem<T>& p, const PaddedTraces<T>& padded, std::int64_t s0, int nsets,
                std::int64_t k0, std::int64_t n, T* const* out, bool stream, T* max,
                Scratch<T>& scratch) {
   using S = Simd<T>;
@@ -446,16 +476,16 @@ void stack_job(const Problem<T>& p, const PaddedTraces<T>& padded, const std::in
   const std::int64_t nvec = (n + W - 1) / W;
   Cuts& cuts = scratch.cuts;
   cuts.clear(nvec);
-  Sink<T> sinks[kSets];
-  bool uncovered[kSets] = {};  // some sample of the chunk has no trace of set j: R is 0 there
+  Sink<T> sinks[kGroup];
+  bool uncovered[kGroup] = {};  // some sample of the chunk has no trace of set j: R is 0 there
   for (int j = 0; j < nsets; ++j) {
     std::vector<Term<T>>& terms = scratch.terms[j];
     terms.clear();
     for (std::int64_t i = 0; i < p.ntraces; ++i) {
-      const T w = p.weights[s[j] * p.ntraces + i];
+      const T w = p.weights[(s0 + j) * p.ntraces + i];
       if (w == T(0)) continue;
       const std::int64_t start =
-          trace_start(p.offsets[i], p.shifts[s[j] * p.ntraces + i], p.offsetout);
+          trace_start(p.offsets[i], p.shifts[(s0 + j) * p.ntraces + i], p.offsetout);
       const Overlap o = trace_overlap(start, p.lengths[i], p.lengthout);
       const std::int64_t b = std::max(o.begin, k0) - k0, e = std::min(o.end, k0 + n) - k0;
       if (b >= e) continue;
@@ -500,72 +530,25 @@ void stack_job(const Problem<T>& p, const PaddedTraces<T>& padded, const std::in
       uncovered[j] = true;
     }
   };
-  if (nsets == 1) {
-    // One set: the entries of the traces that cover each segment straight from one branch-free
-    // pass over its terms, in trace order.
-    Entry<T>* entries = scratch.entries.data();
-    for (std::size_t a = 0; a < scratch.terms[0].size(); ++a) entries[a].sets = 1;
-    Sink<T>* live[1] = {&sinks[0]};
-    cuts.for_each_segment(nvec, [&](std::int64_t v0, std::int64_t v1) {
+  cuts.for_each_segment(nvec, [&](std::int64_t v0, std::int64_t v1) {
+    SetRun<T> runs[kGroup];  // the sets with traces in the segment
+    int nruns = 0;
+    for (int j = 0; j < nsets; ++j) {
+      // The traces that cover the segment, in trace order; branch-free, as which ones do is
+      // random.
+      Entry<T>* entries = scratch.entries[j].data();
       std::size_t count = 0;
-      for (const Term<T>& t : scratch.terms[0]) {
-        entries[count].src[0] = t.src;
-        entries[count].weight[0] = t.weight;
+      for (const Term<T>& t : scratch.terms[j]) {
+        entries[count] = {t.src, t.weight};
         count += (t.begin <= v0) & (t.end >= v1);
       }
       if (count > 0)
-        sum_segment(entries, count, v0, v1, 1, live);
+        runs[nruns++] = {entries, count, &sinks[j], {}};
       else
-        empty_segment(0, v0, v1);
-    });
-  } else {
-    cuts.for_each_segment(nvec, [&](std::int64_t v0, std::int64_t v1) {
-      Sink<T>* live[kSets];  // the sets with traces in the segment
-      const std::vector<const Term<T>*>* lists[kSets];
-      std::size_t nactive[kSets];
-      int nlive = 0;
-      for (int j = 0; j < nsets; ++j) {
-        // The traces that cover the segment, in trace order; branch-free, as which ones do is
-        // random.
-        std::vector<const Term<T>*>& active = scratch.active[j];
-        std::size_t count = 0;
-        for (const Term<T>& t : scratch.terms[j]) {
-          active[count] = &t;
-          count += (t.begin <= v0) & (t.end >= v1);
-        }
-        if (count > 0) {
-          live[nlive] = &sinks[j];
-          lists[nlive] = &active;
-          nactive[nlive++] = count;
-        } else {
-          empty_segment(j, v0, v1);
-        }
-      }
-      if (nlive == 0) return;
-      std::size_t nentries = 0;
-      // One entry per trace of any live set, in trace order, with the bits of the sets that have
-      // it; a set that lacks the trace is never loaded for it (its pointer is left as it was).
-      std::size_t head[kSets] = {};
-      for (;;) {
-        std::int64_t trace = p.ntraces;
-        for (int l = 0; l < nlive; ++l)
-          if (head[l] < nactive[l]) trace = std::min(trace, (*lists[l])[head[l]]->trace);
-        if (trace == p.ntraces) break;
-        Entry<T>& e = scratch.entries[nentries++];
-        e.sets = 0;
-        for (int l = 0; l < nlive; ++l) {
-          if (head[l] == nactive[l]) continue;
-          const Term<T>* t = (*lists[l])[head[l]];
-          if (t->trace != trace) continue;
-          e.src[l] = t->src;
-          e.weight[l] = t->weight;
-          e.sets |= 1 << l;
-          ++head[l];
-        }
-      }
-      sum_segment(scratch.entries.data(), nentries, v0, v1, nlive, live);
-    });
-  }
+        empty_segment(j, v0, v1);
+    }
+    if (nruns > 0) sum_segment(runs, nruns, v0, v1);
+  });
   for (int j = 0; j < nsets; ++j) {
     Sink<T>& sink = sinks[j];
     if (sink.stream && n % W == 0) Stream<T>::flush(sink, n);
@@ -575,27 +558,31 @@ void stack_job(const Problem<T>& p, const PaddedTraces<T>& padded, const std::in
   }
 }
 
-// Whether shift set s1 joins the group of its neighbour s0 (kSets): when, for three quarters of the
-// traces that both weight, their shifts differ by at most one block of U = 8 vectors, so that most
-// of the lines one set loads are those the other has just loaded. Moveouts of neighbouring
-// candidate sources differ by a few samples; a random pair, or the last and the first source of
-// two rows of a grid, gains nothing from the second set's extra streams.
+// How far (in samples) the shifts of a run's sets may lie from its first set's. Alternating
+// builds on the moveouts of sizes a, b and c (2 threads, both methods and dtypes): 128 samples was
+// as fast as or faster than 64, 256 and a budget of 16 KiB of L1 per traces of a pass (36-192
+// samples), within the machine's noise in every row; it is also where neighbouring moveouts of
+// size a at +-2000 (median 41 samples apart) begin to pair.
+constexpr std::int64_t kRunReach = 128;
+
+// Whether shift set s1 joins the run that starts at set s0: when, for three quarters of the traces
+// that both weight, their shifts differ by at most `reach`. Moveouts of neighbouring candidate
+// sources differ by a few samples; a random pair, or the last and the first source of two rows of
+// a grid, gains nothing from the extra set's streams.
 template <class T>
-bool stack_together(const Problem<T>& p, std::int64_t s0, std::int64_t s1) {
-  constexpr std::int64_t kReach = 8 * Simd<T>::W;
+bool stack_together(const Problem<T>& p, std::int64_t s0, std::int64_t s1, std::int64_t reach) {
   std::int64_t both = 0, near = 0;
   for (std::int64_t i = 0; i < p.ntraces; ++i) {
     if (p.weights[s0 * p.ntraces + i] == T(0) || p.weights[s1 * p.ntraces + i] == T(0)) continue;
     const std::int64_t d =
         std::int64_t(p.shifts[s0 * p.ntraces + i]) - p.shifts[s1 * p.ntraces + i];
     ++both;
-    near += d >= -kReach && d <= kReach;
+    near += d >= -reach && d <= reach;
   }
   return both > 0 && 4 * near >= 3 * both;
 }
 
-constexpr std::int64_t kGroupsPerBlock = 16;  // groups of kSets shift sets per block of jobs
-constexpr std::int64_t kBlock = kGroupsPerBlock * kSets;
+constexpr std::int64_t kBlock = 32;  // shift sets per block of jobs (at least kGroup)
 
 }  // namespace
 
@@ -611,10 +598,6 @@ SCIPROXY_STACK_PARSTACK(T) {
   // block's rows of output are written while their freshly mapped pages are still in cache.
   const std::int64_t chunk_samples = p.chunk_samples;
   const std::int64_t nchunks = (p.lengthout + chunk_samples - 1) / chunk_samples;
-  // A job is a chunk of a group of kSets neighbouring shift sets (fewer at the end of the last
-  // block).
-  const std::int64_t full_blocks = p.nshifts / kBlock, rest = p.nshifts % kBlock;
-  const std::int64_t njobs = nchunks * (full_blocks * kGroupsPerBlock + (rest + kSets - 1) / kSets);
   std::vector<T> chunk_max(p.method == Method::max ? nchunks * p.nshifts : 0);
   // Streaming stores for a stack larger than the last-level cache (it leaves the caches anyway);
   // a smaller one stays cached for the caller, who reads it next.
@@ -623,12 +606,32 @@ SCIPROXY_STACK_PARSTACK(T) {
   const bool stream = kCanStream && p.method == Method::stack && !p.accumulate &&
                       reinterpret_cast<std::uintptr_t>(result) % sizeof(T) == 0 &&
                       out_bytes > (cache_bytes > 0 ? cache_bytes : 32.0 * 1024 * 1024);
-  // Which sets join their predecessor's stack within a group, decided once per set: a group runs
-  // as one stack per stretch of sets that join.
+  // Runs of neighbouring shift sets stacked together (stack_together), at most kGroup sets each,
+  // decided per group of kGroup sets: run r is the sets [run_first[r], run_first[r + 1]).
   std::vector<char> joins(p.nshifts, 0);
 #pragma omp parallel for schedule(static)
+  for (std::int64_t g0 = 0; g0 < p.nshifts; g0 += kGroup) {
+    std::int64_t first = g0;
+    for (std::int64_t s = g0 + 1; s < std::min(p.nshifts, g0 + kGroup); ++s) {
+      joins[s] = stack_together(p, first, s, kRunReach);
+      if (!joins[s]) first = s;
+    }
+  }
+  std::vector<std::int64_t> run_first;
   for (std::int64_t s = 0; s < p.nshifts; ++s)
-    joins[s] = s % kSets != 0 && stack_together(p, s - 1, s);
+    if (!joins[s]) run_first.push_back(s);
+  run_first.push_back(p.nshifts);
+  const std::int64_t nruns = static_cast<std::int64_t>(run_first.size()) - 1;
+  // Job j is run jobs[j] / nchunks on chunk jobs[j] % nchunks, by blocks of runs that span up to
+  // kBlock sets, chunk-major within a block.
+  std::vector<std::int64_t> jobs;
+  jobs.reserve(static_cast<std::size_t>(nruns * nchunks));
+  for (std::int64_t r0 = 0, r1; r0 < nruns; r0 = r1) {
+    for (r1 = r0 + 1; r1 < nruns && run_first[r1 + 1] - run_first[r0] <= kBlock;) ++r1;
+    for (std::int64_t chunk = 0; chunk < nchunks; ++chunk)
+      for (std::int64_t r = r0; r < r1; ++r) jobs.push_back(r * nchunks + chunk);
+  }
+  const std::int64_t njobs = static_cast<std::int64_t>(jobs.size());
   // Cancellation (core/cancel_region.hpp): thread 0 polls as it takes a job; once stopped, every
   // thread skips its remaining jobs, and the calling thread throws after the region.
   RegionStop stop;
@@ -638,29 +641,19 @@ SCIPROXY_STACK_PARSTACK(T) {
 #pragma omp for schedule(dynamic, 2)
     for (std::int64_t job = 0; job < njobs; ++job) {
       if (stop.poll(job)) continue;
-      const std::int64_t block = job / (kGroupsPerBlock * nchunks), first = block * kBlock;
-      const std::int64_t groups = (std::min(kBlock, p.nshifts - first) + kSets - 1) / kSets;
-      const std::int64_t in_block = job - block * kGroupsPerBlock * nchunks;
-      const std::int64_t s0 = first + kSets * (in_block % groups), chunk = in_block / groups;
+      const std::int64_t run = jobs[job] / nchunks, chunk = jobs[job] % nchunks;
+      const std::int64_t s0 = run_first[run];
+      const int nsets = static_cast<int>(run_first[run + 1] - s0);
       const std::int64_t k0 = chunk * chunk_samples;
       const std::int64_t n = std::min(p.lengthout - k0, chunk_samples);
-      const int nsets = static_cast<int>(std::min<std::int64_t>(kSets, p.nshifts - s0));
-      std::int64_t sets[kSets];
-      T* out[kSets] = {};
-      for (int j = 0; j < nsets; ++j) {
-        sets[j] = s0 + j;
-        if (p.method == Method::stack) out[j] = result + sets[j] * p.lengthout + k0;
-      }
-      T max[kSets];
-      for (int j = 0; j < nsets;) {
-        int end = j + 1;
-        while (end < nsets && joins[s0 + end]) ++end;
-        stack_job(p, padded, sets + j, end - j, k0, n, out + j, stream, max + j, scratch);
-        j = end;
-      }
+      T* out[kGroup] = {};
+      if (p.method == Method::stack)
+        for (int j = 0; j < nsets; ++j) out[j] = result + (s0 + j) * p.lengthout + k0;
+      T max[kGroup];
+      stack_job(p, padded, s0, nsets, k0, n, out, stream, max, scratch);
       if (stream) stream_fence();  // the streaming stores are weakly ordered: done before the job
       if (p.method == Method::max)
-        for (int j = 0; j < nsets; ++j) chunk_max[sets[j] * nchunks + chunk] = max[j];
+        for (int j = 0; j < nsets; ++j) chunk_max[(s0 + j) * nchunks + chunk] = max[j];
     }
     if (p.method == Method::max && !stop.stopped()) {  // the same value on every thread here
 #pragma omp for schedule(static)

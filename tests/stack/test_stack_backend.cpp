@@ -138,36 +138,48 @@ TEST_F(StackBackend, WideMoveoutsMatchReference) {
 
 TEST_F(StackBackend, NeighbouringShiftSetsMatchReference) {
   // Shift sets whose shifts differ by a few samples from one to the next, as the moveouts of
-  // neighbouring candidate sources do: the cpu backend stacks such pairs together. 40 traces (its
-  // passes of 16), traces that start and stop inside the rows, weights 0 in one set of a pair.
+  // neighbouring candidate sources do: the cpu backend stacks runs of up to 8 such sets together.
+  // 40 traces (its passes of 16), traces that start and stop inside the rows, weights 0 in some
+  // sets of a run.
   const test::ProblemShape moveouts{40, 300, 2000, 1500, 9, 6};
   compare_with_reference<float>(35, moveouts, 24, 10);
   compare_with_reference<double>(36, moveouts, 24, 10, 1);
   const test::ProblemShape few{6, 50, 400, 40, 7, 3};
   compare_with_reference<float>(37, few, 30, 5, 2);
+  const test::ProblemShape long_runs{40, 300, 2000, 1500, 40, 4};
+  compare_with_reference<float>(39, long_runs, 10, 10);
+  compare_with_reference<double>(40, long_runs, 10, 10, 1);
 }
 
-TEST_F(StackBackend, PairedShiftSetsGiveTheBitsOfSingleOnes) {
-  // Every shift set sums its traces in trace order whether it is stacked with its neighbour or
-  // alone, so a call on all sets gives, row by row, the bits of calls on one set each.
+TEST_F(StackBackend, ShiftSetsInRunsGiveTheBitsOfSingleOnes) {
+  // Every shift set sums its traces in trace order whether it is stacked in a run of its
+  // neighbours or alone, so a call on all sets gives, row by row, the bits of calls on one set
+  // each: the stacks (method 0) and their maxima (method 1). Up to 40 sets, runs of up to 8.
   std::mt19937_64 rng(38);
-  const test::RandomProblem<float> p(rng, {40, 500, 3000, 800, 12, 4});
-  ParstackOptions opt;
-  const Extent e = parstack_extent(p.input(), opt);
-  std::vector<float> all(static_cast<std::size_t>(p.nshifts * e.lengthout));
-  parstack<float>(kBackend, p.input(), all, opt);
-  opt.offsetout = e.offsetout;
-  opt.lengthout = e.lengthout;
-  const auto ntraces = static_cast<std::size_t>(p.traces.size());
-  for (std::int64_t s = 0; s < p.nshifts; ++s) {
-    const auto row = static_cast<std::size_t>(s) * ntraces;
-    const ParstackInput<float> one{p.traces, std::span(p.offsets),
-                                   std::span(p.shifts).subspan(row, ntraces),
-                                   std::span(p.weights).subspan(row, ntraces), 1};
-    std::vector<float> alone(static_cast<std::size_t>(e.lengthout));
-    parstack<float>(kBackend, one, alone, opt);
-    const auto begin = all.begin() + static_cast<std::ptrdiff_t>(s * e.lengthout);
-    EXPECT_TRUE(std::equal(alone.begin(), alone.end(), begin)) << "shift set " << s;
+  for (int trial = 0; trial < 3; ++trial) {
+    const test::RandomProblem<float> p(rng, {40, 500, 3000, 800, 40, 4});
+    for (const Method method : {Method::stack, Method::max}) {
+      ParstackOptions opt;
+      opt.method = method;
+      const Extent e = parstack_extent(p.input(), opt);
+      const std::int64_t row_size = method == Method::stack ? e.lengthout : 1;
+      std::vector<float> all(static_cast<std::size_t>(p.nshifts * row_size));
+      parstack<float>(kBackend, p.input(), all, opt);
+      opt.offsetout = e.offsetout;
+      opt.lengthout = e.lengthout;
+      const auto ntraces = static_cast<std::size_t>(p.traces.size());
+      for (std::int64_t s = 0; s < p.nshifts; ++s) {
+        const auto row = static_cast<std::size_t>(s) * ntraces;
+        const ParstackInput<float> one{p.traces, std::span(p.offsets),
+                                       std::span(p.shifts).subspan(row, ntraces),
+                                       std::span(p.weights).subspan(row, ntraces), 1};
+        std::vector<float> alone(static_cast<std::size_t>(row_size));
+        parstack<float>(kBackend, one, alone, opt);
+        const auto begin = all.begin() + static_cast<std::ptrdiff_t>(s * row_size);
+        EXPECT_TRUE(std::equal(alone.begin(), alone.end(), begin))
+            << "trial " << trial << ", method " << static_cast<int>(method) << ", shift set " << s;
+      }
+    }
   }
 }
 
