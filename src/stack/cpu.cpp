@@ -144,9 +144,9 @@ struct Term {
 // run. The loop alone (bench/parstack_loads.cpp, one thread, float32, shifts within +-10): 30
 // traces 29.0 GMAC/s in pairs of sets (both sets' accumulators in registers, the earlier
 // design), 31.3 in runs of 4 or 8; 100 traces of 30000 samples (passes of 16) 14.3 one set at a
-// time, 15.9-17.7 in pairs, 23.7-24.4 in runs of 8. In the
-// kernel, runs of at most 4, 8 and 16 sets timed the same within the noise (sizes a, b, c at +-10
-// to +-2000, 2 threads, alternating builds).
+// time, 15.9-17.7 in pairs, 23.7-24.4 in runs of 8. In the kernel, runs of at most 4, 8 and 16
+// sets timed the same within the noise (sizes a, b, c at +-10 to +-2000, 2 threads, alternating
+// builds; docs/kernels/parstack.md, "Runs of shift sets").
 constexpr int kGroup = 8;
 
 // One weighted trace of a segment.
