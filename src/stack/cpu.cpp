@@ -465,8 +465,9 @@ struct Scratch {
   }
 };
 
-// Output samples [k0, k0 + n) of the shift sets s[0 .. nsets), nsets <= kGroup: set j's are
-// written to out[j] (method 0) or their maximum is returned in max[j] (method 1, out[j] null).
+// Output samples [k0, k0 + n) of the run of shift sets s0 .. s0 + nsets - 1 (nsets <= kGroup):
+// set s0 + j's are written to out[j] (method 0) or their maximum is returned in max[j] (method 1,
+// out[j] null).
 template <class T>
 void stack_job(const Problem<T>& p, const PaddedTraces<T>& padded, std::int64_t s0, int nsets,
                std::int64_t k0, std::int64_t n, T* const* out, bool stream, T* max,
