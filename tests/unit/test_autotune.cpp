@@ -1,8 +1,9 @@
-// The autotuner (sciproxy/core/autotune.hpp): it keeps the fastest candidate, caches it per key
-// (a second search runs nothing), keeps keys apart, survives a damaged cache, refuses no
-// candidates; and parstack's use of it: the tuned call gives the same result, bit for bit, as the
-// default one, and a chunk that is not whole vectors is refused by name; the scalar family's use:
-// forward, gradient and Born calls with autotune give the default call's bits, in 2-D and 3-D.
+// The autotuner (sciproxy/core/autotune.hpp): it keeps the fastest candidate once it has beaten the
+// default head to head, caches it per key (a second search runs nothing), keeps keys apart,
+// survives a damaged cache, refuses no candidates; and parstack's use of it: the tuned call gives
+// the same result, bit for bit, as the default one, and a chunk that is not whole vectors is
+// refused by name; the scalar family's use: forward, gradient and Born calls with autotune give
+// the default call's bits, in 2-D and 3-D.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -77,7 +78,7 @@ TEST_F(Autotune, KeepsTheFastestAndCachesIt) {
   const TuningResult first = autotune(key("8x8"), candidates, run, 2);
   EXPECT_FALSE(first.from_cache);
   EXPECT_EQ(first.best.at("ms"), 2);
-  EXPECT_EQ(runs, 1 + 3 * 2);  // one warm-up, then every candidate twice
+  EXPECT_EQ(runs, 1 + 3 * 2 + 2 * 3);  // a warm-up, every candidate twice, three pairs
   ASSERT_EQ(first.trials.size(), 3u);
   EXPECT_GE(first.trials[0].seconds, 0.030);
   EXPECT_GE(first.seconds, 0.002);
@@ -104,8 +105,33 @@ TEST_F(Autotune, KeepsTheFirstCandidateUnlessAnotherIsClearlyFaster) {
   const TuningResult close = autotune(key("close"), {{{"us", 20000}}, {{"us", 19700}}}, run, 3);
   EXPECT_EQ(close.best.at("us"), 20000);
   EXPECT_EQ(order, (std::vector<std::int64_t>{20000, 20000, 19700, 20000, 19700, 20000, 19700}));
+  order.clear();
   const TuningResult clear = autotune(key("clear"), {{{"us", 20000}}, {{"us", 16000}}}, run, 3);
   EXPECT_EQ(clear.best.at("us"), 16000);
+  // Then three head-to-head pairs, the order alternating.
+  EXPECT_EQ(order, (std::vector<std::int64_t>{20000, 20000, 16000, 20000, 16000, 20000, 16000,
+                                              20000, 16000, 16000, 20000, 20000, 16000}));
+}
+
+// A challenger whose best time came from a lucky run (here: 2 ms the first time, 40 ms after)
+// loses the head-to-head pairs against the default's 20 ms and does not replace it; one that stays
+// fast does.
+TEST_F(Autotune, ALuckyRunDoesNotReplaceTheDefault) {
+  int calls = 0;
+  const auto lucky_once = [&](const TuningParameters& p) {
+    const bool challenger = p.at("lucky") == 1;
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(challenger ? (calls++ == 0 ? 2 : 40) : 20));
+  };
+  const TuningResult r = autotune(key("lucky"), {{{"lucky", 0}}, {{"lucky", 1}}}, lucky_once, 2);
+  EXPECT_EQ(r.best.at("lucky"), 0);
+  EXPECT_GE(r.seconds, 0.020);
+  ASSERT_EQ(r.trials.size(), 2u);
+  EXPECT_LT(r.trials[1].seconds, 0.020);  // the trials still report the lucky run
+  EXPECT_EQ(cached_tuning(key("lucky"))->at("lucky"), 0);
+
+  const TuningResult steady = autotune(key("steady"), {{{"ms", 20}}, {{"ms", 5}}}, sleep_for, 2);
+  EXPECT_EQ(steady.best.at("ms"), 5);
 }
 
 TEST_F(Autotune, KeysOfOtherThreadCountsAndPrecisionsAreApart) {

@@ -51,9 +51,10 @@ std::optional<TuningParameters> cached_tuning(const TuningKey& key);
 // through run (after one untimed run of the first, the warm-up; the repeats round-robin over the
 // candidates), takes each one's smallest time (noise only adds to a time), keeps the fastest,
 // caches and returns it. The first candidate should be the kernel's static default: it is kept
-// unless another is more than 3% faster, so that noise alone never replaces it. run must leave
-// the caller's outputs as a normal call would, as its last call is not necessarily the best
-// candidate's.
+// unless another is more than 3% faster, and then also faster by 3% in at least two of three
+// head-to-head pairs with it run after the search, so that noise alone never replaces it. run
+// must leave the caller's outputs as a normal call would, as its last call is not necessarily
+// the best candidate's.
 TuningResult autotune(const TuningKey& key, const std::vector<TuningParameters>& candidates,
                       const std::function<void(const TuningParameters&)>& run, int repeats = 2);
 
