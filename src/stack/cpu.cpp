@@ -12,9 +12,11 @@
 // - the traces are copied once per call with kGrain vectors of zeros on either side, so the
 //   vector that holds a trace's first or last sample is read in full and its outside lanes add
 //   zero; the copy's buffer is kept per calling thread, so calls do not page-fault a fresh one;
-// - more than 32 traces are summed 16 at a time over blocks of 4 KiB, the partial sums in L1;
-//   jobs go by blocks of runs of up to 32 shift sets, chunk-major, so the stretch of the traces
-//   stays in L2;
+// - more than 32 traces are summed 16 at a time: over blocks of 4 KiB, the partial sums in L1,
+//   where neighbouring shift sets form runs; else in groups of 16 consecutive traces, each group
+//   added by a whole block of shift sets to their partial sums over the chunk, so that the
+//   group's stretch of the traces stays in L2 while the block reads it (a hundred stations'
+//   moveouts over thousands of samples); jobs go by blocks of up to 32 shift sets, chunk-major;
 // - runs of up to 8 neighbouring shift sets whose shifts nearly agree (the moveouts of
 //   neighbouring candidate sources) are stacked one set after the other over each tile of output
 //   vectors, so that the later sets' loads hit the lines the first has brought to L1;
@@ -78,19 +80,29 @@ constexpr std::int64_t kGrain = 16;
 // a page, so that PaddedTraces can place each trace at a chosen offset within one.
 constexpr std::size_t kPageBytes = 4096, kLineBytes = 64;
 
+struct Free {
+  void operator()(void* p) const { std::free(p); }
+};
+template <class T>
+using Buffer = std::unique_ptr<T[], Free>;
+
+// size elements of T, uninitialised, from a page boundary.
+template <class T>
+Buffer<T> aligned_buffer(std::int64_t size) {
+  const std::size_t bytes =
+      (static_cast<std::size_t>(size) * sizeof(T) + kPageBytes - 1) / kPageBytes * kPageBytes;
+  Buffer<T> buffer(static_cast<T*>(std::aligned_alloc(kPageBytes, std::max(bytes, kPageBytes))));
+  if (!buffer) throw std::bad_alloc();
+  return buffer;
+}
+
 template <class T>
 T* padded_buffer(std::int64_t size) {
-  struct Free {
-    void operator()(T* p) const { std::free(p); }
-  };
-  thread_local std::unique_ptr<T, Free> buffer;
+  thread_local Buffer<T> buffer;
   thread_local std::int64_t capacity = 0;
   if (size > capacity) {
     buffer.reset();
-    const std::size_t bytes =
-        (static_cast<std::size_t>(size) * sizeof(T) + kPageBytes - 1) / kPageBytes * kPageBytes;
-    buffer.reset(static_cast<T*>(std::aligned_alloc(kPageBytes, bytes)));
-    if (!buffer) throw std::bad_alloc();
+    buffer = aligned_buffer<T>(size);
     capacity = size;
   }
   return buffer.get();
@@ -388,11 +400,13 @@ void sum_vectors_by_8(const SetRun<T>* runs, int nruns, std::int64_t v0, std::in
   run(std::integral_constant<int, 1>{});
 }
 
-// A segment with more traces than the prefetchers follow streams (a hundred stations) is summed
-// kTracesPerPass traces at a time over blocks of kVectorsPerBlock vectors, the block's partial
-// sums in L1 between the passes; up to kTracesInOnePass traces go in one pass, as passes of short
-// streams cost more than they save there (30 traces: 17% faster in one pass than in two). The
-// traces are still summed in their order, so the result is the same bit for bit.
+// A segment with up to kTracesInOnePass traces is summed in one pass, every output vector's sums in
+// registers from its first trace to its last; passes cost more than they save there (30 traces:
+// 17% faster in one pass than in two). More (a hundred stations, more than the prefetchers
+// follow streams) go kTracesPerPass traces at a time: over blocks of kVectorsPerBlock vectors,
+// the block's partial sums in L1 between the passes (sum_segment), or, where the shift sets do not
+// form runs, in groups of consecutive traces over a whole block of sets (stack_groups). Either
+// way each output sample sums its traces in trace order, so the result is the same bit for bit.
 constexpr std::size_t kTracesInOnePass = 32;
 constexpr std::size_t kTracesPerPass = 16;
 constexpr std::int64_t kVectorsPerBlock = 4096 / kVectorBytes;
@@ -450,110 +464,214 @@ struct Cuts {
   }
 };
 
+constexpr std::int64_t kBlock = 32;  // shift sets per block of jobs (at least kGroup)
+
 // What a thread keeps from one job to the next.
 template <class T>
 struct Scratch {
-  std::vector<Term<T>> terms[kGroup];
-  std::vector<Entry<T>> entries[kGroup];
-  Cuts cuts;
+  std::vector<Term<T>> terms[kBlock];  // per set of the job
+  std::vector<Entry<T>> entries[kBlock];
+  Cuts cuts[kBlock];  // per run of the job
+  Buffer<T> partial;  // stack_groups: the sums of every set of the job over its chunk
+  std::int64_t partial_size = 0;
 
   explicit Scratch(std::int64_t ntraces) {
-    for (int j = 0; j < kGroup; ++j) {
+    for (int j = 0; j < kBlock; ++j) {
       terms[j].reserve(static_cast<std::size_t>(ntraces));
       entries[j].resize(static_cast<std::size_t>(ntraces));
     }
   }
+  T* partials(std::int64_t size) {
+    if (size > partial_size) {
+      partial = aligned_buffer<T>(size);
+      partial_size = size;
+    }
+    return partial.get();
+  }
 };
 
-// Output samples [k0, k0 + n) of the run of shift sets s0 .. s0 + nsets - 1 (nsets <= kGroup):
-// set s0 + j's are written to out[j] (method 0) or their maximum is returned in max[j] (method 1,
-// out[j] null).
+// A job: the runs [r0, r1) of shift sets (run r is the sets [run_first[r], run_first[r + 1]),
+// at most kBlock sets in all) on one chunk of output samples, their traces summed by segments
+// (stack_segments) or, with more than kTracesInOnePass traces, in groups (stack_groups).
+struct Job {
+  std::int64_t r0, r1, chunk;
+  bool grouped;
+};
+
+// What a job's sets have in the chunk: their traces (terms, in trace order), the cuts of each run
+// into segments, and their sinks.
 template <class T>
-void stack_job(const Problem<T>& p, const PaddedTraces<T>& padded, std::int64_t s0, int nsets,
-               std::int64_t k0, std::int64_t n, T* const* out, bool stream, T* max,
+struct JobSets {
+  const std::int64_t* run_first = nullptr;
+  std::int64_t r0 = 0, r1 = 0, s0 = 0;
+  std::int64_t nvec = 0;
+  Sink<T> sinks[kBlock];
+  bool uncovered[kBlock] = {};  // some sample of the chunk has no trace of the set: R is 0 there
+};
+
+// Set j's traces from its term `from` on, up to trace g1 (exclusive), that cover the segment of
+// vectors [v0, v1): into its entries, in trace order; returns how many. Branch-free, as which
+// ones do is random.
+template <class T>
+std::size_t covering_traces(Scratch<T>& scratch, std::int64_t j, std::size_t from, std::int64_t g1,
+                            std::int64_t v0, std::int64_t v1) {
+  Entry<T>* entries = scratch.entries[j].data();
+  const std::vector<Term<T>>& terms = scratch.terms[j];
+  std::size_t count = 0;
+  for (std::size_t t = from; t < terms.size() && terms[t].trace < g1; ++t) {
+    entries[count] = {terms[t].src, terms[t].weight};
+    count += (terms[t].begin <= v0) & (terms[t].end >= v1);
+  }
+  return count;
+}
+
+// A segment that no trace of a set covers: R is 0 there.
+template <class T>
+void empty_segment(Sink<T>& sink, bool& uncovered, std::int64_t v0, std::int64_t v1) {
+  using S = Simd<T>;
+  constexpr std::int64_t W = S::W;
+  if (sink.accumulate) {
+    // nothing to add: the output keeps its values
+  } else if (sink.stream) {
+    for (std::int64_t v = v0; v < v1; ++v) {
+      if ((v + 1) * W <= sink.n) {
+        Stream<T>::put(sink, typename S::Vec{}, v * W);
+      } else {
+        Stream<T>::flush(sink, v * W);
+        std::fill(sink.out + v * W, sink.out + sink.n, T(0));
+      }
+    }
+  } else if (sink.out) {
+    std::fill(sink.out + v0 * W, sink.out + std::min(sink.n, v1 * W), T(0));
+  } else {
+    uncovered = true;
+  }
+}
+
+// Each run's segments, straight into the sinks (sum_segment).
+template <class T>
+void stack_segments(const Problem<T>& p, JobSets<T>& job, Scratch<T>& scratch) {
+  for (std::int64_t r = job.r0; r < job.r1; ++r)
+    scratch.cuts[r - job.r0].for_each_segment(job.nvec, [&](std::int64_t v0, std::int64_t v1) {
+      SetRun<T> runs[kGroup];  // the sets with traces in the segment
+      int nruns = 0;
+      for (std::int64_t j = job.run_first[r] - job.s0; j < job.run_first[r + 1] - job.s0; ++j) {
+        const std::size_t count = covering_traces(scratch, j, 0, p.ntraces, v0, v1);
+        if (count > 0)
+          runs[nruns++] = {scratch.entries[j].data(), count, &job.sinks[j], {}};
+        else
+          empty_segment(job.sinks[j], job.uncovered[j], v0, v1);
+      }
+      if (nruns > 0) sum_segment(runs, nruns, v0, v1);
+    });
+}
+
+// More than kTracesInOnePass traces, where shift sets do not form runs (moveouts that spread over
+// thousands of samples): a group of kTracesPerPass consecutive traces at a time, added by every
+// set of the job (every segment of every run) to its partial sums over the whole chunk, then the
+// next group. A group's stretch of the traces (16 traces x the chunk and the spread of the
+// block's shifts) stays in L2 while the block's sets read it, where a set that sums all its
+// traces in turn reads a hundred traces' stretches, which come from L3, and the next set reads
+// them again. The partial sums are in L2 rather than L1 (sum_segment's), which is slower where
+// runs of sets read their traces from L1 (docs/kernels/parstack.md). Each set's sums start at
+// zero (or out's values) over the whole chunk and its traces are still added in trace order.
+template <class T>
+void stack_groups(const Problem<T>& p, JobSets<T>& job, Scratch<T>& scratch) {
+  constexpr std::int64_t W = Simd<T>::W;
+  const std::int64_t pitch = job.nvec * W;
+  const std::int64_t nsets = job.run_first[job.r1] - job.s0;
+  T* partial = scratch.partials(nsets * pitch);
+  for (std::int64_t j = 0; j < nsets; ++j) {
+    T* sums = partial + j * pitch;
+    const Sink<T>& sink = job.sinks[j];
+    const std::int64_t kept = sink.accumulate ? sink.n : 0;
+    if (kept > 0) std::copy(sink.out, sink.out + kept, sums);
+    std::fill(sums + kept, sums + pitch, T(0));
+  }
+  std::size_t from[kBlock] = {};  // each set's first term of the group
+  constexpr auto kPass = static_cast<std::int64_t>(kTracesPerPass);
+  for (std::int64_t g0 = 0; g0 < p.ntraces; g0 += kPass) {
+    const std::int64_t g1 = g0 + kPass;
+    for (std::int64_t r = job.r0; r < job.r1; ++r)
+      scratch.cuts[r - job.r0].for_each_segment(job.nvec, [&](std::int64_t v0, std::int64_t v1) {
+        SetRun<T> runs[kGroup];  // the sets with traces of the group in the segment
+        int nruns = 0;
+        for (std::int64_t j = job.run_first[r] - job.s0; j < job.run_first[r + 1] - job.s0; ++j) {
+          T* sums = partial + j * pitch;
+          const std::size_t count = covering_traces(scratch, j, from[j], g1, v0, v1);
+          if (count > 0)
+            runs[nruns++] = {scratch.entries[j].data(), count, &job.sinks[j], {sums, sums, 0}};
+        }
+        if (nruns > 0) sum_vectors_by_8(runs, nruns, v0, v1);
+      });
+    for (std::int64_t j = 0; j < nsets; ++j)
+      while (from[j] < scratch.terms[j].size() && scratch.terms[j][from[j]].trace < g1) ++from[j];
+  }
+  for (std::int64_t j = 0; j < nsets; ++j) {  // the sums to the sinks: a pass over no traces
+    const SetRun<T> finish{nullptr, 0, &job.sinks[j], {partial + j * pitch, nullptr, 0}};
+    sum_vectors_by_8(&finish, 1, 0, job.nvec);
+  }
+}
+
+// Output samples [k0, k0 + n) of the job's sets: set s's are written to result's row s (method 0;
+// result null for method 1) and its maximum over them to max[s - run_first[r0]].
+template <class T>
+void stack_job(const Problem<T>& p, const PaddedTraces<T>& padded, const std::int64_t* run_first,
+               const Job& jb, std::int64_t k0, std::int64_t n, T* result, bool stream, T* max,
                Scratch<T>& scratch) {
   using S = Simd<T>;
   constexpr std::int64_t W = S::W;
-  const std::int64_t nvec = (n + W - 1) / W;
-  Cuts& cuts = scratch.cuts;
-  cuts.clear(nvec);
-  Sink<T> sinks[kGroup];
-  bool uncovered[kGroup] = {};  // some sample of the chunk has no trace of set j: R is 0 there
-  for (int j = 0; j < nsets; ++j) {
-    std::vector<Term<T>>& terms = scratch.terms[j];
-    terms.clear();
-    for (std::int64_t i = 0; i < p.ntraces; ++i) {
-      const T w = p.weights[(s0 + j) * p.ntraces + i];
-      if (w == T(0)) continue;
-      const std::int64_t start =
-          trace_start(p.offsets[i], p.shifts[(s0 + j) * p.ntraces + i], p.offsetout);
-      const Overlap o = trace_overlap(start, p.lengths[i], p.lengthout);
-      const std::int64_t b = std::max(o.begin, k0) - k0, e = std::min(o.end, k0 + n) - k0;
-      if (b >= e) continue;
-      // The vectors that hold samples [b, e), rounded out to the grain: their samples outside the
-      // trace read its zero pads, those past the window's end fall in lanes that are dropped.
-      const std::int64_t vb = b / W / kGrain * kGrain;
-      const std::int64_t ve = std::min(nvec, ((e + W - 1) / W + kGrain - 1) / kGrain * kGrain);
-      terms.push_back({padded.data + padded.first[i] + (k0 - start), w, vb, ve, i});
-      cuts.add(vb);
-      if (ve < nvec) cuts.add(ve);
+  JobSets<T> job;
+  job.run_first = run_first;
+  job.r0 = jb.r0;
+  job.r1 = jb.r1;
+  job.s0 = run_first[jb.r0];
+  job.nvec = (n + W - 1) / W;
+  const std::int64_t nsets = run_first[jb.r1] - job.s0;
+  for (std::int64_t r = jb.r0; r < jb.r1; ++r) {
+    Cuts& cuts = scratch.cuts[r - jb.r0];
+    cuts.clear(job.nvec);
+    for (std::int64_t s = run_first[r]; s < run_first[r + 1]; ++s) {
+      std::vector<Term<T>>& terms = scratch.terms[s - job.s0];
+      terms.clear();
+      for (std::int64_t i = 0; i < p.ntraces; ++i) {
+        const T w = p.weights[s * p.ntraces + i];
+        if (w == T(0)) continue;
+        const std::int64_t start =
+            trace_start(p.offsets[i], p.shifts[s * p.ntraces + i], p.offsetout);
+        const Overlap o = trace_overlap(start, p.lengths[i], p.lengthout);
+        const std::int64_t b = std::max(o.begin, k0) - k0, e = std::min(o.end, k0 + n) - k0;
+        if (b >= e) continue;
+        // The vectors that hold samples [b, e), rounded out to the grain: their samples outside
+        // the trace read its zero pads, those past the window's end fall in lanes that are dropped.
+        const std::int64_t vb = b / W / kGrain * kGrain;
+        const std::int64_t ve =
+            std::min(job.nvec, ((e + W - 1) / W + kGrain - 1) / kGrain * kGrain);
+        terms.push_back({padded.data + padded.first[i] + (k0 - start), w, vb, ve, i});
+        cuts.add(vb);
+        if (ve < job.nvec) cuts.add(ve);
+      }
+      Sink<T>& sink = job.sinks[s - job.s0];
+      sink.out = result ? result + s * p.lengthout + k0 : nullptr;
+      sink.accumulate = sink.out && p.accumulate;
+      sink.n = n;
+      if (sink.out && stream && !sink.accumulate) {
+        sink.stream = true;
+        sink.skew =
+            static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(sink.out) % kVectorBytes) /
+            sizeof(T);
+      }
+      sink.max = S::broadcast(max_initial_value<T>(p.clamp_max_at_zero));
     }
-    Sink<T>& sink = sinks[j];
-    sink.out = out[j];
-    sink.accumulate = out[j] && p.accumulate;
-    sink.n = n;
-    if (out[j] && stream && !sink.accumulate) {
-      sink.stream = true;
-      sink.skew =
-          static_cast<std::int64_t>(reinterpret_cast<std::uintptr_t>(out[j]) % kVectorBytes) /
-          sizeof(T);
-    }
-    sink.max = S::broadcast(max_initial_value<T>(p.clamp_max_at_zero));
   }
-
-  // A segment that no trace of set j covers: R is 0 there.
-  const auto empty_segment = [&](int j, std::int64_t v0, std::int64_t v1) {
-    Sink<T>& sink = sinks[j];
-    if (sink.accumulate) {
-      // nothing to add: the output keeps its values
-    } else if (sink.stream) {
-      for (std::int64_t v = v0; v < v1; ++v) {
-        if ((v + 1) * W <= n) {
-          Stream<T>::put(sink, typename S::Vec{}, v * W);
-        } else {
-          Stream<T>::flush(sink, v * W);
-          std::fill(sink.out + v * W, sink.out + n, T(0));
-        }
-      }
-    } else if (sink.out) {
-      std::fill(sink.out + v0 * W, sink.out + std::min(n, v1 * W), T(0));
-    } else {
-      uncovered[j] = true;
-    }
-  };
-  cuts.for_each_segment(nvec, [&](std::int64_t v0, std::int64_t v1) {
-    SetRun<T> runs[kGroup];  // the sets with traces in the segment
-    int nruns = 0;
-    for (int j = 0; j < nsets; ++j) {
-      // The traces that cover the segment, in trace order; branch-free, as which ones do is
-      // random.
-      Entry<T>* entries = scratch.entries[j].data();
-      std::size_t count = 0;
-      for (const Term<T>& t : scratch.terms[j]) {
-        entries[count] = {t.src, t.weight};
-        count += (t.begin <= v0) & (t.end >= v1);
-      }
-      if (count > 0)
-        runs[nruns++] = {entries, count, &sinks[j], {}};
-      else
-        empty_segment(j, v0, v1);
-    }
-    if (nruns > 0) sum_segment(runs, nruns, v0, v1);
-  });
-  for (int j = 0; j < nsets; ++j) {
-    Sink<T>& sink = sinks[j];
+  if (jb.grouped)
+    stack_groups(p, job, scratch);
+  else
+    stack_segments(p, job, scratch);
+  for (std::int64_t j = 0; j < nsets; ++j) {
+    Sink<T>& sink = job.sinks[j];
     if (sink.stream && n % W == 0) Stream<T>::flush(sink, n);
-    T m = uncovered[j] ? std::max(T(0), sink.max[0]) : sink.max[0];
+    T m = job.uncovered[j] ? std::max(T(0), sink.max[0]) : sink.max[0];
     for (std::int64_t l = 1; l < W; ++l) m = std::max(m, sink.max[l]);
     max[j] = m;
   }
@@ -583,8 +701,6 @@ bool stack_together(const Problem<T>& p, std::int64_t s0, std::int64_t s1, std::
   return both > 0 && 4 * near >= 3 * both;
 }
 
-constexpr std::int64_t kBlock = 32;  // shift sets per block of jobs (at least kGroup)
-
 }  // namespace
 
 template <class T>
@@ -593,10 +709,7 @@ SCIPROXY_STACK_PARSTACK(T) {
   auto compute = Timers::region(ctx.timers, "compute");
   ThreadCount threads(p.nparallel);
   const PaddedTraces<T> padded(p);
-  // Chunks of a row: p.chunk_samples, whole vectors (api.cpp). Jobs go by blocks of kBlock shift
-  // sets, chunk-major within a block (every shift set of the block on one chunk, then the next
-  // chunk): consecutive jobs read the same stretch of every trace, which stays in L2, and a
-  // block's rows of output are written while their freshly mapped pages are still in cache.
+  // Chunks of a row: p.chunk_samples, whole vectors (api.cpp).
   const std::int64_t chunk_samples = p.chunk_samples;
   const std::int64_t nchunks = (p.lengthout + chunk_samples - 1) / chunk_samples;
   std::vector<T> chunk_max(p.method == Method::max ? nchunks * p.nshifts : 0);
@@ -623,14 +736,22 @@ SCIPROXY_STACK_PARSTACK(T) {
     if (!joins[s]) run_first.push_back(s);
   run_first.push_back(p.nshifts);
   const std::int64_t nruns = static_cast<std::int64_t>(run_first.size()) - 1;
-  // Job j is run jobs[j] / nchunks on chunk jobs[j] % nchunks, by blocks of runs that span up to
-  // kBlock sets, chunk-major within a block.
-  std::vector<std::int64_t> jobs;
-  jobs.reserve(static_cast<std::size_t>(nruns * nchunks));
+  // Jobs go by blocks of runs that span up to kBlock sets, chunk-major within a block (every set
+  // of the block on one chunk, then the next chunk): consecutive jobs read the same stretch of
+  // every trace, and a block's rows of output are written while their freshly mapped pages are
+  // still in cache. A block of more than kTracesInOnePass traces whose sets mostly stand alone
+  // (runs of fewer than two sets on average) is one job per chunk, summed in groups of traces
+  // (stack_groups); otherwise a job is one run on one chunk.
+  std::vector<Job> jobs;
   for (std::int64_t r0 = 0, r1; r0 < nruns; r0 = r1) {
     for (r1 = r0 + 1; r1 < nruns && run_first[r1 + 1] - run_first[r0] <= kBlock;) ++r1;
+    const bool grouped = p.ntraces > static_cast<std::int64_t>(kTracesInOnePass) &&
+                         2 * (r1 - r0) > run_first[r1] - run_first[r0];
     for (std::int64_t chunk = 0; chunk < nchunks; ++chunk)
-      for (std::int64_t r = r0; r < r1; ++r) jobs.push_back(r * nchunks + chunk);
+      if (grouped)
+        jobs.push_back({r0, r1, chunk, true});
+      else
+        for (std::int64_t r = r0; r < r1; ++r) jobs.push_back({r, r + 1, chunk, false});
   }
   const std::int64_t njobs = static_cast<std::int64_t>(jobs.size());
   // Cancellation (core/cancel_region.hpp): thread 0 polls as it takes a job; once stopped, every
@@ -642,19 +763,16 @@ SCIPROXY_STACK_PARSTACK(T) {
 #pragma omp for schedule(dynamic, 2)
     for (std::int64_t job = 0; job < njobs; ++job) {
       if (stop.poll(job)) continue;
-      const std::int64_t run = jobs[job] / nchunks, chunk = jobs[job] % nchunks;
-      const std::int64_t s0 = run_first[run];
-      const int nsets = static_cast<int>(run_first[run + 1] - s0);
-      const std::int64_t k0 = chunk * chunk_samples;
+      const Job& jb = jobs[job];
+      const std::int64_t s0 = run_first[jb.r0], nsets = run_first[jb.r1] - s0;
+      const std::int64_t k0 = jb.chunk * chunk_samples;
       const std::int64_t n = std::min(p.lengthout - k0, chunk_samples);
-      T* out[kGroup] = {};
-      if (p.method == Method::stack)
-        for (int j = 0; j < nsets; ++j) out[j] = result + (s0 + j) * p.lengthout + k0;
-      T max[kGroup];
-      stack_job(p, padded, s0, nsets, k0, n, out, stream, max, scratch);
+      T max[kBlock];
+      stack_job(p, padded, run_first.data(), jb, k0, n,
+                p.method == Method::stack ? result : nullptr, stream, max, scratch);
       if (stream) stream_fence();  // the streaming stores are weakly ordered: done before the job
       if (p.method == Method::max)
-        for (int j = 0; j < nsets; ++j) chunk_max[(s0 + j) * nchunks + chunk] = max[j];
+        for (std::int64_t j = 0; j < nsets; ++j) chunk_max[(s0 + j) * nchunks + jb.chunk] = max[j];
     }
     if (p.method == Method::max && !stop.stopped()) {  // the same value on every thread here
 #pragma omp for schedule(static)

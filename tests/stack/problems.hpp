@@ -19,6 +19,7 @@ struct ProblemShape {
   // step in [-moveout_step, moveout_step] (one set in five starts afresh), so that the cpu
   // backend stacks most pairs of sets together and some apart.
   int moveout_step = 0;
+  int min_traces = 1;
 };
 
 template <class T>
@@ -30,7 +31,7 @@ struct RandomProblem {
   std::int64_t nshifts = 0;
 
   RandomProblem(std::mt19937_64& rng, const ProblemShape& shape) {
-    std::uniform_int_distribution<int> ntraces_d(1, shape.max_traces),
+    std::uniform_int_distribution<int> ntraces_d(shape.min_traces, shape.max_traces),
         length_d(shape.min_length, shape.max_length),
         shift_d(-shape.shift_range, shape.shift_range), nshifts_d(1, shape.max_shifts),
         zero_d(0, 9);

@@ -154,10 +154,12 @@ TEST_F(StackBackend, NeighbouringShiftSetsMatchReference) {
 TEST_F(StackBackend, ShiftSetsInRunsGiveTheBitsOfSingleOnes) {
   // Every shift set sums its traces in trace order whether it is stacked in a run of its
   // neighbours or alone, so a call on all sets gives, row by row, the bits of calls on one set
-  // each: the stacks (method 0) and their maxima (method 1). Up to 40 sets, runs of up to 8.
+  // each: the stacks (method 0) and their maxima (method 1). Up to 40 sets, runs of up to 8; in the
+  // last two trials 33 to 40 traces, which the cpu backend sums in passes of 16 in the runs and
+  // in groups of traces (stack_groups) for a set alone.
   std::mt19937_64 rng(38);
-  for (int trial = 0; trial < 3; ++trial) {
-    const test::RandomProblem<float> p(rng, {40, 500, 3000, 800, 40, 4});
+  for (int trial = 0; trial < 4; ++trial) {
+    const test::RandomProblem<float> p(rng, {40, 500, 3000, 800, 40, 4, trial < 2 ? 1 : 33});
     for (const Method method : {Method::stack, Method::max}) {
       ParstackOptions opt;
       opt.method = method;
@@ -200,31 +202,40 @@ TEST_F(StackBackend, LargeStackIsTheSameAsAccumulatedIntoZeros) {
   // A method-0 stack larger than the last-level cache (46 MB here) is written by the cpu backend
   // with streaming stores shifted to 64-byte boundaries; accumulating into zeros takes plain
   // stores and the same sums. Rows of an odd length start at every alignment. Bit for bit.
-  const auto p = test::fixed_size_problem<float>(41, 8, 10001, 1000, 777);
-  ParstackOptions opt;
-  const auto n = parstack_result_size(p.nshifts, parstack_extent(p.input(), opt), opt.method);
-  std::vector<float> plain(n, 7.0f), accumulated(n, 0.0f);
-  parstack<float>(kBackend, p.input(), plain, opt);
-  opt.accumulate = true;
-  parstack<float>(kBackend, p.input(), accumulated, opt);
-  EXPECT_EQ(plain, accumulated);
+  // 40 traces with shifts at random: the cpu backend's sums in groups of traces (stack_groups).
+  for (const int ntraces : {8, 40}) {
+    const auto p = test::fixed_size_problem<float>(41, ntraces, 10001, 1000, 777);
+    ParstackOptions opt;
+    const auto n = parstack_result_size(p.nshifts, parstack_extent(p.input(), opt), opt.method);
+    std::vector<float> plain(n, 7.0f), accumulated(n, 0.0f);
+    parstack<float>(kBackend, p.input(), plain, opt);
+    opt.accumulate = true;
+    parstack<float>(kBackend, p.input(), accumulated, opt);
+    EXPECT_EQ(plain, accumulated) << ntraces << " traces";
+  }
 }
 
 TEST_F(StackBackend, ResultDoesNotDependOnThreadCount) {
   // The order of every sum is fixed, so one thread and several give the same bits (cuda ignores
   // nparallel: two runs give the same bits).
+  // 20 traces (one pass), 60 with shifts at random (the cpu backend's groups of traces) and 60
+  // with moveouts (its runs of shift sets, passes of 16 traces).
   std::mt19937_64 rng(5);
-  const test::RandomProblem<float> p(rng, {20, 1000, 3000, 500, 40});
-  for (Method method : {Method::stack, Method::max}) {
-    ParstackOptions opt;
-    opt.method = method;
-    const auto n = parstack_result_size(p.nshifts, parstack_extent(p.input(), opt), method);
-    std::vector<float> one(n), many(n);
-    opt.nparallel = 1;
-    parstack<float>(kBackend, p.input(), one, opt);
-    opt.nparallel = 2;
-    parstack<float>(kBackend, p.input(), many, opt);
-    EXPECT_EQ(one, many);
+  for (const test::ProblemShape shape : {test::ProblemShape{20, 1000, 3000, 500, 40},
+                                         test::ProblemShape{60, 1000, 3000, 2000, 70, 0, 60},
+                                         test::ProblemShape{60, 1000, 3000, 500, 70, 5, 60}}) {
+    const test::RandomProblem<float> p(rng, shape);
+    for (Method method : {Method::stack, Method::max}) {
+      ParstackOptions opt;
+      opt.method = method;
+      const auto n = parstack_result_size(p.nshifts, parstack_extent(p.input(), opt), method);
+      std::vector<float> one(n), many(n);
+      opt.nparallel = 1;
+      parstack<float>(kBackend, p.input(), one, opt);
+      opt.nparallel = 2;
+      parstack<float>(kBackend, p.input(), many, opt);
+      EXPECT_EQ(one, many) << shape.max_traces << " traces, moveout step " << shape.moveout_step;
+    }
   }
 }
 
