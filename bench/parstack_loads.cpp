@@ -15,7 +15,9 @@
 //   runs of G   G shift sets one after the other over each tile of 8 vectors, each set's
 //               accumulators in registers in turn (the cpu backend's runs of neighbouring sets);
 //   passes      16 traces per pass over blocks of 128 vectors, partial sums in L1 (100 traces),
-//               one shift set at a time or runs of G sets.
+//               one shift set at a time or runs of G sets;
+//   groups      16 consecutive traces at a time, added by all 16 shift sets to their partial sums
+//               over a chunk of 512 vectors (in L2) before the next 16 (the cpu backend's groups).
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -146,6 +148,34 @@ template <int G>
   return m[0];
 }
 
+// Groups of 16 consecutive traces, each added by all 16 shift sets to their partial sums over a
+// chunk of 512 vectors (in L2) before the next group: the cpu backend's stack_groups, which keeps
+// one group's stretch of the traces in L2 while every set reads it.
+[[gnu::noinline]] float groups(const Problem& p) {
+  constexpr int kGroup = 16, kChunk = 512, kSets = 16;
+  alignas(64) static Vec partial[kSets][kChunk];
+  Vec m{};
+  for (long c0 = 0; c0 + kChunk <= p.nvec; c0 += kChunk)
+    for (int g0 = 0; g0 < p.traces; g0 += kGroup) {
+      const int end = std::min(p.traces, g0 + kGroup);
+      for (int s = 0; s < std::min(p.sets, kSets); ++s)
+        for (long v = 0; v < kChunk; v += U) {
+          Vec acc[U];
+          for (int u = 0; u < U; ++u) acc[u] = g0 ? partial[s][v + u] : Vec{};
+          for (int t = g0; t < end; ++t) {
+            const float* x = p.src[s * p.traces + t] + (c0 + v) * W;
+            const Vec w = Vec{} + p.weight[s * p.traces + t];
+            for (int u = 0; u < U; ++u) acc[u] += w * load(x + u * W);
+          }
+          if (end < p.traces)
+            for (int u = 0; u < U; ++u) partial[s][v + u] = acc[u];
+          else
+            for (int u = 0; u < U; ++u) m = m > acc[u] ? m : acc[u];
+        }
+    }
+  return m[0];
+}
+
 // GMAC/s of `kernel` on `traces` traces of `samples` samples and 16 shift sets.
 double rate(float (*kernel)(const Problem&), int traces, long samples, int spread, bool aligned) {
   const long pad = spread + 2 * W * U,
@@ -206,6 +236,11 @@ int main() {
       {"passes, runs of 8, 100 traces of 30000", passes<8>, 100, 30000, 10, false},
       {"passes, runs of 8, 100 traces of 30000, +-100", passes<8>, 100, 30000, 100, false},
       {"passes,  100 traces of 30000, +-100", passes<1>, 100, 30000, 100, false},
+      {"passes,  100 traces of 30000, +-2000", passes<1>, 100, 30000, 2000, false},
+      {"groups,  100 traces of 30000, +-2000", groups, 100, 30000, 2000, false},
+      {"passes,  100 traces of 30000, +-5000", passes<1>, 100, 30000, 5000, false},
+      {"groups,  100 traces of 30000, +-5000", groups, 100, 30000, 5000, false},
+      {"groups,  100 traces of 30000, +-10", groups, 100, 30000, 10, false},
   };
   std::printf("%-46s %8s\n", "float32, one thread", "GMAC/s");
   for (const Row& r : rows)
