@@ -469,18 +469,12 @@ constexpr std::int64_t kBlock = 32;  // shift sets per block of jobs (at least k
 // What a thread keeps from one job to the next.
 template <class T>
 struct Scratch {
-  std::vector<Term<T>> terms[kBlock];  // per set of the job
-  std::vector<Entry<T>> entries[kBlock];
-  Cuts cuts[kBlock];  // per run of the job
+  std::vector<Term<T>> terms[kBlock];     // per set of the job
+  std::vector<Entry<T>> entries[kBlock];  // grown to the terms
+  Cuts cuts[kBlock];                      // per run of the job
   Buffer<T> partial;  // stack_groups: the sums of every set of the job over its chunk
   std::int64_t partial_size = 0;
 
-  explicit Scratch(std::int64_t ntraces) {
-    for (int j = 0; j < kBlock; ++j) {
-      terms[j].reserve(static_cast<std::size_t>(ntraces));
-      entries[j].resize(static_cast<std::size_t>(ntraces));
-    }
-  }
   T* partials(std::int64_t size) {
     if (size > partial_size) {
       partial = aligned_buffer<T>(size);
@@ -492,7 +486,8 @@ struct Scratch {
 
 // A job: the runs [r0, r1) of shift sets (run r is the sets [run_first[r], run_first[r + 1]),
 // at most kBlock sets in all) on one chunk of output samples, their traces summed by segments
-// (stack_segments) or, with more than kTracesInOnePass traces, in groups (stack_groups).
+// (stack_segments) or, with more than kTracesInOnePass traces and sets that form no runs, in
+// groups (stack_groups).
 struct Job {
   std::int64_t r0, r1, chunk;
   bool grouped;
@@ -651,6 +646,8 @@ void stack_job(const Problem<T>& p, const PaddedTraces<T>& padded, const std::in
         cuts.add(vb);
         if (ve < job.nvec) cuts.add(ve);
       }
+      std::vector<Entry<T>>& entries = scratch.entries[s - job.s0];
+      if (entries.size() < terms.size()) entries.resize(terms.size());
       Sink<T>& sink = job.sinks[s - job.s0];
       sink.out = result ? result + s * p.lengthout + k0 : nullptr;
       sink.accumulate = sink.out && p.accumulate;
@@ -759,7 +756,7 @@ SCIPROXY_STACK_PARSTACK(T) {
   RegionStop stop;
 #pragma omp parallel
   {
-    Scratch<T> scratch(p.ntraces);
+    Scratch<T> scratch;
 #pragma omp for schedule(dynamic, 2)
     for (std::int64_t job = 0; job < njobs; ++job) {
       if (stop.poll(job)) continue;
