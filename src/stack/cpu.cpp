@@ -757,7 +757,7 @@ SCIPROXY_STACK_PARSTACK(T) {
 #pragma omp parallel
   {
     Scratch<T> scratch;
-#pragma omp for schedule(dynamic, 2)
+#pragma omp for schedule(dynamic, 2) nowait
     for (std::int64_t job = 0; job < njobs; ++job) {
       if (stop.poll(job)) continue;
       const Job& jb = jobs[job];
@@ -767,10 +767,14 @@ SCIPROXY_STACK_PARSTACK(T) {
       T max[kBlock];
       stack_job(p, padded, run_first.data(), jb, k0, n,
                 p.method == Method::stack ? result : nullptr, stream, max, scratch);
-      if (stream) stream_fence();  // the streaming stores are weakly ordered: done before the job
       if (p.method == Method::max)
         for (std::int64_t j = 0; j < nsets; ++j) chunk_max[(s0 + j) * nchunks + jb.chunk] = max[j];
     }
+    // The streaming stores are weakly ordered: each thread's are made visible before the barrier
+    // that ends the jobs. No thread reads the stack before then, so one fence per thread is enough
+    // (a fence per job drained the write-combining buffers thousands of times per call).
+    if (stream) stream_fence();
+#pragma omp barrier
     if (p.method == Method::max && !stop.stopped()) {  // the same value on every thread here
 #pragma omp for schedule(static)
       for (std::int64_t s = 0; s < p.nshifts; ++s) {
