@@ -1,5 +1,5 @@
-// parstack, CPU backend: OpenMP over (run of neighbouring shift sets, chunk of output samples),
-// SIMD over samples.
+// parstack, CPU backend: OpenMP over (run, or block of runs, of neighbouring shift sets; chunk of
+// output samples), SIMD over samples.
 //   R[s, k] = sum_i w[s,i] * a_i[k - start(s,i)],  M[s] = max_k R[s, k]     (pyrocko parstack)
 // Why it is faster than pyrocko's loop, which makes one pass over the output row per trace:
 // - each output vector is summed over every trace in registers and written once (method 0) or
@@ -24,7 +24,7 @@
 //   shifted to vector boundaries (Stream), so its lines are not first read from DRAM.
 // Accumulation is in T, as in pyrocko; each output sample sums its traces in trace order, on one
 // thread, so the result depends neither on the thread count, nor on the chunking, nor on which
-// shift sets are stacked together.
+// shift sets are stacked together, nor on whether their traces go in passes or in groups.
 #include <omp.h>
 
 #if defined(__AVX__)
