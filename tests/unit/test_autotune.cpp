@@ -162,11 +162,14 @@ TEST_F(Autotune, NoCandidatesIsAnError) {
 }
 
 TEST_F(Autotune, TunedParstackEqualsTheDefaultBitForBit) {
+  // Up to 20 traces (one pass) and 33 to 48 with shifts at random (the cpu backend's groups of
+  // traces), in chunks down to 64 bytes.
   std::mt19937_64 rng(7);
   const test::ProblemShape wide{20, 500, 3000, 2000, 60};
+  const test::ProblemShape many{48, 500, 3000, 2000, 60, 0, 33};
   const Device cpu{Backend::cpu, 0, false};
-  for (int trial = 0; trial < 4; ++trial) {
-    const test::RandomProblem<float> p(rng, wide);
+  for (int trial = 0; trial < 8; ++trial) {
+    const test::RandomProblem<float> p(rng, trial < 4 ? wide : many);
     stack::ParstackOptions opt;
     opt.method = trial % 2 ? stack::Method::max : stack::Method::stack;
     const auto n = static_cast<std::size_t>(
