@@ -148,17 +148,18 @@ struct Term {
   std::int64_t trace;
 };
 
-// A job stacks one chunk for a run of up to kGroup neighbouring shift sets whose shifts nearly
-// agree (the moveouts of neighbouring candidate sources), one set after the other over each tile
-// of U output vectors: the later sets' loads of a trace hit the lines the earlier ones have just
-// brought to L1, so the trace comes from L2 once per run instead of once per set. Each set's sums
-// keep their own order (trace order), so the result is the same whether a set runs alone or in a
-// run. The loop alone (bench/parstack_loads.cpp, one thread, float32, shifts within +-10): 30
-// traces 29.0 GMAC/s in pairs of sets (both sets' accumulators in registers, the earlier
-// design), 31.3 in runs of 4 or 8; 100 traces of 30000 samples (passes of 16) 14.3 one set at a
-// time, 15.9-17.7 in pairs, 23.7-24.4 in runs of 8. In the kernel, runs of at most 4, 8 and 16
-// sets timed the same within the noise (sizes a, b, c at +-10 to +-2000, 2 threads, alternating
-// builds; docs/kernels/parstack.md, "Runs of shift sets").
+// A run of up to kGroup neighbouring shift sets whose shifts nearly agree (the moveouts of
+// neighbouring candidate sources) is stacked one set after the other over each tile of U output
+// vectors, in a job of its own or, in groups of traces, within its block's job (Job below): the
+// later sets' loads of a trace hit the lines the earlier ones have just brought to L1, so the trace
+// comes from L2 once per run instead of once per set. Each set's sums keep their own order (trace
+// order), so the result is the same whether a set runs alone or in a run. The loop alone
+// (bench/parstack_loads.cpp, one thread, float32, shifts within +-10): 30 traces 29.0 GMAC/s in
+// pairs of sets (both sets' accumulators in registers, the earlier design), 31.3 in runs of 4 or 8;
+// 100 traces of 30000 samples (passes of 16) 14.3 one set at a time, 15.9-17.7 in pairs, 23.7-24.4
+// in runs of 8. In the kernel, runs of at most 4, 8 and 16 sets timed the same within the noise
+// (sizes a, b, c at +-10 to +-2000, 2 threads, alternating builds; docs/kernels/parstack.md, "Runs
+// of shift sets").
 constexpr int kGroup = 8;
 
 // One weighted trace of a segment.
